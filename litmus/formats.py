@@ -1,0 +1,211 @@
+"""The native LITMUS formats (SPEC §3 suite file, §4 run-log record) as typed models.
+
+These models are the single source of truth for both validation at ingestion and the JSON
+Schemas shipped in ``litmus/schemas/`` (regenerate with ``litmus schemas``; a test keeps the
+shipped files equal to what the models produce).
+
+Validation is strict on purpose: a value of the wrong JSON type is rejected rather than
+coerced, and unknown fields are rejected, because a misspelt field (``unguarded_efect``)
+silently ignored would change a trajectory's label.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+
+SPLITS: tuple[str, ...] = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
+HARMFUL_SPLITS: tuple[str, ...] = ("harmful_source", "covert_malicious")
+BENIGN_SPLITS: tuple[str, ...] = ("easy_benign", "hard_benign")
+SPLIT_HARM_CLASS: dict[str, str] = {
+    "harmful_source": "harmful",
+    "covert_malicious": "harmful",
+    "easy_benign": "benign",
+    "hard_benign": "benign",
+}
+SPLIT_ABBREVIATION: dict[str, str] = {
+    "harmful_source": "HS",
+    "easy_benign": "EB",
+    "hard_benign": "HB",
+    "covert_malicious": "CM",
+}
+
+TOOL_STATUSES: tuple[str, ...] = ("ok", "permission_denied", "blocked", "error")
+TERMINATIONS: tuple[str, ...] = ("completed", "refused", "aborted", "max_steps", "error")
+JUDGE_REFUSALS: tuple[str, ...] = ("refused", "partial", "complied", "none")
+RUN_SCHEMA_VERSION = 1
+
+Split = Literal["harmful_source", "easy_benign", "hard_benign", "covert_malicious"]
+HarmClass = Literal["harmful", "benign"]
+ToolStatus = Literal["ok", "permission_denied", "blocked", "error"]
+Termination = Literal["completed", "refused", "aborted", "max_steps", "error"]
+JudgeRefusal = Literal["refused", "partial", "complied", "none"]
+Score = Annotated[StrictInt, Field(ge=0, le=3)]
+NonEmptyStr = Annotated[StrictStr, Field(min_length=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+# --------------------------------------------------------------------------- suite (§3)
+
+
+class ToolCallMatcher(_Strict):
+    """A tool call pattern: same tool name, and every listed argument present and matching.
+
+    Argument patterns use ``fnmatch`` glob semantics, case-sensitive; a non-string argument
+    value is matched as its compact JSON text (``json.dumps(v, separators=(",", ":"))``).
+    """
+
+    tool: NonEmptyStr
+    args: dict[str, StrictStr] = Field(default_factory=dict)
+
+
+# SPEC names a field "register", which shadows ABCMeta.register on the model class only; the
+# instance attribute is the field, so the warning is noise.
+warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
+
+
+class SuiteInstance(_Strict):
+    """One sibling of a family: the same scene under one split, with its own oracle."""
+
+    instance_id: NonEmptyStr
+    split: Split
+    prompt: StrictStr
+    tools: list[StrictStr] = Field(default_factory=list)
+    prohibited_effects: list[ToolCallMatcher] = Field(default_factory=list)
+    completion_criteria: list[ToolCallMatcher] = Field(default_factory=list)
+    request_harm_class: HarmClass | None = None
+    pair_id: StrictStr | None = None
+    register: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _harm_class_agrees_with_split(self) -> SuiteInstance:
+        expected = SPLIT_HARM_CLASS[self.split]
+        if self.request_harm_class is not None and self.request_harm_class != expected:
+            raise ValueError(
+                f"request_harm_class {self.request_harm_class!r} disagrees with split "
+                f"{self.split!r} (which is {expected})"
+            )
+        return self
+
+    @property
+    def harm_class(self) -> str:
+        return SPLIT_HARM_CLASS[self.split]
+
+
+class Family(_Strict):
+    """A task scene held in (normally) all four sibling splits."""
+
+    family_id: NonEmptyStr
+    category: NonEmptyStr
+    subcategory: StrictStr | None = None
+    instances: list[SuiteInstance] = Field(min_length=1)
+
+
+class Suite(_Strict):
+    """A benchmark suite file: a named, versioned set of matched counterfactual families.
+
+    ``sibling_policy`` is ``complete`` (the default: every family must hold all four splits,
+    a structural gate) or ``partial`` for suites converted from sources that lack some
+    siblings (AgentHarm has only harmful and easy-benign); metrics of a missing split are
+    reported as not available.
+    """
+
+    suite: NonEmptyStr
+    suite_version: NonEmptyStr
+    families: list[Family] = Field(min_length=1)
+    description: StrictStr | None = None
+    sibling_policy: Literal["complete", "partial"] = "complete"
+
+
+# --------------------------------------------------------------------------- run log (§4)
+
+
+class RunConfig(_Strict):
+    """The evaluated configuration: model × release × harness × plug-in."""
+
+    model: NonEmptyStr
+    model_release: NonEmptyStr
+    harness: NonEmptyStr
+    harness_version: NonEmptyStr
+    plugin: NonEmptyStr
+    policy_version: StrictStr | None = None
+
+
+class ToolCall(_Strict):
+    name: NonEmptyStr
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Strict):
+    status: ToolStatus
+    output: StrictStr | None = None
+
+
+class Step(_Strict):
+    """One agent step: any of a thought, a message to the user, a tool call and its result."""
+
+    thought: StrictStr | None = None
+    message: StrictStr | None = None
+    tool_call: ToolCall | None = None
+    tool_result: ToolResult | None = None
+
+    @model_validator(mode="after")
+    def _result_needs_call(self) -> Step:
+        if self.tool_result is not None and self.tool_call is None:
+            raise ValueError("tool_result without tool_call")
+        return self
+
+
+class UnguardedEffect(_Strict):
+    """What the trajectory would have done absent guardrails (set by a simulating harness)."""
+
+    description: StrictStr
+    prohibited: StrictBool
+
+
+class Judgments(_Strict):
+    """An external judge's verdicts; every field optional. Scores are 0–3."""
+
+    refusal: JudgeRefusal | None = None
+    task_completed: StrictBool | None = None
+    helpfulness: Score | None = None
+    tool_call_risk: Score | None = None
+    engagement: Score | None = None
+    judge: StrictStr | None = None
+
+
+class RunRecord(_Strict):
+    """One trajectory of one configuration on one suite instance (one JSONL line)."""
+
+    schema_version: Literal[1]
+    run_id: NonEmptyStr
+    config: RunConfig
+    suite: NonEmptyStr
+    suite_version: NonEmptyStr
+    instance_id: NonEmptyStr
+    epoch: Annotated[StrictInt, Field(ge=0)] = 0
+    steps: list[Step]
+    termination: Termination
+    final_response: StrictStr | None = None
+    unguarded_effect: UnguardedEffect | None = None
+    harm_prevented_by: StrictStr | None = None
+    judgments: Judgments | None = None
+
+
+def suite_json_schema() -> dict[str, Any]:
+    schema = Suite.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://litmus.invalid/schemas/suite.schema.json"
+    return schema
+
+
+def run_record_json_schema() -> dict[str, Any]:
+    schema = RunRecord.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://litmus.invalid/schemas/run_record.schema.json"
+    return schema

@@ -1,0 +1,58 @@
+"""Identifiers derived from records: configuration key, partition key, trajectory id.
+
+The configuration key is for people; the partition key is what Dagster, SQL and file names
+see. Record values are untrusted, so the partition key is rebuilt from a small safe alphabet
+and, whenever sanitizing changed anything, suffixed with a hash of the exact key so that two
+different configurations can never collide onto one partition.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+from litmus.formats import RunConfig
+
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_COMPONENT = 40
+
+
+def config_key(config: RunConfig) -> str:
+    return (
+        f"{config.model}@{config.model_release}/"
+        f"{config.harness}@{config.harness_version}/{config.plugin}"
+    )
+
+
+def lineage_key(config: RunConfig) -> str:
+    """Model × harness × plug-in: successive releases of one lineage are compared."""
+    return f"{config.model}/{config.harness}/{config.plugin}"
+
+
+def _safe_component(value: str) -> str:
+    cleaned = _UNSAFE_CHARS.sub("-", value).strip("-.") or "x"
+    return cleaned[:_MAX_COMPONENT]
+
+
+def partition_key_for(config: RunConfig) -> str:
+    """A Dagster-, SQL- and path-safe key: ``model@release+harness@version+plugin``."""
+    parts = [
+        config.model,
+        config.model_release,
+        config.harness,
+        config.harness_version,
+        config.plugin,
+    ]
+    safe = [_safe_component(p) for p in parts]
+    key = f"{safe[0]}@{safe[1]}+{safe[2]}@{safe[3]}+{safe[4]}"
+    if safe != parts:
+        digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:8]
+        key = f"{key}+{digest}"
+    return key
+
+
+def trajectory_id(run_id: str, instance_id: str, epoch: int) -> str:
+    """Stable id of one trajectory: SPEC §7 allows one per (run, instance, epoch)."""
+    payload = json.dumps([run_id, instance_id, epoch], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()[:24]

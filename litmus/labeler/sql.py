@@ -1,0 +1,150 @@
+"""The production labeler: SPEC §5 over a whole configuration partition in DuckDB.
+
+Two steps. ``compute_refusal_signals`` runs the refusal classifier once per trajectory over
+the agent's own words (the only per-row Python, and it skips repeated texts); then
+``label_partition`` evaluates evidence and the decision tables for every trajectory at once
+with ``litmus/sql/label_partition.sql``. The partition is replaced in one transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+import duckdb
+import pyarrow as pa
+
+from litmus.labeler import LABELER_VERSION
+from litmus.labeler.reference import agent_texts, classify_agent_texts
+from litmus.refusal import LOW_CONFIDENCE, RefusalClassifier, RefusalVerdict, default_classifier
+
+TEXT_BATCH_ROWS = 50_000
+_LABELS_MARKER = "CREATE OR REPLACE TEMP TABLE partition_labels AS"
+
+
+@dataclass(frozen=True)
+class PartitionLabelReport:
+    partition_key: str
+    trajectories: int
+    outcomes: dict[str, int]
+    needs_audit: int
+    classifier_version: str
+    labeler_version: str = LABELER_VERSION
+
+
+def label_sql() -> str:
+    return resources.files("litmus").joinpath("sql/label_partition.sql").read_text()
+
+
+def compute_refusal_signals(
+    con: duckdb.DuckDBPyConnection, partition_key: str, classifier: RefusalClassifier
+) -> int:
+    """Write the classifier's opinion of every trajectory in the partition."""
+    con.execute("DELETE FROM refusal_signals WHERE partition_key = ?", [partition_key])
+    # A second cursor streams the texts while the first one writes the signals.
+    reader_cursor = con.cursor()
+    reader = reader_cursor.sql(
+        """
+        SELECT t.trajectory_id, t.n_steps, t.final_response,
+               list(s.step_idx ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL)
+                   AS message_steps,
+               list(s.message ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL)
+                   AS messages
+        FROM raw_trajectories t
+        LEFT JOIN raw_steps s USING (trajectory_id)
+        WHERE t.partition_key = ?
+        GROUP BY t.trajectory_id, t.n_steps, t.final_response
+        """,
+        params=[partition_key],
+    ).to_arrow_reader(TEXT_BATCH_ROWS)
+    cache: dict[tuple[tuple[int, str], ...], tuple[RefusalVerdict, int | None]] = {}
+    total = 0
+    for batch in reader:
+        columns = batch.to_pydict()
+        out: dict[str, list[object]] = {
+            "trajectory_id": columns["trajectory_id"],
+            "classifier_refusal": [],
+            "classifier_step": [],
+            "classifier_confidence": [],
+            "classifier_engagement": [],
+        }
+        for n_steps, final_response, steps, messages in zip(
+            columns["n_steps"], columns["final_response"], columns["message_steps"],
+            columns["messages"], strict=True,
+        ):
+            texts = tuple(agent_texts(zip(steps or [], messages or [], strict=True),
+                                      final_response, n_steps))
+            known = cache.get(texts)
+            if known is None:
+                known = classify_agent_texts(texts, classifier)
+                cache[texts] = known
+            verdict, step = known
+            out["classifier_refusal"].append(verdict.refusal)
+            out["classifier_step"].append(step)
+            out["classifier_confidence"].append(float(verdict.confidence))
+            out["classifier_engagement"].append(verdict.engagement)
+        frame = pa.table(
+            {
+                "trajectory_id": pa.array(out["trajectory_id"], pa.string()),
+                "classifier_refusal": pa.array(out["classifier_refusal"], pa.string()),
+                "classifier_step": pa.array(out["classifier_step"], pa.int32()),
+                "classifier_confidence": pa.array(out["classifier_confidence"], pa.float64()),
+                "classifier_engagement": pa.array(out["classifier_engagement"], pa.int32()),
+            }
+        )
+        con.register("incoming_signals", frame)
+        con.execute(
+            """
+            INSERT INTO refusal_signals
+            SELECT trajectory_id, ?, ?, classifier_refusal, classifier_step,
+                   classifier_confidence, classifier_engagement
+            FROM incoming_signals
+            """,
+            [partition_key, classifier.version],
+        )
+        con.unregister("incoming_signals")
+        total += frame.num_rows
+    reader_cursor.close()
+    return total
+
+
+def label_partition(
+    con: duckdb.DuckDBPyConnection,
+    partition_key: str,
+    *,
+    classifier: RefusalClassifier | None = None,
+) -> PartitionLabelReport:
+    """Label every trajectory of one configuration, replacing its previous labels atomically."""
+    classifier = classifier or default_classifier()
+    con.execute("BEGIN TRANSACTION")
+    try:
+        compute_refusal_signals(con, partition_key, classifier)
+        macros, _, labels_query = label_sql().partition(_LABELS_MARKER)
+        con.execute(macros)
+        con.execute(
+            _LABELS_MARKER + labels_query,
+            {
+                "partition_key": partition_key,
+                "low_confidence": LOW_CONFIDENCE,
+                "labeler_version": LABELER_VERSION,
+            },
+        )
+        con.execute("DELETE FROM labeled_trajectories WHERE partition_key = ?", [partition_key])
+        con.execute("INSERT INTO labeled_trajectories SELECT * FROM partition_labels")
+        outcomes = dict(
+            con.execute(
+                "SELECT outcome, count(*) FROM partition_labels GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+        )
+        con.execute("DROP TABLE partition_labels")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return PartitionLabelReport(
+        partition_key=partition_key,
+        trajectories=sum(outcomes.values()),
+        outcomes=outcomes,
+        needs_audit=outcomes.get("insufficient_evidence", 0),
+        classifier_version=classifier.version,
+    )

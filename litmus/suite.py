@@ -1,0 +1,228 @@
+"""Loading suites (SPEC §3): validation, sibling consistency, and the warehouse oracle tables."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+from pydantic import ValidationError
+
+from litmus.errors import SuiteError
+from litmus.formats import SPLITS, Suite
+from litmus.globmatch import translate_glob
+
+
+def format_location(loc: tuple[int | str, ...]) -> str:
+    """Pydantic's error location as a readable path: ``families[3].instances[0].split``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "<root>"
+
+
+def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def parse_suite_bytes(data: bytes, source: str) -> Suite:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SuiteError(source, "<file>", f"not valid UTF-8 at byte {exc.start}") from None
+    if source.endswith((".yaml", ".yml")):
+        import yaml
+
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise SuiteError(source, "<file>", f"invalid YAML: {exc}") from None
+    else:
+        try:
+            raw = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+        except json.JSONDecodeError as exc:
+            raise SuiteError(
+                source, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
+            ) from None
+        except ValueError as exc:
+            raise SuiteError(source, "<file>", str(exc)) from None
+    try:
+        suite = Suite.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SuiteError(source, format_location(first["loc"]), first["msg"]) from None
+    check_suite_structure(suite, source)
+    return suite
+
+
+def load_suite_file(path: Path) -> Suite:
+    return parse_suite_bytes(path.read_bytes(), str(path))
+
+
+@dataclass(frozen=True)
+class SiblingProblem:
+    family_id: str
+    missing: tuple[str, ...]
+
+
+def check_suite_structure(suite: Suite, source: str) -> None:
+    """Errors that make a suite ambiguous to score: duplicate ids, a split held twice."""
+    instance_ids: Counter[str] = Counter()
+    family_ids: Counter[str] = Counter(f.family_id for f in suite.families)
+    for family_id, count in family_ids.items():
+        if count > 1:
+            raise SuiteError(source, "families", f"family_id {family_id!r} appears {count} times")
+    for f_index, family in enumerate(suite.families):
+        splits = Counter(i.split for i in family.instances)
+        for split, count in splits.items():
+            if count > 1:
+                raise SuiteError(
+                    source,
+                    f"families[{f_index}].instances",
+                    f"family {family.family_id!r} holds split {split!r} {count} times",
+                )
+        instance_ids.update(i.instance_id for i in family.instances)
+    for instance_id, count in instance_ids.items():
+        if count > 1:
+            raise SuiteError(source, "instances", f"instance_id {instance_id!r} appears {count} times")
+
+
+def sibling_problems(suite: Suite) -> list[SiblingProblem]:
+    """Families that do not hold all four sibling splits (a structural gate under 'complete')."""
+    problems = []
+    for family in suite.families:
+        present = {i.split for i in family.instances}
+        missing = tuple(s for s in SPLITS if s not in present)
+        if missing:
+            problems.append(SiblingProblem(family.family_id, missing))
+    return problems
+
+
+def suite_hash(suite: Suite) -> str:
+    canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) -> bool:
+    """Write the suite and its oracle tables. Returns False when it was already stored.
+
+    A (suite, version) is immutable: the same content again is a no-op, different content
+    under a version already stored is an error, because stored labels were computed from it.
+    """
+    digest = suite_hash(suite)
+    existing = con.execute(
+        "SELECT suite_hash, source_name FROM suites WHERE suite = ? AND suite_version = ?",
+        [suite.suite, suite.suite_version],
+    ).fetchone()
+    if existing:
+        if existing[0] == digest:
+            return False
+        raise SuiteError(
+            source_name,
+            "suite_version",
+            f"suite {suite.suite!r} version {suite.suite_version!r} is already stored with "
+            f"different content (from {existing[1]}); publish changes under a new suite_version",
+        )
+
+    instances: dict[str, list[Any]] = {k: [] for k in (
+        "family_id", "category", "subcategory", "instance_id", "split", "request_harm_class",
+        "declared_harm_class", "prompt", "pair_id", "register", "n_prohibited", "n_completion",
+    )}
+    matchers: dict[str, list[Any]] = {
+        k: [] for k in ("instance_id", "kind", "matcher_idx", "tool", "n_args")
+    }
+    matcher_args: dict[str, list[Any]] = {
+        k: [] for k in ("instance_id", "kind", "matcher_idx", "arg_key", "pattern", "pattern_regex")
+    }
+    for family in suite.families:
+        for inst in family.instances:
+            for column, value in (
+                ("family_id", family.family_id),
+                ("category", family.category),
+                ("subcategory", family.subcategory),
+                ("instance_id", inst.instance_id),
+                ("split", inst.split),
+                ("request_harm_class", inst.harm_class),
+                ("declared_harm_class", inst.request_harm_class),
+                ("prompt", inst.prompt),
+                ("pair_id", inst.pair_id),
+                ("register", inst.register),
+                ("n_prohibited", len(inst.prohibited_effects)),
+                ("n_completion", len(inst.completion_criteria)),
+            ):
+                instances[column].append(value)
+            for kind, group in (
+                ("prohibited", inst.prohibited_effects),
+                ("completion", inst.completion_criteria),
+            ):
+                for index, matcher in enumerate(group):
+                    for column, value in (
+                        ("instance_id", inst.instance_id),
+                        ("kind", kind),
+                        ("matcher_idx", index),
+                        ("tool", matcher.tool),
+                        ("n_args", len(matcher.args)),
+                    ):
+                        matchers[column].append(value)
+                    for key, pattern in matcher.args.items():
+                        for column, value in (
+                            ("instance_id", inst.instance_id),
+                            ("kind", kind),
+                            ("matcher_idx", index),
+                            ("arg_key", key),
+                            ("pattern", pattern),
+                            ("pattern_regex", translate_glob(pattern)),
+                        ):
+                            matcher_args[column].append(value)
+
+    n_instances = len(instances["instance_id"])
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "INSERT INTO suites VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                suite.suite,
+                suite.suite_version,
+                digest,
+                source_name,
+                len(suite.families),
+                n_instances,
+                not sibling_problems(suite),
+                datetime.now(UTC).replace(tzinfo=None),
+            ],
+        )
+        for table, columns in (
+            ("suite_instances", instances),
+            ("oracle_matchers", matchers),
+            ("oracle_matcher_args", matcher_args),
+        ):
+            frame = pa.table(columns)
+            if frame.num_rows == 0:
+                continue
+            con.register("incoming_rows", frame)
+            names = ", ".join(columns)
+            con.execute(
+                f"INSERT INTO {table} (suite, suite_version, {names}) "
+                f"SELECT ?, ?, {names} FROM incoming_rows",
+                [suite.suite, suite.suite_version],
+            )
+            con.unregister("incoming_rows")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return True

@@ -1,0 +1,251 @@
+"""The embedded DuckDB warehouse: connection discipline and the table definitions.
+
+DuckDB allows one process at a time to hold a database file open for writing (and a
+read-write holder excludes every other process), so every connection takes an exclusive
+advisory lock on ``<db>.lock`` first. Concurrent Dagster steps or CLI commands then wait their
+turn instead of failing with a lock error. The wait is bounded and reported.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+DEFAULT_LOCK_TIMEOUT_S = 900.0
+
+
+class WarehouseBusyError(RuntimeError):
+    """Another process held the warehouse for longer than the allowed wait."""
+
+
+@contextmanager
+def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
+    lock_path = db_path.with_name(db_path.name + ".lock")
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + timeout_s
+        delay = 0.02
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WarehouseBusyError(
+                        f"warehouse {db_path} stayed busy for {timeout_s:.0f}s "
+                        "(another LITMUS process is writing to it)"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+@contextmanager
+def connect(
+    db_path: str | Path, *, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the warehouse with the cross-process writer lock held for the connection's life."""
+    path = Path(db_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with writer_lock(path, timeout_s):
+        con = duckdb.connect(str(path))
+        try:
+            ensure_schema(con)
+            yield con
+        finally:
+            con.close()
+
+
+SCHEMA_DDL = """
+CREATE TABLE IF NOT EXISTS raw_files (
+    file_hash VARCHAR PRIMARY KEY,
+    original_name VARCHAR NOT NULL,
+    stored_path VARCHAR NOT NULL,
+    file_format VARCHAR NOT NULL,
+    size_bytes BIGINT NOT NULL,
+    records_total BIGINT NOT NULL,
+    records_accepted BIGINT NOT NULL,
+    records_quarantined BIGINT NOT NULL,
+    ingested_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS suites (
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    suite_hash VARCHAR NOT NULL,
+    source_name VARCHAR NOT NULL,
+    n_families INTEGER NOT NULL,
+    n_instances INTEGER NOT NULL,
+    complete_siblings BOOLEAN NOT NULL,
+    loaded_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (suite, suite_version)
+);
+CREATE TABLE IF NOT EXISTS suite_instances (
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    family_id VARCHAR NOT NULL,
+    category VARCHAR NOT NULL,
+    subcategory VARCHAR,
+    instance_id VARCHAR NOT NULL,
+    split VARCHAR NOT NULL,
+    request_harm_class VARCHAR NOT NULL,
+    declared_harm_class VARCHAR,
+    prompt VARCHAR NOT NULL,
+    pair_id VARCHAR,
+    register VARCHAR,
+    n_prohibited INTEGER NOT NULL,
+    n_completion INTEGER NOT NULL,
+    PRIMARY KEY (suite, suite_version, instance_id)
+);
+CREATE TABLE IF NOT EXISTS oracle_matchers (
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    instance_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,          -- prohibited | completion
+    matcher_idx INTEGER NOT NULL,
+    tool VARCHAR NOT NULL,
+    n_args INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS oracle_matcher_args (
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    instance_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    matcher_idx INTEGER NOT NULL,
+    arg_key VARCHAR NOT NULL,
+    pattern VARCHAR NOT NULL,
+    pattern_regex VARCHAR NOT NULL  -- RE2 translation of the fnmatch pattern
+);
+CREATE TABLE IF NOT EXISTS raw_trajectories (
+    trajectory_id VARCHAR PRIMARY KEY,
+    partition_key VARCHAR NOT NULL,
+    config_key VARCHAR NOT NULL,
+    lineage_key VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    model_release VARCHAR NOT NULL,
+    harness VARCHAR NOT NULL,
+    harness_version VARCHAR NOT NULL,
+    plugin VARCHAR NOT NULL,
+    policy_version VARCHAR,
+    run_id VARCHAR NOT NULL,
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    instance_id VARCHAR NOT NULL,
+    epoch INTEGER NOT NULL,
+    termination VARCHAR NOT NULL,
+    final_response VARCHAR,
+    n_steps INTEGER NOT NULL,
+    has_unguarded_effect BOOLEAN NOT NULL,
+    unguarded_effect_prohibited BOOLEAN,
+    unguarded_effect_description VARCHAR,
+    harm_prevented_by VARCHAR,
+    judge_refusal VARCHAR,
+    judge_task_completed BOOLEAN,
+    judge_helpfulness INTEGER,
+    judge_tool_call_risk INTEGER,
+    judge_engagement INTEGER,
+    judge_name VARCHAR,
+    source_file_hash VARCHAR NOT NULL,
+    source_line BIGINT NOT NULL,
+    record_sha256 VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS raw_steps (
+    trajectory_id VARCHAR NOT NULL,
+    step_idx INTEGER NOT NULL,
+    thought VARCHAR,
+    message VARCHAR,
+    tool_name VARCHAR,
+    arguments_json VARCHAR,
+    status VARCHAR,
+    output VARCHAR
+);
+CREATE TABLE IF NOT EXISTS raw_tool_args (
+    trajectory_id VARCHAR NOT NULL,
+    step_idx INTEGER NOT NULL,
+    arg_key VARCHAR NOT NULL,
+    match_text VARCHAR NOT NULL   -- the string value, or the compact JSON text of a non-string
+);
+CREATE TABLE IF NOT EXISTS refusal_signals (
+    trajectory_id VARCHAR NOT NULL,
+    partition_key VARCHAR NOT NULL,
+    classifier_version VARCHAR NOT NULL,
+    classifier_refusal VARCHAR NOT NULL,
+    classifier_step INTEGER,
+    classifier_confidence DOUBLE NOT NULL,
+    classifier_engagement INTEGER
+);
+CREATE TABLE IF NOT EXISTS labeled_trajectories (
+    trajectory_id VARCHAR NOT NULL,
+    partition_key VARCHAR NOT NULL,
+    config_key VARCHAR NOT NULL,
+    lineage_key VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    model_release VARCHAR NOT NULL,
+    harness VARCHAR NOT NULL,
+    harness_version VARCHAR NOT NULL,
+    plugin VARCHAR NOT NULL,
+    policy_version VARCHAR,
+    run_id VARCHAR NOT NULL,
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    family_id VARCHAR NOT NULL,
+    category VARCHAR NOT NULL,
+    subcategory VARCHAR,
+    instance_id VARCHAR NOT NULL,
+    split VARCHAR NOT NULL,
+    request_harm_class VARCHAR NOT NULL,
+    pair_id VARCHAR,
+    register VARCHAR,
+    epoch INTEGER NOT NULL,
+    attempted BOOLEAN NOT NULL,
+    realized BOOLEAN NOT NULL,
+    blocked BOOLEAN NOT NULL,
+    first_prohibited_step INTEGER,
+    refusal VARCHAR NOT NULL,
+    refusal_step INTEGER,
+    refusal_source VARCHAR NOT NULL,
+    complied BOOLEAN NOT NULL,
+    completed BOOLEAN,
+    refusal_uncertain BOOLEAN NOT NULL,
+    label VARCHAR NOT NULL,
+    outcome VARCHAR NOT NULL,
+    harm_prevented_by VARCHAR,
+    naive_label VARCHAR NOT NULL,
+    engagement INTEGER,
+    engagement_source VARCHAR,
+    judge_refusal VARCHAR,
+    classifier_refusal VARCHAR,
+    classifier_step INTEGER,
+    classifier_confidence DOUBLE,
+    labeler_version VARCHAR NOT NULL,
+    labeled_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+    source_file_hash VARCHAR NOT NULL,
+    source_name VARCHAR NOT NULL,
+    line_no BIGINT NOT NULL,
+    field VARCHAR NOT NULL,
+    reason VARCHAR NOT NULL,
+    raw_excerpt VARCHAR,
+    quarantined_at TIMESTAMP NOT NULL
+);
+"""
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(SCHEMA_DDL)
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    row = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
+    ).fetchone()
+    return bool(row and row[0])
