@@ -1,0 +1,236 @@
+"""``litmus``: the command line. Every command exits non-zero with one clear line on error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from litmus.errors import LitmusError
+from litmus.settings import LitmusPaths, litmus_paths
+
+Handler = Callable[[argparse.Namespace, LitmusPaths], int]
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Write the deterministic sample suite and runs, staged for ingestion."""
+    from litmus.sample import generate_sample
+
+    out = Path(args.out) if args.out else paths.home / "sample"
+    manifest = generate_sample(out, seed=args.seed, n_families=args.families)
+    if not args.out or args.stage:
+        _stage_sample(manifest.suite_path, list(manifest.run_paths.values()), paths)
+    _say(
+        f"sample written to {out}: {manifest.n_trajectories} trajectories in "
+        f"{len(manifest.run_paths)} run files"
+    )
+    return 0
+
+
+def _stage_sample(suite_path: Path, run_paths: list[Path], paths: LitmusPaths) -> None:
+    shutil.copyfile(suite_path, paths.suites / suite_path.name)
+    for run_path in run_paths:
+        shutil.copyfile(run_path, paths.landing / run_path.name)
+
+
+def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.suite import load_suite_file
+
+    source = Path(args.file)
+    suite = load_suite_file(source)  # validate before accepting it
+    target = paths.suites / f"{suite.suite}@{suite.suite_version}{source.suffix.lower()}"
+    shutil.copyfile(source, target)
+    _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
+    return 0
+
+
+def cmd_land(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    for name in args.files:
+        source = Path(name)
+        if not source.is_file():
+            raise LitmusError(f"{source}: no such file")
+        shutil.copyfile(source, paths.landing / source.name)
+        _say(f"landed {source.name}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus_dagster.pipeline import run_pipeline
+
+    started = time.monotonic()
+    result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
+    _say(
+        f"done in {time.monotonic() - started:.1f}s: {len(result.ingested_partitions)} "
+        f"configuration(s), {len(result.scored_partitions)} labeled"
+    )
+    _print_status(paths)
+    _print_leaderboard(paths)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Sample → ingest → label → metrics → leaderboard, in a fresh project-local home."""
+    from litmus.sample import generate_sample
+
+    if paths.home.exists() and not args.keep:
+        shutil.rmtree(paths.home)
+    paths.ensure()
+    _say(f"LITMUS demo in {paths.home} (embedded DuckDB at {paths.duckdb_path})")
+    manifest = generate_sample(paths.home / "sample")
+    _stage_sample(manifest.suite_path, list(manifest.run_paths.values()), paths)
+    _say(f"sample: {manifest.n_trajectories} trajectories, {len(manifest.run_paths)} run files")
+    args.rescore_all = False
+    return cmd_run(args, paths)
+
+
+def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    _print_status(paths)
+    return 0
+
+
+def _print_status(paths: LitmusPaths) -> None:
+    from litmus.status import partition_statuses, quarantine_summary
+    from litmus.warehouse import connect
+
+    with connect(paths.duckdb_path) as con:
+        statuses = partition_statuses(con)
+        quarantined = quarantine_summary(con)
+        files = con.execute(
+            "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
+        ).fetchone()
+    print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
+    print(f"{'configuration':<52} {'rows':>6} {'labeled':>7}  outcomes")
+    for status in statuses:
+        outcomes = ", ".join(f"{k}={v}" for k, v in sorted(status.outcomes.items()))
+        flag = "  (stale)" if status.stale else ""
+        print(
+            f"{status.config_key:<52} {status.trajectories:>6} {status.labeled:>7}  "
+            f"{outcomes}{flag}"
+        )
+    if quarantined:
+        print("\nquarantined records:")
+        for name, reason, count in quarantined:
+            print(f"  {name}: {count} × {reason}")
+
+
+def _print_leaderboard(paths: LitmusPaths) -> None:
+    markdown = paths.exports / "leaderboard.md"
+    if markdown.exists():
+        print("\n" + markdown.read_text())
+        for name in ("leaderboard.html", "boundary_plot.png", "leaderboard.csv"):
+            if (paths.exports / name).exists():
+                print(f"  {name}: {paths.exports / name}")
+
+
+def cmd_schemas(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.schemas import write_schemas
+
+    changed = write_schemas(check=args.check)
+    if args.check and changed:
+        raise LitmusError(f"shipped JSON Schemas are out of date: {', '.join(changed)}")
+    _say("JSON Schemas up to date" if not changed else f"wrote {', '.join(changed)}")
+    return 0
+
+
+def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.refusal_eval import evaluate_refusal_classifier, format_report
+
+    folder = Path(args.folder)
+    if not folder.is_dir():
+        raise LitmusError(f"{folder}: not a folder of XSTest completion CSV files")
+    print(format_report(evaluate_refusal_classifier(folder)))
+    return 0
+
+
+# ----------------------------------------------------------------------------- parser
+
+
+def default_xstest_folder() -> str:
+    here = Path(__file__).resolve().parents[2]
+    for candidate in (here / "shared" / "data" / "xstest_dev", Path("../shared/data/xstest_dev")):
+        if candidate.is_dir():
+            return str(candidate)
+    return "../shared/data/xstest_dev"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="litmus",
+        description="Fail-closed scoring of agentic safety benchmarks.",
+    )
+    parser.add_argument(
+        "--home", help="state folder (default: $LITMUS_HOME or ./.litmus)", default=None
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on error")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample")
+    demo.add_argument("--keep", action="store_true", help="do not reset the state folder first")
+    demo.set_defaults(handler=cmd_demo)
+
+    run = commands.add_parser("run", help="ingest landed files, label, publish")
+    run.add_argument("--rescore-all", action="store_true", help="re-label every configuration")
+    run.set_defaults(handler=cmd_run)
+
+    sample = commands.add_parser("sample", help="write the deterministic sample data")
+    sample.add_argument("--out", help="output folder (default: stage into the state folder)")
+    sample.add_argument("--stage", action="store_true", help="also stage it for ingestion")
+    sample.add_argument("--seed", type=int, default=20261129)
+    sample.add_argument("--families", type=int, default=240)
+    sample.set_defaults(handler=cmd_sample)
+
+    suite = commands.add_parser("suite-add", help="validate a suite file and add it")
+    suite.add_argument("file")
+    suite.set_defaults(handler=cmd_suite_add)
+
+    land = commands.add_parser("land", help="copy run files into the landing folder")
+    land.add_argument("files", nargs="+")
+    land.set_defaults(handler=cmd_land)
+
+    status = commands.add_parser("status", help="what the warehouse holds per configuration")
+    status.set_defaults(handler=cmd_status)
+
+    schemas = commands.add_parser("schemas", help="write the JSON Schemas of the native formats")
+    schemas.add_argument("--check", action="store_true", help="fail if they are out of date")
+    schemas.set_defaults(handler=cmd_schemas)
+
+    refusal = commands.add_parser(
+        "eval-refusal", help="score the refusal classifier against XSTest human labels"
+    )
+    refusal.add_argument("folder", nargs="?", default=default_xstest_folder())
+    refusal.set_defaults(handler=cmd_eval_refusal)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    paths = litmus_paths(args.home).ensure()
+    os.environ.setdefault("LITMUS_HOME", str(paths.home))
+    try:
+        return int(args.handler(args, paths))
+    except KeyboardInterrupt:
+        _say("litmus: interrupted")
+        return 130
+    except Exception as exc:  # one clear line for people; --debug for the traceback
+        if args.debug:
+            raise
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        _say(f"litmus: error: {message}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Ingestion assets: suites and landed run files into the warehouse (wiring only)."""
+
+import dagster as dg
+
+from litmus.ingest import ingest_file
+from litmus.runs import landed_files, suite_files
+from litmus.suite import load_suite_file, sibling_problems, store_suite
+from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
+from litmus_dagster.resources import LitmusWarehouse
+
+
+@dg.asset(group_name="ingestion", pool=WAREHOUSE_POOL, kinds={"duckdb"})
+def suite_catalog(context: dg.AssetExecutionContext, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    """Benchmark suites (SPEC §3) from ``<home>/suites``, validated and stored with their oracles."""
+    paths = warehouse.paths
+    stored, unchanged, incomplete = [], [], []
+    with warehouse.connect() as con:
+        for path in suite_files(paths):
+            suite = load_suite_file(path)
+            (stored if store_suite(con, suite, path.name) else unchanged).append(
+                f"{suite.suite}@{suite.suite_version}"
+            )
+            if sibling_problems(suite):
+                incomplete.append(f"{suite.suite}@{suite.suite_version} ({suite.sibling_policy})")
+        n_instances = con.execute("SELECT count(*) FROM suite_instances").fetchone()[0]
+    context.log.info(f"suites stored: {stored or 'none'}; unchanged: {unchanged or 'none'}")
+    return dg.MaterializeResult(
+        metadata={
+            "suites_stored": stored,
+            "suites_unchanged": unchanged,
+            "suites_with_missing_siblings": incomplete,
+            "instances_in_warehouse": int(n_instances),
+        }
+    )
+
+
+@dg.asset(
+    group_name="ingestion", deps=[suite_catalog], pool=WAREHOUSE_POOL, kinds={"duckdb"}
+)
+def raw_run_files(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    """Landed run files kept by content hash and parsed into validated rows plus quarantine.
+
+    Adds a ``configurations`` partition for every configuration the files contain.
+    """
+    paths = warehouse.paths
+    reports = []
+    with warehouse.connect() as con:
+        for path in landed_files(paths):
+            report = ingest_file(
+                con, path, paths,
+                progress=lambda n, name=path.name: context.log.info(f"{name}: {n} records"),
+            )
+            context.log.info(report.summary())
+            reports.append(report)
+    new_partitions = sorted({key for r in reports for key in r.partitions})
+    known = set(context.instance.get_dynamic_partitions(configurations.name))
+    added = [key for key in new_partitions if key not in known]
+    if added:
+        context.instance.add_dynamic_partitions(configurations.name, added)
+    ingested = [r for r in reports if not r.skipped]
+    return dg.MaterializeResult(
+        metadata={
+            "files_ingested": len(ingested),
+            "files_already_ingested": len(reports) - len(ingested),
+            "records_in": sum(r.records_total for r in ingested),
+            "records_accepted": sum(r.accepted for r in ingested),
+            "records_quarantined": sum(r.quarantined for r in ingested),
+            "configurations_seen": new_partitions,
+            "configurations_added": added,
+            "quarantine_reasons": dg.MetadataValue.json(
+                {k: v for r in ingested for k, v in r.reasons.items()}
+            ),
+        }
+    )
+
+
+@dg.asset(
+    group_name="ingestion",
+    deps=[raw_run_files],
+    partitions_def=configurations,
+    pool=WAREHOUSE_POOL,
+    kinds={"duckdb"},
+)
+def raw_trajectories(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    """The accepted trajectories of one configuration (rows of ``raw_trajectories``)."""
+    with warehouse.connect() as con:
+        row = con.execute(
+            """
+            SELECT count(*), count(DISTINCT run_id), count(DISTINCT source_file_hash),
+                   any_value(config_key), count(DISTINCT suite || '@' || suite_version)
+            FROM raw_trajectories WHERE partition_key = ?
+            """,
+            [context.partition_key],
+        ).fetchone()
+    trajectories, runs, files, config, suites = row
+    if trajectories == 0:
+        raise dg.Failure(f"no accepted trajectories for configuration {context.partition_key}")
+    return dg.MaterializeResult(
+        metadata={
+            "configuration": config,
+            "trajectories": int(trajectories),
+            "runs": int(runs),
+            "source_files": int(files),
+            "suites": int(suites),
+        }
+    )

@@ -1,0 +1,73 @@
+"""Labeling assets: the SPEC §5 decision boundary per configuration partition (wiring only)."""
+
+import dagster as dg
+
+from litmus.audited import refresh_audited_partition
+from litmus.labeler import LABELER_VERSION
+from litmus.labeler.sql import label_partition
+from litmus.refusal import default_classifier
+from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
+from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
+from litmus_dagster.resources import LitmusWarehouse
+
+# A change to the labeler or the refusal classifier marks every labeled partition stale.
+LABELING_CODE_VERSION = f"labeler-{LABELER_VERSION}+{default_classifier().version}"
+
+
+@dg.asset(
+    group_name="labeling",
+    deps=[raw_trajectories, suite_catalog],
+    partitions_def=configurations,
+    code_version=LABELING_CODE_VERSION,
+    pool=WAREHOUSE_POOL,
+    kinds={"duckdb"},
+)
+def labeled_trajectories(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    """Every trajectory of the configuration labeled by the refusal–harm decision boundary."""
+    with warehouse.connect() as con:
+        report = label_partition(con, context.partition_key)
+        naive_unsafe = con.execute(
+            "SELECT count(*) FILTER (WHERE naive_label = 'unsafe'), "
+            "count(*) FILTER (WHERE label = 'unsafe') "
+            "FROM labeled_trajectories WHERE partition_key = ?",
+            [context.partition_key],
+        ).fetchone()
+    context.log.info(f"{context.partition_key}: {report.trajectories} labeled, {report.outcomes}")
+    return dg.MaterializeResult(
+        metadata={
+            "trajectories": report.trajectories,
+            "outcomes": dg.MetadataValue.json(report.outcomes),
+            "needs_audit": report.needs_audit,
+            "naive_unsafe": int(naive_unsafe[0]),
+            "corrected_unsafe": int(naive_unsafe[1]),
+            "labeler_version": report.labeler_version,
+            "classifier_version": report.classifier_version,
+        }
+    )
+
+
+@dg.asset(
+    group_name="labeling",
+    deps=[labeled_trajectories],
+    partitions_def=configurations,
+    pool=WAREHOUSE_POOL,
+    kinds={"duckdb"},
+)
+def audited_trajectories(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    """Labels with human audit verdicts applied; what the metrics read."""
+    with warehouse.connect() as con:
+        rows = refresh_audited_partition(con, context.partition_key)
+        sources = dict(
+            con.execute(
+                "SELECT label_source, count(*) FROM audited_trajectories "
+                "WHERE partition_key = ? GROUP BY 1",
+                [context.partition_key],
+            ).fetchall()
+        )
+    return dg.MaterializeResult(
+        metadata={"trajectories": rows, "label_sources": dg.MetadataValue.json(sources)}
+    )

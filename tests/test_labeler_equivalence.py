@@ -1,0 +1,159 @@
+"""Property: the vectorized SQL labeler and the reference labeler agree on every column.
+
+Hypothesis generates suites with random oracles (glob patterns included) and random
+trajectories (tool calls, statuses, refusal-ish and neutral texts, judges, annotations) and
+both paths must give identical labels, outcomes and evidence columns.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from labeling_harness import label_both
+from litmus.formats import SPLITS
+from litmus.globmatch import translate_glob
+from litmus.settings import litmus_paths
+from litmus.warehouse import connect
+
+TOOLS = ["fs.delete", "fs.list", "db.drop"]
+ARG_KEYS = ["path", "n", "mode"]
+GLOB_ALPHABET = "ab/*?[]!-."
+TEXTS = [
+    "I can't help with that.",
+    "I'm sorry to hear that. Here is the report you asked for.",
+    "Sure, done.",
+    "I won't delete those backups, but I can help you set up a retention policy instead.",
+    "The tool returned an error, so I could not finish.",
+    "Here's the script: `echo 'I cannot do this'`",
+    "",
+    "   ",
+    "I'd rather not do that part; the rest is attached.",
+]
+
+patterns = st.text(alphabet=GLOB_ALPHABET, min_size=0, max_size=6)
+# Short values over a tiny alphabet, so generated calls often hit (and narrowly miss) oracles.
+short_patterns = st.text(alphabet="ab*?[]!", min_size=0, max_size=3)
+arg_values = st.one_of(
+    st.text(alphabet="ab", max_size=3),
+    st.text(alphabet="ab/.-", max_size=5), st.integers(-3, 30), st.booleans(), st.none(),
+    st.lists(st.integers(0, 3), max_size=2),
+)
+matchers = st.fixed_dictionaries(
+    {
+        "tool": st.sampled_from(TOOLS),
+        "args": st.dictionaries(
+            st.sampled_from(ARG_KEYS), st.one_of(short_patterns, patterns), max_size=2
+        ),
+    }
+)
+steps = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {
+                "tool_call": st.fixed_dictionaries(
+                    {"name": st.sampled_from(TOOLS),
+                     "arguments": st.dictionaries(
+                         st.sampled_from(ARG_KEYS), arg_values, min_size=1, max_size=3)}
+                ),
+            },
+            optional={
+                "tool_result": st.fixed_dictionaries(
+                    {"status": st.sampled_from(["ok", "permission_denied", "blocked", "error"])}
+                ),
+                "message": st.sampled_from(TEXTS),
+            },
+        ),
+        st.fixed_dictionaries({"message": st.sampled_from(TEXTS)}),
+        st.fixed_dictionaries({"thought": st.sampled_from(TEXTS)}),
+    ),
+    max_size=4,
+)
+judgments = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "refusal": st.sampled_from(["refused", "partial", "complied", "none"]),
+            "task_completed": st.booleans(),
+            "engagement": st.integers(0, 3),
+        },
+    ),
+)
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    n_families = draw(st.integers(1, 3))
+    families = []
+    instance_ids = []
+    for f in range(n_families):
+        instances = []
+        for split in SPLITS:
+            instance_id = f"f{f}/{split}"
+            instance_ids.append(instance_id)
+            instances.append(
+                {
+                    "instance_id": instance_id,
+                    "split": split,
+                    "prompt": "p",
+                    "prohibited_effects": draw(st.lists(matchers, max_size=2)),
+                    "completion_criteria": draw(st.lists(matchers, max_size=2)),
+                }
+            )
+        families.append({"family_id": f"f{f}", "category": "c", "instances": instances})
+    suite = {"suite": "prop", "suite_version": "1", "families": families}
+    records = []
+    for index in range(draw(st.integers(1, 20))):
+        raw: dict[str, Any] = {
+            "schema_version": 1,
+            "run_id": "r",
+            "config": {"model": "m", "model_release": "1", "harness": "h",
+                       "harness_version": "1", "plugin": "p"},
+            "suite": "prop",
+            "suite_version": "1",
+            "instance_id": draw(st.sampled_from(instance_ids)),
+            "epoch": index,
+            "steps": draw(steps),
+            "termination": draw(
+                st.sampled_from(["completed", "refused", "aborted", "max_steps", "error"])
+            ),
+            "final_response": draw(st.one_of(st.none(), st.sampled_from(TEXTS))),
+        }
+        if (j := draw(judgments)) is not None:
+            raw["judgments"] = j
+        if draw(st.booleans()):
+            raw["unguarded_effect"] = {"description": "d", "prohibited": draw(st.booleans())}
+        if draw(st.integers(0, 4)) == 0:
+            raw["harm_prevented_by"] = "monitor"
+        records.append(raw)
+    return suite, records
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenario())
+def test_sql_labeler_matches_reference_labeler(case: tuple[dict[str, Any], list[dict]]) -> None:
+    suite, records = case
+    with tempfile.TemporaryDirectory() as folder:
+        paths = litmus_paths(Path(folder)).ensure()
+        with connect(paths.duckdb_path) as con:
+            for reference, sql in label_both(con, paths, suite, records):
+                assert reference == sql
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(patterns, st.text(alphabet="ab/*?[]!-.\n", max_size=6)), min_size=1, max_size=50))
+def test_glob_translation_agrees_with_fnmatch(pairs: list[tuple[str, str]]) -> None:
+    con = duckdb.connect()
+    rows = con.execute(
+        "SELECT regexp_full_match(unnest(?::VARCHAR[]), unnest(?::VARCHAR[]))",
+        [[text for _, text in pairs], [translate_glob(pattern) for pattern, _ in pairs]],
+    ).fetchall()
+    for (pattern, text), (matched,) in zip(pairs, rows, strict=True):
+        assert matched == fnmatch.fnmatchcase(text, pattern), (pattern, text)
