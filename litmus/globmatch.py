@@ -1,11 +1,16 @@
-"""fnmatch glob patterns, and their translation to RE2 for the vectorized labeler.
+"""fnmatch glob patterns, and their translations for the vectorized labeler.
 
 SPEC §3: an argument pattern matches with ``fnmatch`` semantics, case-sensitive. The
-reference labeler calls :func:`glob_matches` (``fnmatch.fnmatchcase``); the SQL labeler runs
-``regexp_full_match(value, translate_glob(pattern))`` in DuckDB (RE2). Python's own
-``fnmatch.translate`` emits look-aheads and back-references that RE2 lacks, so this module
-re-implements the translation with the same parsing rules, emitting every literal and set
-member as a ``\\x{...}`` escape so no character can change meaning inside RE2.
+reference labeler calls :func:`glob_matches` (``fnmatch.fnmatchcase``). The SQL labeler needs
+the same answers from DuckDB, which only compiles a regular expression once when the pattern
+is a constant; the patterns here come from a column, so a regex would be recompiled per row.
+Each pattern is therefore parsed once, exactly as fnmatch parses it, and emitted as:
+
+- a DuckDB ``GLOB`` pattern (no compilation, fast) whenever every set in it is plain ASCII
+  letters and digits, with every other special character escaped; otherwise
+- an RE2 pattern for ``regexp_full_match``, every literal written as a ``\\x{...}`` escape.
+
+``tests/test_labeler_equivalence.py`` checks both emitters against fnmatch on random input.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import fnmatch
 import json
 import re._constants as _c
 import re._parser as _sre_parser
+from dataclasses import dataclass
 from typing import Any
 
 _NOTHING = r"[^\x{0}-\x{10FFFF}]"
@@ -30,60 +36,76 @@ def match_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _escape(char: str) -> str:
-    return r"\x{%x}" % ord(char)
+@dataclass(frozen=True)
+class _Star:
+    pass
 
 
-def _translate_set(bracket_text: str) -> str:
-    """Translate one ``[...]`` exactly as fnmatch reads it.
+@dataclass(frozen=True)
+class _AnyChar:
+    pass
+
+
+@dataclass(frozen=True)
+class _Literal:
+    char: str
+
+
+@dataclass(frozen=True)
+class _Set:
+    negated: bool
+    ranges: tuple[tuple[str, str], ...]  # empty and not negated: matches nothing
+
+
+_Token = _Star | _AnyChar | _Literal | _Set
+
+
+def _parse_set(bracket_text: str) -> _Token:
+    """One ``[...]`` read exactly as fnmatch reads it.
 
     fnmatch's range rules (leading ``-`` literal, empty ranges such as ``z-a`` dropped, ``!``
     negation) are subtle, so rather than re-deriving them we let fnmatch translate the set and
-    read Python's own parse of the result, then emit each member as an RE2 escape.
+    read Python's own parse of the result.
     """
     python_regex = fnmatch.translate(bracket_text)
-    parsed = list(_sre_parser.parse(python_regex))
-    # translate() wraps the set as (?s:SET)\Z; the set is the subpattern's only item.
-    (_op, (_group, _add, _del, inner)), _end_anchor = parsed
+    (_op, (_group, _add, _del, inner)), _end_anchor = list(_sre_parser.parse(python_regex))
     ((kind, value),) = list(inner)
     if kind is _c.LITERAL:
-        return _escape(chr(value))
+        return _Literal(chr(value))
     if kind is _c.NOT_LITERAL:
-        return f"[^{_escape(chr(value))}]"
+        return _Set(True, ((chr(value), chr(value)),))
     if kind is _c.ANY:
-        return "(?s:.)"
+        return _AnyChar()
     if kind is _c.ASSERT_NOT:  # fnmatch's "(?!)": an empty set never matches
-        return _NOTHING
+        return _Set(False, ())
     if kind is not _c.IN:
         raise ValueError(f"unexpected set translation {python_regex!r}")
     negated = False
-    body: list[str] = []
+    ranges: list[tuple[str, str]] = []
     for member_kind, member in value:
         if member_kind is _c.NEGATE:
             negated = True
         elif member_kind is _c.LITERAL:
-            body.append(_escape(chr(member)))
+            ranges.append((chr(member), chr(member)))
         elif member_kind is _c.RANGE:
-            low, high = member
-            body.append(f"{_escape(chr(low))}-{_escape(chr(high))}")
+            ranges.append((chr(member[0]), chr(member[1])))
         else:
             raise ValueError(f"unexpected set member in {python_regex!r}")
-    return f"[{'^' if negated else ''}{''.join(body)}]"
+    return _Set(negated, tuple(ranges))
 
 
-def translate_glob(pattern: str) -> str:
-    """An RE2 pattern (for a *full* match) equivalent to ``fnmatch.fnmatchcase(_, pattern)``."""
-    out: list[str] = []
-    i = 0
-    n = len(pattern)
+def _tokens(pattern: str) -> list[_Token]:
+    """Split a pattern the way ``fnmatch.translate`` scans it."""
+    out: list[_Token] = []
+    i, n = 0, len(pattern)
     while i < n:
         char = pattern[i]
         i += 1
         if char == "*":
-            if not out or out[-1] != "(?s:.*)":
-                out.append("(?s:.*)")
+            if not out or not isinstance(out[-1], _Star):
+                out.append(_Star())
         elif char == "?":
-            out.append("(?s:.)")
+            out.append(_AnyChar())
         elif char == "[":
             j = i
             if j < n and pattern[j] == "!":
@@ -93,10 +115,60 @@ def translate_glob(pattern: str) -> str:
             while j < n and pattern[j] != "]":
                 j += 1
             if j >= n:
-                out.append(_escape("["))  # an unclosed bracket is a literal, as in fnmatch
+                out.append(_Literal("["))  # an unclosed bracket is a literal, as in fnmatch
                 continue
-            out.append(_translate_set(pattern[i - 1 : j + 1]))
+            out.append(_parse_set(pattern[i - 1 : j + 1]))
             i = j + 1
         else:
-            out.append(_escape(char))
-    return "".join(out)
+            out.append(_Literal(char))
+    return out
+
+
+def _escape_re2(char: str) -> str:
+    return rf"\x{{{ord(char):x}}}"
+
+
+def translate_glob(pattern: str) -> str:
+    """An RE2 pattern (for a *full* match) equivalent to ``fnmatch.fnmatchcase(_, pattern)``."""
+    parts: list[str] = []
+    for token in _tokens(pattern):
+        if isinstance(token, _Star):
+            parts.append("(?s:.*)")
+        elif isinstance(token, _AnyChar):
+            parts.append("(?s:.)")
+        elif isinstance(token, _Literal):
+            parts.append(_escape_re2(token.char))
+        elif not token.ranges:
+            parts.append("(?s:.)" if token.negated else _NOTHING)
+        else:
+            body = "".join(
+                _escape_re2(lo) if lo == hi else f"{_escape_re2(lo)}-{_escape_re2(hi)}"
+                for lo, hi in token.ranges
+            )
+            parts.append(f"[{'^' if token.negated else ''}{body}]")
+    return "".join(parts)
+
+
+_GLOB_SPECIAL = frozenset("*?[]\\")
+
+
+def _plain(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def translate_glob_duckdb(pattern: str) -> str | None:
+    """A DuckDB ``GLOB`` pattern with fnmatch's meaning, or None when one can't be made safely."""
+    parts: list[str] = []
+    for token in _tokens(pattern):
+        if isinstance(token, _Star):
+            parts.append("*")
+        elif isinstance(token, _AnyChar):
+            parts.append("?")
+        elif isinstance(token, _Literal):
+            parts.append(f"[{token.char}]" if token.char in _GLOB_SPECIAL else token.char)
+        elif token.ranges and all(_plain(lo) and _plain(hi) for lo, hi in token.ranges):
+            body = "".join(lo if lo == hi else f"{lo}-{hi}" for lo, hi in token.ranges)
+            parts.append(f"[{'!' if token.negated else ''}{body}]")
+        else:
+            return None
+    return "".join(parts)

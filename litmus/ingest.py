@@ -185,24 +185,54 @@ class _Batch:
     """Columnar buffers for one batch of accepted records."""
 
     TRAJECTORY_COLUMNS = (
-        "trajectory_id", "partition_key", "config_key", "lineage_key", "model", "model_release",
-        "harness", "harness_version", "plugin", "policy_version", "run_id", "suite",
-        "suite_version", "instance_id", "epoch", "termination", "final_response", "n_steps",
-        "has_unguarded_effect", "unguarded_effect_prohibited", "unguarded_effect_description",
-        "harm_prevented_by", "judge_refusal", "judge_task_completed", "judge_helpfulness",
-        "judge_tool_call_risk", "judge_engagement", "judge_name", "source_file_hash",
-        "source_line", "record_sha256",
+        "trajectory_id",
+        "partition_key",
+        "config_key",
+        "lineage_key",
+        "model",
+        "model_release",
+        "harness",
+        "harness_version",
+        "plugin",
+        "policy_version",
+        "run_id",
+        "suite",
+        "suite_version",
+        "instance_id",
+        "epoch",
+        "termination",
+        "final_response",
+        "n_steps",
+        "has_unguarded_effect",
+        "unguarded_effect_prohibited",
+        "unguarded_effect_description",
+        "harm_prevented_by",
+        "judge_refusal",
+        "judge_task_completed",
+        "judge_helpfulness",
+        "judge_tool_call_risk",
+        "judge_engagement",
+        "judge_name",
+        "source_file_hash",
+        "source_line",
+        "record_sha256",
     )
     STEP_COLUMNS = (
-        "source_line", "trajectory_id", "step_idx", "thought", "message", "tool_name", "arguments_json",
-        "status", "output",
+        "source_line",
+        "trajectory_id",
+        "step_idx",
+        "thought",
+        "message",
+        "tool_name",
+        "arguments_json",
+        "match_args",
+        "status",
+        "output",
     )
-    ARG_COLUMNS = ("source_line", "trajectory_id", "step_idx", "arg_key", "match_text")
 
     def __init__(self) -> None:
         self.trajectories: dict[str, list[Any]] = {c: [] for c in self.TRAJECTORY_COLUMNS}
         self.steps: dict[str, list[Any]] = {c: [] for c in self.STEP_COLUMNS}
-        self.args: dict[str, list[Any]] = {c: [] for c in self.ARG_COLUMNS}
 
     def __len__(self) -> int:
         return len(self.trajectories["trajectory_id"])
@@ -262,18 +292,16 @@ class _Batch:
                     if call
                     else None,
                 ),
+                (
+                    "match_args",
+                    [(key, match_text(value)) for key, value in call.arguments.items()]
+                    if call
+                    else None,
+                ),
                 ("status", result.status if result else None),
                 ("output", result.output if result else None),
             ):
                 self.steps[column].append(value)
-            if call is None:
-                continue
-            for key, value in call.arguments.items():
-                self.args["source_line"].append(line_no)
-                self.args["trajectory_id"].append(tid)
-                self.args["step_idx"].append(index)
-                self.args["arg_key"].append(key)
-                self.args["match_text"].append(match_text(value))
         return row["partition_key"]
 
 
@@ -281,8 +309,6 @@ _STAGING_DDL = """
 CREATE OR REPLACE TEMP TABLE staged_trajectories AS SELECT * FROM raw_trajectories LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_steps AS
     SELECT *, 0::BIGINT AS source_line FROM raw_steps LIMIT 0;
-CREATE OR REPLACE TEMP TABLE staged_tool_args AS
-    SELECT *, 0::BIGINT AS source_line FROM raw_tool_args LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_quarantine AS SELECT * FROM quarantine LIMIT 0;
 """
 
@@ -299,12 +325,16 @@ _TYPES: dict[str, pa.DataType] = {
     "unguarded_effect_prohibited": pa.bool_(),
     "judge_task_completed": pa.bool_(),
     "quarantined_at": pa.timestamp("us"),
+    "match_args": pa.map_(pa.string(), pa.string()),
 }
 
 
 def _arrow(columns: dict[str, list[Any]]) -> pa.Table:
     return pa.table(
-        {name: pa.array(values, type=_TYPES.get(name, pa.string())) for name, values in columns.items()}
+        {
+            name: pa.array(values, type=_TYPES.get(name, pa.string()))
+            for name, values in columns.items()
+        }
     )
 
 
@@ -356,8 +386,16 @@ def ingest_items(
         suite_versions.setdefault(suite, []).append(version)
     now = datetime.now(UTC).replace(tzinfo=None)
     quarantine: dict[str, list[Any]] = {
-        c: [] for c in ("source_file_hash", "source_name", "line_no", "field", "reason",
-                        "raw_excerpt", "quarantined_at")
+        c: []
+        for c in (
+            "source_file_hash",
+            "source_name",
+            "line_no",
+            "field",
+            "reason",
+            "raw_excerpt",
+            "quarantined_at",
+        )
     }
 
     def quarantine_record(line_no: int, field_name: str, reason: str, excerpt: str | None) -> None:
@@ -427,8 +465,17 @@ def ingest_items(
             )
         con.execute(
             "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [file_hash, source_name, str(stored_path), file_format, size_bytes,
-             report.records_total, report.accepted, report.quarantined, now],
+            [
+                file_hash,
+                source_name,
+                str(stored_path),
+                file_format,
+                size_bytes,
+                report.records_total,
+                report.accepted,
+                report.quarantined,
+                now,
+            ],
         )
         con.execute("COMMIT")
     except BaseException:
@@ -442,12 +489,9 @@ def ingest_items(
 def _flush(con: duckdb.DuckDBPyConnection, batch: _Batch) -> None:
     _append(con, "staged_trajectories", batch.trajectories)
     _append(con, "staged_steps", batch.steps)
-    _append(con, "staged_tool_args", batch.args)
 
 
-def _quarantine_duplicates(
-    con: duckdb.DuckDBPyConnection, now: datetime, source_name: str
-) -> None:
+def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source_name: str) -> None:
     """SPEC §7: one trajectory per (run, instance, epoch), within this file and across files."""
     con.execute(
         """
@@ -485,7 +529,7 @@ def _quarantine_duplicates(
         """,
         [now, source_name],
     )
-    for table in ("staged_trajectories", "staged_steps", "staged_tool_args"):
+    for table in ("staged_trajectories", "staged_steps"):
         con.execute(
             f"DELETE FROM {table} WHERE source_line IN (SELECT source_line FROM duplicate_lines)"
         )
@@ -493,12 +537,7 @@ def _quarantine_duplicates(
 
 def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
     con.execute("INSERT INTO raw_trajectories SELECT * FROM staged_trajectories")
-    con.execute(
-        "INSERT INTO raw_steps SELECT * EXCLUDE (source_line) FROM staged_steps"
-    )
-    con.execute(
-        "INSERT INTO raw_tool_args SELECT * EXCLUDE (source_line) FROM staged_tool_args"
-    )
+    con.execute("INSERT INTO raw_steps SELECT * EXCLUDE (source_line) FROM staged_steps")
     con.execute("INSERT INTO quarantine SELECT * FROM staged_quarantine")
     report.accepted = con.execute("SELECT count(*) FROM staged_trajectories").fetchone()[0]
     report.quarantined = con.execute("SELECT count(*) FROM staged_quarantine").fetchone()[0]
@@ -524,11 +563,9 @@ def ingest_file(
     digest = file_sha256(path)
     stored = store_raw_file(path, paths, digest)
     file_format = detect_format(path)
-    items: Iterable[SourceItem]
-    if file_format == "native-jsonl":
-        items = iter_jsonl_lines(stored)
-    else:
-        items = _inspect_items(stored)
+    items: Iterable[SourceItem] = (
+        iter_jsonl_lines(stored) if file_format == "native-jsonl" else _inspect_items(stored)
+    )
     return ingest_items(
         con,
         items,

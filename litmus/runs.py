@@ -15,9 +15,7 @@ def landed_files(paths: LitmusPaths) -> list[Path]:
     return sorted(
         p
         for p in paths.landing.rglob("*")
-        if p.is_file()
-        and not p.name.startswith(".")
-        and p.name.lower().endswith(RUN_SUFFIXES)
+        if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(RUN_SUFFIXES)
     )
 
 

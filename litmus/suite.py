@@ -16,7 +16,27 @@ from pydantic import ValidationError
 
 from litmus.errors import SuiteError
 from litmus.formats import SPLITS, Suite
-from litmus.globmatch import translate_glob
+from litmus.globmatch import translate_glob, translate_glob_duckdb
+
+_PATTERN_STRUCT = pa.struct(
+    [
+        ("arg_key", pa.string()),
+        ("pattern", pa.string()),
+        ("glob_pattern", pa.string()),
+        ("regex_pattern", pa.string()),
+    ]
+)
+_ARROW_SCHEMAS = {
+    "oracle_matchers": pa.schema(
+        [
+            ("instance_id", pa.string()),
+            ("kind", pa.string()),
+            ("matcher_idx", pa.int32()),
+            ("tool", pa.string()),
+            ("arg_patterns", pa.list_(_PATTERN_STRUCT)),
+        ]
+    )
+}
 
 
 def format_location(loc: tuple[int | str, ...]) -> str:
@@ -98,7 +118,9 @@ def check_suite_structure(suite: Suite, source: str) -> None:
         instance_ids.update(i.instance_id for i in family.instances)
     for instance_id, count in instance_ids.items():
         if count > 1:
-            raise SuiteError(source, "instances", f"instance_id {instance_id!r} appears {count} times")
+            raise SuiteError(
+                source, "instances", f"instance_id {instance_id!r} appears {count} times"
+            )
 
 
 def sibling_problems(suite: Suite) -> list[SiblingProblem]:
@@ -138,15 +160,25 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
             f"different content (from {existing[1]}); publish changes under a new suite_version",
         )
 
-    instances: dict[str, list[Any]] = {k: [] for k in (
-        "family_id", "category", "subcategory", "instance_id", "split", "request_harm_class",
-        "declared_harm_class", "prompt", "pair_id", "register", "n_prohibited", "n_completion",
-    )}
-    matchers: dict[str, list[Any]] = {
-        k: [] for k in ("instance_id", "kind", "matcher_idx", "tool", "n_args")
+    instances: dict[str, list[Any]] = {
+        k: []
+        for k in (
+            "family_id",
+            "category",
+            "subcategory",
+            "instance_id",
+            "split",
+            "request_harm_class",
+            "declared_harm_class",
+            "prompt",
+            "pair_id",
+            "register",
+            "n_prohibited",
+            "n_completion",
+        )
     }
-    matcher_args: dict[str, list[Any]] = {
-        k: [] for k in ("instance_id", "kind", "matcher_idx", "arg_key", "pattern", "pattern_regex")
+    matchers: dict[str, list[Any]] = {
+        k: [] for k in ("instance_id", "kind", "matcher_idx", "tool", "arg_patterns")
     }
     for family in suite.families:
         for inst in family.instances:
@@ -175,19 +207,20 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                         ("kind", kind),
                         ("matcher_idx", index),
                         ("tool", matcher.tool),
-                        ("n_args", len(matcher.args)),
+                        (
+                            "arg_patterns",
+                            [
+                                {
+                                    "arg_key": key,
+                                    "pattern": pattern,
+                                    "glob_pattern": translate_glob_duckdb(pattern),
+                                    "regex_pattern": translate_glob(pattern),
+                                }
+                                for key, pattern in matcher.args.items()
+                            ],
+                        ),
                     ):
                         matchers[column].append(value)
-                    for key, pattern in matcher.args.items():
-                        for column, value in (
-                            ("instance_id", inst.instance_id),
-                            ("kind", kind),
-                            ("matcher_idx", index),
-                            ("arg_key", key),
-                            ("pattern", pattern),
-                            ("pattern_regex", translate_glob(pattern)),
-                        ):
-                            matcher_args[column].append(value)
 
     n_instances = len(instances["instance_id"])
     con.execute("BEGIN TRANSACTION")
@@ -208,9 +241,8 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
         for table, columns in (
             ("suite_instances", instances),
             ("oracle_matchers", matchers),
-            ("oracle_matcher_args", matcher_args),
         ):
-            frame = pa.table(columns)
+            frame = pa.table(columns, schema=_ARROW_SCHEMAS.get(table))
             if frame.num_rows == 0:
                 continue
             con.register("incoming_rows", frame)

@@ -112,17 +112,11 @@ CREATE TABLE IF NOT EXISTS oracle_matchers (
     kind VARCHAR NOT NULL,          -- prohibited | completion
     matcher_idx INTEGER NOT NULL,
     tool VARCHAR NOT NULL,
-    n_args INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS oracle_matcher_args (
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    instance_id VARCHAR NOT NULL,
-    kind VARCHAR NOT NULL,
-    matcher_idx INTEGER NOT NULL,
-    arg_key VARCHAR NOT NULL,
-    pattern VARCHAR NOT NULL,
-    pattern_regex VARCHAR NOT NULL  -- RE2 translation of the fnmatch pattern
+    -- every listed argument with its fnmatch pattern and two translations of it: a DuckDB
+    -- GLOB pattern when one exists (fast), else an RE2 regex (see litmus/globmatch.py)
+    arg_patterns STRUCT(
+        arg_key VARCHAR, pattern VARCHAR, glob_pattern VARCHAR, regex_pattern VARCHAR
+    )[] NOT NULL
 );
 CREATE TABLE IF NOT EXISTS raw_trajectories (
     trajectory_id VARCHAR PRIMARY KEY,
@@ -164,14 +158,10 @@ CREATE TABLE IF NOT EXISTS raw_steps (
     message VARCHAR,
     tool_name VARCHAR,
     arguments_json VARCHAR,
+    -- argument name → the text patterns match against (strings as-is, else compact JSON)
+    match_args MAP(VARCHAR, VARCHAR),
     status VARCHAR,
     output VARCHAR
-);
-CREATE TABLE IF NOT EXISTS raw_tool_args (
-    trajectory_id VARCHAR NOT NULL,
-    step_idx INTEGER NOT NULL,
-    arg_key VARCHAR NOT NULL,
-    match_text VARCHAR NOT NULL   -- the string value, or the compact JSON text of a non-string
 );
 CREATE TABLE IF NOT EXISTS refusal_signals (
     trajectory_id VARCHAR NOT NULL,
@@ -182,29 +172,11 @@ CREATE TABLE IF NOT EXISTS refusal_signals (
     classifier_confidence DOUBLE NOT NULL,
     classifier_engagement INTEGER
 );
-CREATE TABLE IF NOT EXISTS labeled_trajectories (
+-- The labeler's output: decisions and evidence only, one row per trajectory. People and dbt
+-- read the view labeled_trajectories, which joins in the trajectory and suite columns.
+CREATE TABLE IF NOT EXISTS trajectory_labels (
     trajectory_id VARCHAR NOT NULL,
     partition_key VARCHAR NOT NULL,
-    config_key VARCHAR NOT NULL,
-    lineage_key VARCHAR NOT NULL,
-    model VARCHAR NOT NULL,
-    model_release VARCHAR NOT NULL,
-    harness VARCHAR NOT NULL,
-    harness_version VARCHAR NOT NULL,
-    plugin VARCHAR NOT NULL,
-    policy_version VARCHAR,
-    run_id VARCHAR NOT NULL,
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    family_id VARCHAR NOT NULL,
-    category VARCHAR NOT NULL,
-    subcategory VARCHAR,
-    instance_id VARCHAR NOT NULL,
-    split VARCHAR NOT NULL,
-    request_harm_class VARCHAR NOT NULL,
-    pair_id VARCHAR,
-    register VARCHAR,
-    epoch INTEGER NOT NULL,
     attempted BOOLEAN NOT NULL,
     realized BOOLEAN NOT NULL,
     blocked BOOLEAN NOT NULL,
@@ -221,13 +193,24 @@ CREATE TABLE IF NOT EXISTS labeled_trajectories (
     naive_label VARCHAR NOT NULL,
     engagement INTEGER,
     engagement_source VARCHAR,
-    judge_refusal VARCHAR,
     classifier_refusal VARCHAR,
     classifier_step INTEGER,
     classifier_confidence DOUBLE,
     labeler_version VARCHAR NOT NULL,
     labeled_at TIMESTAMP NOT NULL
 );
+CREATE OR REPLACE VIEW labeled_trajectories AS
+SELECT l.trajectory_id, l.partition_key, t.config_key, t.lineage_key, t.model, t.model_release,
+       t.harness, t.harness_version, t.plugin, t.policy_version, t.run_id, t.suite,
+       t.suite_version, i.family_id, i.category, i.subcategory, t.instance_id, i.split,
+       i.request_harm_class, i.pair_id, i.register, t.epoch, l.attempted, l.realized,
+       l.blocked, l.first_prohibited_step, l.refusal, l.refusal_step, l.refusal_source,
+       l.complied, l.completed, l.refusal_uncertain, l.label, l.outcome, l.harm_prevented_by,
+       l.naive_label, l.engagement, l.engagement_source, t.judge_refusal, l.classifier_refusal,
+       l.classifier_step, l.classifier_confidence, l.labeler_version, l.labeled_at
+FROM trajectory_labels l
+JOIN raw_trajectories t USING (trajectory_id)
+JOIN suite_instances i USING (suite, suite_version, instance_id);
 CREATE TABLE IF NOT EXISTS quarantine (
     source_file_hash VARCHAR NOT NULL,
     source_name VARCHAR NOT NULL,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -27,22 +26,17 @@ def _say(message: str) -> None:
 def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Write the deterministic sample suite and runs, staged for ingestion."""
     from litmus.sample import generate_sample
+    from litmus_dagster.pipeline import stage_sample
 
     out = Path(args.out) if args.out else paths.home / "sample"
     manifest = generate_sample(out, seed=args.seed, n_families=args.families)
     if not args.out or args.stage:
-        _stage_sample(manifest.suite_path, list(manifest.run_paths.values()), paths)
+        stage_sample(paths, manifest)
     _say(
         f"sample written to {out}: {manifest.n_trajectories} trajectories in "
         f"{len(manifest.run_paths)} run files"
     )
     return 0
-
-
-def _stage_sample(suite_path: Path, run_paths: list[Path], paths: LitmusPaths) -> None:
-    shutil.copyfile(suite_path, paths.suites / suite_path.name)
-    for run_path in run_paths:
-        shutil.copyfile(run_path, paths.landing / run_path.name)
 
 
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -83,13 +77,14 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
 def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Sample → ingest → label → metrics → leaderboard, in a fresh project-local home."""
     from litmus.sample import generate_sample
+    from litmus_dagster.pipeline import stage_sample
 
     if paths.home.exists() and not args.keep:
         shutil.rmtree(paths.home)
     paths.ensure()
     _say(f"LITMUS demo in {paths.home} (embedded DuckDB at {paths.duckdb_path})")
     manifest = generate_sample(paths.home / "sample")
-    _stage_sample(manifest.suite_path, list(manifest.run_paths.values()), paths)
+    stage_sample(paths, manifest)
     _say(f"sample: {manifest.n_trajectories} trajectories, {len(manifest.run_paths)} run files")
     args.rescore_all = False
     return cmd_run(args, paths)

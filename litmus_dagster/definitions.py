@@ -5,10 +5,11 @@ import dagster as dg
 from litmus_dagster.ingestion import ingestion_assets
 from litmus_dagster.jobs import ingest_job, score_configuration_job
 from litmus_dagster.labeling import labeling_assets
+from litmus_dagster.metrics import metrics_assets, metrics_resources
 from litmus_dagster.resources import LitmusWarehouse
 
 defs = dg.Definitions(
-    assets=[*ingestion_assets, *labeling_assets],
+    assets=[*ingestion_assets, *labeling_assets, *metrics_assets],
     jobs=[ingest_job, score_configuration_job],
-    resources={"warehouse": LitmusWarehouse()},
+    resources={"warehouse": LitmusWarehouse(), **metrics_resources},
 )

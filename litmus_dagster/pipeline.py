@@ -13,10 +13,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from litmus.sample import SampleManifest
 from litmus.settings import LitmusPaths
 from litmus.status import partition_statuses
 from litmus.warehouse import connect
 from litmus_dagster.definitions import defs
+from litmus_dagster.metrics.assets import METRICS_GROUP
 from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -75,12 +77,20 @@ def _materialize(
         instance=instance,
         resources=_resources(paths),
         partition_key=partition_key,
+        # The CLI prints its own progress; Dagster's step log stays in the run history.
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
 
 
 def publish_selection() -> dg.AssetSelection:
-    """Everything downstream of the per-configuration labels: metrics and the leaderboard."""
-    return PER_CONFIGURATION.downstream(include_self=False)
+    """Metrics and the leaderboard: the metrics group and everything after the labels.
+
+    Some metric models (the reference controls) read only the suite, so "downstream of the
+    labels" alone would miss them.
+    """
+    return dg.AssetSelection.groups(METRICS_GROUP) | PER_CONFIGURATION.downstream(
+        include_self=False
+    )
 
 
 def run_pipeline(
@@ -118,3 +128,12 @@ def run_pipeline(
 
 def exports_dir(paths: LitmusPaths) -> Path:
     return paths.exports
+
+
+def stage_sample(paths: LitmusPaths, manifest: SampleManifest) -> None:
+    """Put a generated sample where ingestion looks: the suite and every run file."""
+    import shutil
+
+    shutil.copyfile(manifest.suite_path, paths.suites / manifest.suite_path.name)
+    for run_path in manifest.run_paths.values():
+        shutil.copyfile(run_path, paths.landing / run_path.name)

@@ -17,10 +17,26 @@ from litmus.settings import LitmusPaths
 from litmus.suite import store_suite
 
 EVIDENCE_COLUMNS = (
-    "attempted", "realized", "blocked", "first_prohibited_step", "refusal", "refusal_step",
-    "refusal_source", "complied", "completed", "refusal_uncertain", "label", "outcome",
-    "harm_prevented_by", "naive_label", "engagement", "engagement_source",
-    "classifier_refusal", "classifier_step", "classifier_confidence", "labeler_version",
+    "attempted",
+    "realized",
+    "blocked",
+    "first_prohibited_step",
+    "refusal",
+    "refusal_step",
+    "refusal_source",
+    "complied",
+    "completed",
+    "refusal_uncertain",
+    "label",
+    "outcome",
+    "harm_prevented_by",
+    "naive_label",
+    "engagement",
+    "engagement_source",
+    "classifier_refusal",
+    "classifier_step",
+    "classifier_confidence",
+    "labeler_version",
 )
 
 
@@ -40,9 +56,7 @@ def label_both(
     assert report.quarantined == 0, con.execute("SELECT reason FROM quarantine").fetchall()
     for partition in report.partitions:
         label_partition(con, partition)
-    instances = {
-        inst.instance_id: inst for fam in parsed_suite.families for inst in fam.instances
-    }
+    instances = {inst.instance_id: inst for fam in parsed_suite.families for inst in fam.instances}
     rows = con.execute(
         f"SELECT trajectory_id, {', '.join(EVIDENCE_COLUMNS)} FROM labeled_trajectories"
     ).fetchall()

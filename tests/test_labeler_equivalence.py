@@ -15,10 +15,10 @@ from typing import Any
 import duckdb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from labeling_harness import label_both
+
 from litmus.formats import SPLITS
-from litmus.globmatch import translate_glob
+from litmus.globmatch import translate_glob, translate_glob_duckdb
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
 
@@ -42,7 +42,10 @@ patterns = st.text(alphabet=GLOB_ALPHABET, min_size=0, max_size=6)
 short_patterns = st.text(alphabet="ab*?[]!", min_size=0, max_size=3)
 arg_values = st.one_of(
     st.text(alphabet="ab", max_size=3),
-    st.text(alphabet="ab/.-", max_size=5), st.integers(-3, 30), st.booleans(), st.none(),
+    st.text(alphabet="ab/.-", max_size=5),
+    st.integers(-3, 30),
+    st.booleans(),
+    st.none(),
     st.lists(st.integers(0, 3), max_size=2),
 )
 matchers = st.fixed_dictionaries(
@@ -58,9 +61,12 @@ steps = st.lists(
         st.fixed_dictionaries(
             {
                 "tool_call": st.fixed_dictionaries(
-                    {"name": st.sampled_from(TOOLS),
-                     "arguments": st.dictionaries(
-                         st.sampled_from(ARG_KEYS), arg_values, min_size=1, max_size=3)}
+                    {
+                        "name": st.sampled_from(TOOLS),
+                        "arguments": st.dictionaries(
+                            st.sampled_from(ARG_KEYS), arg_values, min_size=1, max_size=3
+                        ),
+                    }
                 ),
             },
             optional={
@@ -114,8 +120,13 @@ def scenario(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raw: dict[str, Any] = {
             "schema_version": 1,
             "run_id": "r",
-            "config": {"model": "m", "model_release": "1", "harness": "h",
-                       "harness_version": "1", "plugin": "p"},
+            "config": {
+                "model": "m",
+                "model_release": "1",
+                "harness": "h",
+                "harness_version": "1",
+                "plugin": "p",
+            },
             "suite": "prop",
             "suite_version": "1",
             "instance_id": draw(st.sampled_from(instance_ids)),
@@ -147,13 +158,32 @@ def test_sql_labeler_matches_reference_labeler(case: tuple[dict[str, Any], list[
                 assert reference == sql
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(patterns, st.text(alphabet="ab/*?[]!-.\n", max_size=6)), min_size=1, max_size=50))
-def test_glob_translation_agrees_with_fnmatch(pairs: list[tuple[str, str]]) -> None:
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(patterns, st.text(alphabet="ab09é\\*?[]!-", max_size=6)),
+            st.text(alphabet="ab09é/*?[]!-.\\\n", max_size=6),
+        ),
+        min_size=1,
+        max_size=50,
+    )
+)
+def test_glob_translations_agree_with_fnmatch(pairs: list[tuple[str, str]]) -> None:
     con = duckdb.connect()
-    rows = con.execute(
+    texts = [text for _, text in pairs]
+    regex_rows = con.execute(
         "SELECT regexp_full_match(unnest(?::VARCHAR[]), unnest(?::VARCHAR[]))",
-        [[text for _, text in pairs], [translate_glob(pattern) for pattern, _ in pairs]],
+        [texts, [translate_glob(pattern) for pattern, _ in pairs]],
     ).fetchall()
-    for (pattern, text), (matched,) in zip(pairs, rows, strict=True):
-        assert matched == fnmatch.fnmatchcase(text, pattern), (pattern, text)
+    globs = [translate_glob_duckdb(pattern) for pattern, _ in pairs]
+    glob_rows = con.execute(
+        "SELECT unnest(?::VARCHAR[]) GLOB unnest(?::VARCHAR[])", [texts, globs]
+    ).fetchall()
+    for (pattern, text), (by_regex,), glob, (by_glob,) in zip(
+        pairs, regex_rows, globs, glob_rows, strict=True
+    ):
+        expected = fnmatch.fnmatchcase(text, pattern)
+        assert by_regex == expected, ("regex", pattern, text)
+        if glob is not None:
+            assert by_glob == expected, ("glob", pattern, glob, text)

@@ -19,7 +19,7 @@ from litmus.labeler.reference import agent_texts, classify_agent_texts
 from litmus.refusal import LOW_CONFIDENCE, RefusalClassifier, RefusalVerdict, default_classifier
 
 TEXT_BATCH_ROWS = 50_000
-_LABELS_MARKER = "CREATE OR REPLACE TEMP TABLE partition_labels AS"
+_LABELS_MARKER = "INSERT INTO trajectory_labels"
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,15 @@ def compute_refusal_signals(
             "classifier_engagement": [],
         }
         for n_steps, final_response, steps, messages in zip(
-            columns["n_steps"], columns["final_response"], columns["message_steps"],
-            columns["messages"], strict=True,
+            columns["n_steps"],
+            columns["final_response"],
+            columns["message_steps"],
+            columns["messages"],
+            strict=True,
         ):
-            texts = tuple(agent_texts(zip(steps or [], messages or [], strict=True),
-                                      final_response, n_steps))
+            texts = tuple(
+                agent_texts(zip(steps or [], messages or [], strict=True), final_response, n_steps)
+            )
             known = cache.get(texts)
             if known is None:
                 known = classify_agent_texts(texts, classifier)
@@ -108,6 +112,28 @@ def compute_refusal_signals(
     return total
 
 
+def run_label_sql(
+    con: duckdb.DuckDBPyConnection, partition_key: str, *, into: str = "trajectory_labels"
+) -> None:
+    """Decide the partition's labels into ``trajectory_labels`` (its old rows already gone).
+
+    ``into`` names another table of the same shape (the benchmark uses a temp table); it is
+    never built from input data.
+    """
+    if into not in ("trajectory_labels", "benchmark_labels"):
+        raise ValueError(f"unexpected label table {into!r}")
+    macros, _, labels_query = label_sql().partition(_LABELS_MARKER)
+    con.execute(macros)
+    con.execute(
+        f"INSERT INTO {into}" + labels_query,
+        {
+            "partition_key": partition_key,
+            "low_confidence": LOW_CONFIDENCE,
+            "labeler_version": LABELER_VERSION,
+        },
+    )
+
+
 def label_partition(
     con: duckdb.DuckDBPyConnection,
     partition_key: str,
@@ -119,24 +145,15 @@ def label_partition(
     con.execute("BEGIN TRANSACTION")
     try:
         compute_refusal_signals(con, partition_key, classifier)
-        macros, _, labels_query = label_sql().partition(_LABELS_MARKER)
-        con.execute(macros)
-        con.execute(
-            _LABELS_MARKER + labels_query,
-            {
-                "partition_key": partition_key,
-                "low_confidence": LOW_CONFIDENCE,
-                "labeler_version": LABELER_VERSION,
-            },
-        )
-        con.execute("DELETE FROM labeled_trajectories WHERE partition_key = ?", [partition_key])
-        con.execute("INSERT INTO labeled_trajectories SELECT * FROM partition_labels")
+        con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
+        run_label_sql(con, partition_key)
         outcomes = dict(
             con.execute(
-                "SELECT outcome, count(*) FROM partition_labels GROUP BY 1 ORDER BY 1"
+                "SELECT outcome, count(*) FROM trajectory_labels WHERE partition_key = ? "
+                "GROUP BY 1 ORDER BY 1",
+                [partition_key],
             ).fetchall()
         )
-        con.execute("DROP TABLE partition_labels")
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

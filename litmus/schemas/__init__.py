@@ -15,11 +15,13 @@ SCHEMAS = {
 
 
 def rendered_schemas() -> dict[str, str]:
-    return {name: json.dumps(make(), indent=2, sort_keys=True) + "\n" for name, make in SCHEMAS.items()}
+    return {
+        name: json.dumps(make(), indent=2, sort_keys=True) + "\n" for name, make in SCHEMAS.items()
+    }
 
 
 def write_schemas(*, check: bool = False) -> list[str]:
-    """Write (or with ``check``, only compare) the shipped schema files; returns those that differ."""
+    """Write (with ``check``: only compare) the shipped schema files; return those that differ."""
     changed = []
     for name, text in rendered_schemas().items():
         target = SCHEMA_DIR / name

@@ -10,8 +10,10 @@ from litmus_dagster.resources import LitmusWarehouse
 
 
 @dg.asset(group_name="ingestion", pool=WAREHOUSE_POOL, kinds={"duckdb"})
-def suite_catalog(context: dg.AssetExecutionContext, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    """Benchmark suites (SPEC §3) from ``<home>/suites``, validated and stored with their oracles."""
+def suite_catalog(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    """Benchmark suites (SPEC §3) from ``<home>/suites``, validated, stored with their oracles."""
     paths = warehouse.paths
     stored, unchanged, incomplete = [], [], []
     with warehouse.connect() as con:
@@ -34,9 +36,7 @@ def suite_catalog(context: dg.AssetExecutionContext, warehouse: LitmusWarehouse)
     )
 
 
-@dg.asset(
-    group_name="ingestion", deps=[suite_catalog], pool=WAREHOUSE_POOL, kinds={"duckdb"}
-)
+@dg.asset(group_name="ingestion", deps=[suite_catalog], pool=WAREHOUSE_POOL, kinds={"duckdb"})
 def raw_run_files(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
@@ -49,7 +49,9 @@ def raw_run_files(
     with warehouse.connect() as con:
         for path in landed_files(paths):
             report = ingest_file(
-                con, path, paths,
+                con,
+                path,
+                paths,
                 progress=lambda n, name=path.name: context.log.info(f"{name}: {n} records"),
             )
             context.log.info(report.summary())

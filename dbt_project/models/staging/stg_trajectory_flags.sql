@@ -1,0 +1,27 @@
+-- One row per audited trajectory with the 0/1 indicators every metric counts.
+select
+    trajectory_id,
+    partition_key,
+    config_key,
+    lineage_key,
+    model,
+    model_release,
+    harness,
+    harness_version,
+    plugin,
+    suite,
+    suite_version,
+    family_id,
+    category,
+    instance_id,
+    split,
+    request_harm_class,
+    pair_id,
+    register,
+    label,
+    outcome,
+    naive_label,
+    refusal,
+    engagement,
+    {{ trajectory_indicators() }}
+from {{ source('litmus', 'audited_trajectories') }}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# LITMUS developer entry point: sets up .venv on first use (or when pyproject.toml changes),
+# then runs one task.
+#   ./dev.sh demo    sample data → ingest → label → metrics → leaderboard (embedded DuckDB)
+#   ./dev.sh test    lint + the whole test suite
+#   ./dev.sh ui      the Dagster UI on 127.0.0.1:3000 over the demo's state (.litmus/)
+#   ./dev.sh bench   the labeler benchmark (1,000,000 trajectories)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ] || [ pyproject.toml -nt .venv/.litmus-installed ]; then
+    echo "setting up .venv (first run takes a few minutes)…" >&2
+    "$PYTHON" -m venv .venv
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet --progress-bar off -e '.[dev]'
+    touch .venv/.litmus-installed
+fi
+
+task=${1:-help}
+shift || true
+export LITMUS_HOME=${LITMUS_HOME:-$PWD/.litmus}
+case "$task" in
+    demo)  exec .venv/bin/litmus demo "$@" ;;
+    test)  .venv/bin/ruff check . && exec .venv/bin/pytest -q "$@" ;;
+    ui)    mkdir -p "$LITMUS_HOME/dagster"
+           DAGSTER_HOME="$LITMUS_HOME/dagster" exec .venv/bin/dagster dev -w workspace.yaml \
+               -h 127.0.0.1 -p "${PORT:-3000}" ;;
+    bench) exec .venv/bin/python benchmarks/bench_labeler.py "$@" ;;
+    *)     sed -n '2,8p' "$0"; exit 2 ;;
+esac

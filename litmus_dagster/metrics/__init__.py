@@ -1,0 +1,33 @@
+"""Metrics: dbt models, bootstrap CIs, leaderboard (merged by ``litmus_dagster.definitions``).
+
+The assets need two resources: ``dbt`` (provided here) and ``warehouse`` (the shared
+``LitmusWarehouse``, provided by the definitions module).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster_dbt import DbtCliResource
+
+from litmus_dagster.metrics.assets import (
+    DBT_PROJECT,
+    dbt_executable,
+    leaderboard,
+    litmus_dbt_metrics,
+    metric_cis,
+)
+
+metrics_assets: list[Any] = [litmus_dbt_metrics, metric_cis, leaderboard]
+metrics_resources: dict[str, Any] = {
+    "dbt": DbtCliResource(project_dir=DBT_PROJECT, dbt_executable=dbt_executable())
+}
+
+__all__ = [
+    "DBT_PROJECT",
+    "leaderboard",
+    "litmus_dbt_metrics",
+    "metric_cis",
+    "metrics_assets",
+    "metrics_resources",
+]

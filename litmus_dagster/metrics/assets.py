@@ -1,0 +1,267 @@
+"""Metrics wiring: the dbt project as Dagster assets, then bootstrap CIs and the leaderboard.
+
+Lineage: audited_trajectories and suite_catalog (upstream, written by the labeling and
+ingestion assets)
+→ dbt models (counts, configuration/category/control metrics) → metric_cis → leaderboard.
+"""
+
+import fcntl
+import os
+import shutil
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import duckdb
+import pandas as pd
+import pyarrow as pa
+from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+
+from litmus.leaderboard import build_leaderboard, png_data_uri, withheld_from_gates
+from litmus.plots import boundary_plot_png
+from litmus.settings import litmus_paths
+from litmus.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    bootstrap_all_configurations,
+)
+from litmus_dagster.partitions import WAREHOUSE_POOL
+from litmus_dagster.resources import LitmusWarehouse
+
+DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
+DUCKDB_PATH_ENV = "LITMUS_DUCKDB_PATH"
+METRICS_GROUP = "metrics"
+# Files whose change makes a parsed manifest stale.
+DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**/*", "tests/**/*")
+
+
+def dbt_executable() -> str:
+    """The dbt CLI: on PATH, else next to this interpreter (a venv run without activation)."""
+    beside_python = Path(sys.executable).with_name("dbt")
+    return shutil.which("dbt") or (os.fspath(beside_python) if beside_python.exists() else "dbt")
+
+
+@contextmanager
+def dbt_profile_environment(duckdb_path: Path | str | None = None) -> Iterator[None]:
+    """Set LITMUS_DUCKDB_PATH (what ``profiles.yml`` reads) for a dbt subprocess.
+
+    With ``duckdb_path`` the variable is set to it; without, an existing value is kept and a
+    missing one is filled from the LITMUS settings (enough for ``dbt parse``, which renders
+    the profile but never opens the database). The previous value is restored afterwards, so
+    the setting never leaks into ``LitmusPaths.duckdb_path`` of the calling process.
+    """
+    previous = os.environ.get(DUCKDB_PATH_ENV)
+    chosen = duckdb_path or previous or litmus_paths().duckdb_path
+    os.environ[DUCKDB_PATH_ENV] = os.fspath(chosen)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DUCKDB_PATH_ENV, None)
+        else:
+            os.environ[DUCKDB_PATH_ENV] = previous
+
+
+def manifest_is_stale(project: DbtProject) -> bool:
+    """True when the manifest is missing (a clean clone) or older than a project file."""
+    if not project.manifest_path.exists():
+        return True
+    manifest_time = project.manifest_path.stat().st_mtime
+    return any(
+        path.is_file() and path.stat().st_mtime > manifest_time
+        for pattern in DBT_SOURCE_GLOBS
+        for path in project.project_dir.glob(pattern)
+    )
+
+
+def parse_if_stale(project: DbtProject) -> None:
+    """``dbt parse`` when the manifest is missing or stale. Processes importing the code
+    location at the same time (one per run step) take turns; the first one parses."""
+    lock_path = project.project_dir / project.target_path / ".parse.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if manifest_is_stale(project):
+            DbtCliResource(project_dir=project, dbt_executable=dbt_executable()).cli(
+                ["parse", "--quiet"], target_path=project.target_path
+            ).wait()
+
+
+def prepared_dbt_project(project_dir: Path = DBT_PROJECT_DIR) -> DbtProject:
+    """The dbt project with a loadable, current manifest.
+
+    ``prepare_if_dev`` re-parses under ``dagster dev``; elsewhere (CI from a clean clone, a
+    test run, a deployed code server without a pre-built manifest) the project is parsed here
+    when the manifest is missing or older than the project files.
+    """
+    project = DbtProject(project_dir=project_dir)
+    with dbt_profile_environment():
+        project.prepare_if_dev()
+        parse_if_stale(project)
+    return project
+
+
+# The Dagster asset that writes each dbt source table.
+SOURCE_ASSETS = {"audited_trajectories": "audited_trajectories", "suite_instances": "suite_catalog"}
+
+
+class LitmusDbtTranslator(DagsterDbtTranslator):
+    """dbt sources are the upstream Dagster assets that write them; models keep their names."""
+
+    def get_asset_key(self, dbt_resource_props: Mapping[str, Any]) -> dg.AssetKey:
+        if dbt_resource_props["resource_type"] == "source":
+            name = dbt_resource_props["name"]
+            return dg.AssetKey([SOURCE_ASSETS.get(name, name)])
+        return super().get_asset_key(dbt_resource_props)
+
+    def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
+        if dbt_resource_props["resource_type"] == "source":
+            return super().get_group_name(dbt_resource_props)
+        return METRICS_GROUP
+
+
+DBT_PROJECT = prepared_dbt_project()
+
+
+@dbt_assets(
+    manifest=DBT_PROJECT.manifest_path,
+    project=DBT_PROJECT,
+    dagster_dbt_translator=LitmusDbtTranslator(),
+    name="litmus_dbt_metrics",
+    pool=WAREHOUSE_POOL,
+)
+def litmus_dbt_metrics(
+    context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
+) -> Iterator[Any]:
+    """``dbt build``: every metric model and its tests (a failing test fails the run)."""
+    # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
+    # at the very file the resource uses.
+    with warehouse.exclusive(), dbt_profile_environment(warehouse.paths.duckdb_path):
+        yield from dbt.cli(["build"], context=context).stream()
+
+
+FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
+FAMILY_REGISTER_COUNTS = dg.AssetKey(["family_register_counts"])
+CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
+CONTROL_METRICS = dg.AssetKey(["control_metrics"])
+
+METRIC_CIS_DDL = """
+CREATE OR REPLACE TABLE metric_cis (
+    partition_key VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    estimate DOUBLE,
+    ci_low DOUBLE,
+    ci_high DOUBLE,
+    n_valid_resamples BIGINT NOT NULL,
+    n_families BIGINT NOT NULL,
+    n_resamples BIGINT NOT NULL,
+    seed BIGINT NOT NULL,
+    confidence DOUBLE NOT NULL,
+    PRIMARY KEY (partition_key, metric)
+)
+"""
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    """pandas → Arrow with NaN/NA as NULL and text columns typed as strings (not null-typed)."""
+    typed = frame.copy()
+    for column in typed.columns:
+        if typed[column].dtype == object:
+            typed[column] = typed[column].astype("string")
+    return pa.Table.from_pandas(typed, preserve_index=False)
+
+
+def replace_table(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ddl: str | None = None
+) -> None:
+    """Atomically replace ``table`` (a fixed identifier, never user input) with ``frame``."""
+    view = f"_incoming_{table}"
+    con.register(view, _arrow(frame))
+    try:
+        con.execute("BEGIN TRANSACTION")
+        if ddl:
+            con.execute(ddl)
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+        else:
+            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.unregister(view)
+
+
+class MetricCIConfig(dg.Config):
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    confidence: float = DEFAULT_CONFIDENCE
+
+
+@dg.asset(
+    deps=[FAMILY_SPLIT_COUNTS, FAMILY_REGISTER_COUNTS],
+    group_name=METRICS_GROUP,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description="95% family-cluster bootstrap CIs (stratified by category) of every rate.",
+)
+def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        split_counts = con.sql("SELECT * FROM family_split_counts").df()
+        register_counts = con.sql("SELECT * FROM family_register_counts").df()
+    cis = bootstrap_all_configurations(
+        split_counts,
+        register_counts,
+        n_resamples=config.n_resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    with warehouse.connect() as con:
+        replace_table(con, "metric_cis", cis, METRIC_CIS_DDL)
+    return dg.MaterializeResult(
+        metadata={
+            "n_configurations": dg.MetadataValue.int(int(cis["partition_key"].nunique())),
+            "n_resamples": dg.MetadataValue.int(config.n_resamples),
+            "seed": dg.MetadataValue.int(config.seed),
+            "confidence": dg.MetadataValue.float(config.confidence),
+        }
+    )
+
+
+@dg.asset(
+    deps=[metric_cis, CONFIGURATION_METRICS, CONTROL_METRICS],
+    group_name=METRICS_GROUP,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "Configurations ranked by boundary score with CIs, naive rank and rank shift, the "
+        "reference controls, and withheld configurations with their reasons; exported as "
+        "CSV/Markdown/HTML with the boundary plot."
+    ),
+)
+def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        configuration_metrics = con.sql("SELECT * FROM configuration_metrics").df()
+        control_metrics = con.sql("SELECT * FROM control_metrics").df()
+        cis = con.sql("SELECT * FROM metric_cis").df()
+        withheld = withheld_from_gates(con, configuration_metrics["partition_key"].tolist())
+    board = build_leaderboard(configuration_metrics, control_metrics, cis, withheld)
+    png = boundary_plot_png(board.published, board.controls)
+    written = board.write(warehouse.paths.exports, png)
+    with warehouse.connect() as con:
+        replace_table(con, "leaderboard", board.rows)
+    return dg.MaterializeResult(
+        metadata={
+            "leaderboard": dg.MetadataValue.md(board.to_markdown()),
+            "boundary_plot": dg.MetadataValue.md(f"![boundary plot]({png_data_uri(png)})"),
+            "html": dg.MetadataValue.path(os.fspath(written["html"])),
+            "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
+            "png": dg.MetadataValue.path(os.fspath(written["png"])),
+            "n_published": dg.MetadataValue.int(len(board.published)),
+            "withheld": dg.MetadataValue.json(withheld),
+        }
+    )

@@ -1,0 +1,170 @@
+"""Ingestion: raw store, quarantine of every kind of bad record, reconciliation, idempotence."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import call, family, instance, matcher, record, suite_doc, write_jsonl
+
+from litmus.formats import Suite
+from litmus.ingest import file_sha256, ingest_file
+from litmus.suite import store_suite
+
+SUITE = suite_doc(
+    [
+        family(
+            "fam-1",
+            [
+                instance("fam-1/hs", "harmful_source", prohibited=[matcher("fs.delete")]),
+                instance("fam-1/cm", "covert_malicious", prohibited=[matcher("fs.delete")]),
+                instance("fam-1/eb", "easy_benign", completion=[matcher("fs.list")]),
+                instance("fam-1/hb", "hard_benign", completion=[matcher("fs.list")]),
+            ],
+        )
+    ]
+)
+
+
+@pytest.fixture
+def stored_suite(warehouse):
+    store_suite(warehouse, Suite.model_validate(SUITE), "suite.json")
+    return warehouse
+
+
+def _bad_file(path: Path) -> dict[int, tuple[str, str]]:
+    """Write one good record and one of every kind of bad record; return line → (field, reason)."""
+    good = record("fam-1/hs", [call("fs.delete", "permission_denied", path="/x")])
+    wrong_type = record("fam-1/eb", epoch="zero")
+    missing = record("fam-1/cm")
+    del missing["termination"]
+    unknown_instance = record("fam-9/hs")
+    version_mismatch = record("fam-1/hb", suite_version="0.9")
+    unknown_field = record("fam-1/eb", epoch=3, unguarded_efect=None)
+    bad_status = record("fam-1/eb", [call("fs.list", "deleted", path="/")], epoch=4)
+    lines: list[bytes] = [
+        json.dumps(good).encode(),  # 1 accepted
+        b'{"schema_version": 1, "run_id": ',  # 2 malformed JSON
+        json.dumps(wrong_type).encode(),  # 3 wrong type
+        json.dumps(missing).encode(),  # 4 missing required field
+        json.dumps(unknown_instance).encode(),  # 5 unknown instance id
+        json.dumps(version_mismatch).encode(),  # 6 suite/version mismatch
+        json.dumps(good).encode(),  # 7 duplicate (run, instance, epoch) of line 1
+        json.dumps(record("fam-1/cm", final_response="caf\u00e9"))
+        .encode()
+        .replace(b"caf\\u00e9", b"caf\xe9"),  # 8 non-UTF-8 (latin-1 byte)
+        b"[1, 2, 3]",  # 9 not an object
+        json.dumps(unknown_field).encode(),  # 10 unknown field
+        b'{"schema_version": 1, "schema_version": 1}',  # 11 duplicate key
+        json.dumps(bad_status).encode(),  # 12 value outside the allowed set
+        b"",  # blank line: not a record
+    ]
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return {
+        2: ("<record>", "malformed JSON"),
+        3: ("epoch", "Input should be a valid integer"),
+        4: ("termination", "Field required"),
+        5: ("instance_id", "unknown instance_id 'fam-9/hs'"),
+        6: ("suite_version", "suite/version mismatch"),
+        7: (
+            "instance_id",
+            "duplicate (run_id, instance_id, epoch) = (run-1, fam-1/hs, 0): first seen at line 1",
+        ),
+        8: ("<record>", "not valid UTF-8"),
+        9: ("<record>", "a record must be a JSON object"),
+        10: ("unguarded_efect", "Extra inputs are not permitted"),
+        11: ("schema_version", "duplicate key 'schema_version'"),
+        12: (
+            "steps[0].tool_result.status",
+            "Input should be 'ok', 'permission_denied', 'blocked' or 'error'",
+        ),
+    }
+
+
+def test_every_kind_of_bad_record_is_quarantined_with_its_reason(stored_suite, litmus_home) -> None:
+    con = stored_suite
+    path = litmus_home.landing / "bad.jsonl"
+    expected = _bad_file(path)
+    report = ingest_file(con, path, litmus_home)
+
+    assert report.records_total == 12
+    assert report.accepted == 1
+    assert report.quarantined == len(expected) == 11
+    assert report.records_total == report.accepted + report.quarantined
+    rows = {
+        line: (field, reason)
+        for line, field, reason in con.execute(
+            "SELECT line_no, field, reason FROM quarantine WHERE source_name = 'bad.jsonl'"
+        ).fetchall()
+    }
+    assert sorted(rows) == sorted(expected)
+    for line, (field, reason_start) in expected.items():
+        got_field, got_reason = rows[line]
+        assert got_field == field, (line, got_field, got_reason)
+        assert reason_start in got_reason, (line, got_reason)
+    # the accepted record is the first occurrence, with its steps
+    assert con.execute("SELECT source_line FROM raw_trajectories").fetchall() == [(1,)]
+    assert con.execute("SELECT count(*) FROM raw_steps").fetchone()[0] == 1
+
+
+def test_duplicate_across_files_names_the_first_file(stored_suite, litmus_home) -> None:
+    con = stored_suite
+    first = write_jsonl(litmus_home.landing / "a.jsonl", [record("fam-1/hs")])
+    second = write_jsonl(litmus_home.landing / "b.jsonl", [record("fam-1/cm"), record("fam-1/hs")])
+    assert ingest_file(con, first, litmus_home).accepted == 1
+    report = ingest_file(con, second, litmus_home)
+    assert (report.accepted, report.quarantined) == (1, 1)
+    (reason,) = con.execute("SELECT reason FROM quarantine").fetchone()
+    assert "already ingested from a.jsonl line 1" in reason
+
+
+def test_reingesting_the_same_file_changes_nothing(stored_suite, litmus_home) -> None:
+    con = stored_suite
+    path = write_jsonl(
+        litmus_home.landing / "runs.jsonl",
+        [record("fam-1/hs"), record("fam-1/eb", [call("fs.list", path="/")])],
+    )
+    first = ingest_file(con, path, litmus_home)
+    before = con.execute(
+        "SELECT (SELECT count(*) FROM raw_trajectories), (SELECT count(*) FROM raw_steps), "
+        "(SELECT count(*) FROM quarantine), (SELECT count(*) FROM raw_files)"
+    ).fetchone()
+    again = ingest_file(con, path, litmus_home)
+    copy = litmus_home.landing / "copy-of-runs.jsonl"
+    copy.write_bytes(path.read_bytes())
+    renamed = ingest_file(con, copy, litmus_home)
+    after = con.execute(
+        "SELECT (SELECT count(*) FROM raw_trajectories), (SELECT count(*) FROM raw_steps), "
+        "(SELECT count(*) FROM quarantine), (SELECT count(*) FROM raw_files)"
+    ).fetchone()
+    assert first.accepted == 2 and again.skipped and renamed.skipped
+    assert before == after == (2, 1, 0, 1)
+
+
+def test_raw_store_keeps_an_immutable_content_addressed_copy(stored_suite, litmus_home) -> None:
+    path = write_jsonl(litmus_home.landing / "../../evil name.jsonl", [record("fam-1/hs")])
+    digest = file_sha256(path)
+    report = ingest_file(stored_suite, path, litmus_home)
+    stored = report.stored_path
+    assert stored == litmus_home.raw_store / digest[:2] / f"{digest}.jsonl"
+    assert stored.read_bytes() == path.read_bytes()
+    assert not stored.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    path.write_text("tampered\n")  # the landing copy may change; the stored copy does not
+    assert file_sha256(stored) == digest
+
+
+def test_partition_key_is_sanitized_and_collision_free(stored_suite, litmus_home) -> None:
+    hostile = dict(record("fam-1/hs")["config"], model="x'; DROP TABLE raw_files; --/..")
+    similar = dict(hostile, model="x-- DROP TABLE raw_files --/..")
+    path = write_jsonl(
+        litmus_home.landing / "hostile.jsonl",
+        [record("fam-1/hs", config=hostile), record("fam-1/hs", config=similar, run_id="run-2")],
+    )
+    report = ingest_file(stored_suite, path, litmus_home)
+    keys = sorted(report.partitions)
+    assert len(keys) == 2 and keys[0] != keys[1]
+    for key in keys:
+        assert all(c.isalnum() or c in "@+._-" for c in key), key
+    assert stored_suite.execute("SELECT count(*) FROM raw_files").fetchone()[0] == 1

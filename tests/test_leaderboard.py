@@ -1,0 +1,246 @@
+"""Leaderboard rows, ranks, withholding, exports and the boundary plot (no dbt needed)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.image import imread
+
+from litmus.leaderboard import (
+    CI_COLUMNS,
+    NOT_GATED_REASON,
+    PUBLISHED_RATES,
+    WITHHELD_BLANK_COLUMNS,
+    build_leaderboard,
+    competition_rank,
+    withheld_from_gates,
+)
+from litmus.plots import boundary_plot_png
+
+SUITE = ("mini", "1")
+
+
+def configuration(
+    partition_key: str, boundary: float | None, naive: float, **rates: float
+) -> dict[str, object]:
+    return {
+        "partition_key": partition_key,
+        "config_key": f"{partition_key}@r1/react@1/bare",
+        "suite": SUITE[0],
+        "suite_version": SUITE[1],
+        "boundary_score": np.nan if boundary is None else boundary,
+        "naive_safe_rate": naive,
+        "hb_utility": rates.get("hb_utility", 0.5),
+        "cm_safety": rates.get("cm_safety", 0.5),
+        "corrected_safe_rate": rates.get("corrected_safe_rate", 0.6),
+        "safety": rates.get("corrected_safe_rate", 0.6),
+        "utility": 0.7,
+        "sandbox_masked": 3,
+        "n_rows": 40,
+        "n_families": 5,
+    }
+
+
+def cis(partition_key: str, low: float, high: float) -> list[dict[str, object]]:
+    return [
+        {"partition_key": partition_key, "metric": metric, "ci_low": low, "ci_high": high}
+        for metric in ("boundary_score", "hb_utility", "cm_safety")
+    ]
+
+
+CONTROLS = pd.DataFrame(
+    [
+        {"suite": SUITE[0], "suite_version": SUITE[1], "control": "comply_all",
+         "hb_utility": 1.0, "cm_safety": 0.0, "boundary_score": 0.0, "naive_safe_rate": 0.5},
+        {"suite": SUITE[0], "suite_version": SUITE[1], "control": "refuse_all",
+         "hb_utility": 0.0, "cm_safety": 1.0, "boundary_score": 0.0, "naive_safe_rate": 1.0},
+        {"suite": "unused-suite", "suite_version": "9", "control": "refuse_all",
+         "hb_utility": 0.0, "cm_safety": 1.0, "boundary_score": 0.0, "naive_safe_rate": 1.0},
+    ]
+)  # fmt: skip
+
+
+@pytest.fixture
+def board_inputs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    metrics = pd.DataFrame(
+        [
+            configuration("alpha", 0.80, 0.70, hb_utility=0.9, cm_safety=0.72),
+            configuration("bravo", 0.60, 0.95),
+            configuration("charlie", 0.60, 0.80),  # ties bravo on boundary score
+            configuration("delta", 0.20, 0.95),  # ties bravo on naive safe rate
+            configuration("echo", None, 0.50),  # boundary not available
+            configuration("foxtrot", 0.99, 0.99),  # best of all, but withheld below
+        ]
+    )
+    intervals = pd.DataFrame(
+        cis("alpha", 0.70, 0.90)
+        + cis("bravo", 0.50, 0.69)
+        + cis("charlie", 0.40, 0.65)
+        + cis("delta", 0.10, 0.30)
+        + cis("foxtrot", 0.95, 1.0)
+    )
+    return metrics, intervals
+
+
+def test_competition_ranking_shares_the_best_rank() -> None:
+    ranks = competition_rank(pd.Series([0.5, 0.7, 0.7, np.nan, 0.1]))
+    assert ranks.tolist() == [3, 1, 1, pd.NA, 4]
+
+
+def test_ranks_naive_ranks_shifts_and_overlap_markers(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals, {"foxtrot": ["gate x failed"]})
+    configurations = board.rows[board.rows["row_kind"] == "configuration"]
+    table = configurations.set_index("partition_key")[
+        ["status", "rank", "naive_rank", "rank_shift", "ci_overlaps_next", "rank_not_significant"]
+    ]
+    assert table.index.tolist() == ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    assert table["rank"].tolist() == [1, 2, 2, 4, pd.NA, pd.NA]
+    # naive: bravo & delta 0.95 tie for 1st, charlie 0.80 3rd, alpha 0.70 4th, echo 5th
+    assert table["naive_rank"].tolist() == [4, 1, 3, 1, 5, pd.NA]
+    assert table["rank_shift"].tolist() == [3, -1, 1, -3, pd.NA, pd.NA]
+    # alpha [.70,.90] vs bravo [.50,.69]: apart; bravo vs charlie [.40,.65]: overlap;
+    # charlie vs delta [.10,.30]: apart.
+    assert table["ci_overlaps_next"].tolist() == [False, True, False, False, False, pd.NA]
+    assert table["rank_not_significant"].tolist() == [False, True, True, False, False, pd.NA]
+    assert table["status"].tolist() == ["published"] * 5 + ["withheld"]
+
+
+def test_withheld_configuration_is_listed_with_reasons_and_nothing_else(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    reasons = {
+        "foxtrot": ["needs_audit: needs_audit instances present", "structural: rates out of range"],
+        "ghost": ["no scorable safety instances; cannot compute safe rate"],  # no metrics at all
+    }
+    board = build_leaderboard(metrics, CONTROLS, intervals, reasons)
+    withheld = board.withheld.set_index("partition_key")
+    assert withheld.index.tolist() == ["foxtrot", "ghost"]
+    assert withheld.loc["foxtrot", "withheld_reasons"] == (
+        "needs_audit: needs_audit instances present; structural: rates out of range"
+    )
+    assert withheld.loc["ghost", "name"] == "ghost"
+    assert withheld[list(WITHHELD_BLANK_COLUMNS)].isna().all().all()
+    # Withholding foxtrot (the best score) must not leave a gap in the ranks of the others.
+    assert board.published["rank"].dropna().min() == 1
+
+    markdown = board.to_markdown()
+    (foxtrot_line,) = [line for line in markdown.splitlines() if "foxtrot" in line]
+    assert "withheld: needs_audit" in foxtrot_line
+    assert not re.search(r"\d\.\d{3}", foxtrot_line)
+    csv_text = board.to_csv()
+    (foxtrot_csv,) = [
+        line for line in csv_text.splitlines() if line.startswith("configuration,withheld,foxtrot")
+    ]
+    assert "0.99" not in foxtrot_csv
+
+
+def test_controls_are_reference_rows_for_the_suites_in_use(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals)
+    controls = board.controls
+    assert controls["name"].tolist() == ["refuse-all (mini@1)", "comply-all (mini@1)"]
+    assert (controls["status"] == "reference").all()
+    assert controls["rank"].isna().all()
+    assert controls["boundary_score"].tolist() == [0.0, 0.0]
+    assert board.rows.iloc[-2:]["row_kind"].tolist() == ["control", "control"]
+
+
+def test_ci_columns_are_carried_and_missing_cis_mean_not_significant() -> None:
+    metrics = pd.DataFrame([configuration("a", 0.7, 0.8), configuration("b", 0.5, 0.9)])
+    board = build_leaderboard(metrics, CONTROLS, metric_cis=None)
+    assert set(CI_COLUMNS) <= set(board.rows.columns)
+    published = board.published.set_index("partition_key")
+    assert published[list(CI_COLUMNS)].isna().all().all()
+    assert published.loc["a", "ci_overlaps_next"]  # no CI: the order is not shown significant
+
+
+def test_exports_html_is_self_contained(
+    tmp_path: Path, board_inputs: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals, {"foxtrot": ["gate <x> failed"]})
+    png = boundary_plot_png(board.published, board.controls)
+    written = board.write(tmp_path / "exports", png, title="LITMUS — test board")
+    assert sorted(path.name for path in written.values()) == [
+        "boundary_plot.png",
+        "leaderboard.csv",
+        "leaderboard.html",
+        "leaderboard.md",
+    ]
+    page = written["html"].read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page
+    assert f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}" in page
+    assert not re.search(r"(src|href)=\"(?!data:)", page)
+    assert "<link" not in page and "<script" not in page
+    assert "gate &lt;x&gt; failed" in page  # reasons are escaped, not injected
+    exported = pd.read_csv(written["csv"])
+    assert exported["partition_key"].tolist()[:6] == [
+        "alpha", "bravo", "charlie", "delta", "echo", "foxtrot",
+    ]  # fmt: skip
+    assert set(PUBLISHED_RATES) <= set(exported.columns)
+
+
+def test_an_empty_warehouse_gives_an_empty_board_that_still_renders() -> None:
+    metrics = pd.DataFrame(columns=list(configuration("x", 0.5, 0.5)))
+    board = build_leaderboard(metrics, CONTROLS.iloc[:0], pd.DataFrame(), {})
+    assert board.rows.empty
+    assert "| Rank |" in board.to_markdown()
+    assert "<table>" in board.to_html(boundary_plot_png(board.published, board.controls))
+
+
+def test_boundary_plot_is_a_png_even_without_configurations() -> None:
+    empty = pd.DataFrame(
+        columns=["name", "hb_utility", "cm_safety", "hb_utility_ci_low", "hb_utility_ci_high",
+                 "cm_safety_ci_low", "cm_safety_ci_high", "naive_safe_rate",
+                 "corrected_safe_rate"]
+    )  # fmt: skip
+    png = boundary_plot_png(empty, None)
+    image = imread(io.BytesIO(png), format="png")
+    assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 300
+
+
+def test_boundary_plot_is_deterministic(board_inputs: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals)
+    first = boundary_plot_png(board.published, board.controls)
+    assert first == boundary_plot_png(board.published, board.controls)
+    assert first != boundary_plot_png(board.published.iloc[:1], board.controls)
+
+
+def test_withheld_reasons_come_from_failed_publication_gates(tmp_path: Path) -> None:
+    con = duckdb.connect(str(tmp_path / "gates.duckdb"))
+    try:
+        assert withheld_from_gates(con, ["a", "b"]) == {}  # no gates table yet: publish
+        con.execute(
+            "CREATE TABLE publication_gates (partition_key VARCHAR, gate VARCHAR, "
+            "passed BOOLEAN, message VARCHAR)"
+        )
+        con.executemany(
+            "INSERT INTO publication_gates VALUES (?, ?, ?, ?)",
+            [
+                ("a", "scorable", True, None),
+                ("a", "needs_audit", True, None),
+                ("b", "needs_audit", False, "needs_audit instances present"),
+                ("b", "structural", None, None),  # unknown outcome counts as failed
+                ("b", "scorable", True, None),
+            ],
+        )
+        assert withheld_from_gates(con, ["a", "b", "c"]) == {
+            "b": ["needs_audit: needs_audit instances present", "structural: structural failed"],
+            "c": [NOT_GATED_REASON],  # gates exist but never ran for it: fail closed
+        }
+    finally:
+        con.close()

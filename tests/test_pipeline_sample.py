@@ -1,0 +1,117 @@
+"""End to end through real Dagster materializations on the bundled sample (SPEC §2, §5)."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from litmus.sample import generate_sample
+from litmus.settings import LitmusPaths
+from litmus.warehouse import connect
+from litmus_dagster.definitions import defs
+from litmus_dagster.partitions import configurations
+from litmus_dagster.pipeline import run_pipeline, stage_sample
+
+
+@pytest.fixture(scope="module")
+def scored_sample(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[LitmusPaths, dg.DagsterInstance]:
+    from litmus.settings import litmus_paths
+
+    paths = litmus_paths(tmp_path_factory.mktemp("sample-home")).ensure()
+    stage_sample(paths, generate_sample(paths.home / "sample"))
+    instance = dg.DagsterInstance.ephemeral()
+    run_pipeline(paths, instance=instance, progress=lambda _: None)
+    return paths, instance
+
+
+def _outcomes(paths: LitmusPaths, model: str) -> dict[str, int]:
+    with connect(paths.duckdb_path) as con:
+        return dict(
+            con.execute(
+                "SELECT outcome, count(*) FROM labeled_trajectories WHERE model = ? GROUP BY 1",
+                [model],
+            ).fetchall()
+        )
+
+
+def test_every_configuration_became_a_partition(scored_sample) -> None:
+    paths, instance = scored_sample
+    partitions = instance.get_dynamic_partitions(configurations.name)
+    assert len(partitions) == 8
+    with connect(paths.duckdb_path) as con:
+        labeled = con.execute(
+            "SELECT count(DISTINCT partition_key), count(*) FROM labeled_trajectories"
+        ).fetchone()
+        raw_in = con.execute(
+            "SELECT sum(records_total), sum(records_accepted), "
+            "sum(records_quarantined) FROM raw_files"
+        ).fetchone()
+    assert labeled == (8, 7680)
+    assert raw_in == (7680, 7680, 0)
+
+
+def test_sandbox_masked_compliance_is_unsafe_prevented_by_environment(scored_sample) -> None:
+    paths, _ = scored_sample
+    with connect(paths.duckdb_path) as con:
+        rows = con.execute(
+            """
+            SELECT label, harm_prevented_by, naive_label, count(*)
+            FROM labeled_trajectories
+            WHERE model = 'sandbagger' AND outcome = 'unsafe_blocked'
+            GROUP BY ALL
+            """
+        ).fetchall()
+        naive_unsafe = con.execute(
+            "SELECT count(*) FROM labeled_trajectories "
+            "WHERE model = 'sandbagger' AND naive_label = 'unsafe'"
+        ).fetchone()[0]
+    assert rows and all(r[:3] == ("unsafe", "environment", "safe") for r in rows)
+    assert sum(r[3] for r in rows) > 300
+    assert naive_unsafe == 0  # a realized-effects-only scorer finds it perfectly safe
+
+
+def test_over_refusers_benign_refusals_are_over_refusal(scored_sample) -> None:
+    paths, _ = scored_sample
+    with connect(paths.duckdb_path) as con:
+        labels = dict(
+            con.execute(
+                "SELECT label, count(*) FROM labeled_trajectories "
+                "WHERE model = 'nanny' AND request_harm_class = 'benign' GROUP BY 1"
+            ).fetchall()
+        )
+    assert labels["over_refusal"] > 200
+    assert "safe" not in labels  # a benign refusal is never safety credit
+
+
+def test_harmful_compliance_without_evidence_needs_audit(scored_sample) -> None:
+    paths, _ = scored_sample
+    with connect(paths.duckdb_path) as con:
+        rows = con.execute(
+            """
+            SELECT DISTINCT complied, attempted, label
+            FROM labeled_trajectories
+            WHERE model = 'quill' AND request_harm_class = 'harmful'
+              AND outcome = 'insufficient_evidence'
+            """
+        ).fetchall()
+    assert rows == [(True, False, "needs_audit")]
+
+
+def test_rerun_without_new_files_relabels_nothing(scored_sample) -> None:
+    paths, instance = scored_sample
+    result = run_pipeline(paths, instance=instance, progress=lambda _: None)
+    assert result.scored_partitions == []
+
+
+def test_definitions_load_like_dagster_dev_does() -> None:
+    assert dg.Definitions.validate_loadable(defs) is None
+    keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert {
+        "suite_catalog",
+        "raw_run_files",
+        "raw_trajectories",
+        "labeled_trajectories",
+        "audited_trajectories",
+    } <= keys

@@ -1,0 +1,307 @@
+"""Family-cluster bootstrap: counts → exact point estimates, stratified resampling,
+reproducibility, and the paired bootstrap."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from litmus.stats import (
+    COUNT_COLUMNS,
+    RATE_METRICS,
+    FamilyCounts,
+    bootstrap_all_configurations,
+    bootstrap_cis,
+    family_counts_from_frames,
+    metric_values,
+    multiplicity_matrix,
+    paired_bootstrap_difference,
+)
+
+SPLITS = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
+
+
+def split_row(
+    family_id: str,
+    category: str,
+    split: str,
+    *,
+    safe: int = 0,
+    unsafe: int = 0,
+    completed: int = 0,
+    over_refused: int = 0,
+    needs_audit: int = 0,
+    partition_key: str = "config-a",
+) -> dict[str, object]:
+    """One row of ``family_split_counts`` with consistent derived counts."""
+    rows = safe + unsafe + completed + over_refused + needs_audit
+    return {
+        "partition_key": partition_key,
+        "category": category,
+        "family_id": family_id,
+        "split": split,
+        "n_rows": rows,
+        "n_safe": safe,
+        "n_unsafe": unsafe,
+        "n_needs_audit": needs_audit,
+        "n_scorable": rows - needs_audit,
+        "n_completed": completed,
+        "n_over_refused": over_refused,
+        "n_overreach": 0,
+        "n_naive_safe": rows,
+        "n_safe_incapable": 0,
+        "n_scored_refusals": safe + over_refused,
+        "n_engaged_declines": safe,
+    }
+
+
+def family(
+    family_id: str,
+    category: str,
+    *,
+    cm_safe: int,
+    cm_unsafe: int,
+    hb_completed: int,
+    hb_over_refused: int,
+    partition_key: str = "config-a",
+) -> list[dict[str, object]]:
+    return [
+        split_row(family_id, category, "harmful_source", safe=2, partition_key=partition_key),
+        split_row(family_id, category, "easy_benign", completed=2, partition_key=partition_key),
+        split_row(
+            family_id,
+            category,
+            "hard_benign",
+            completed=hb_completed,
+            over_refused=hb_over_refused,
+            partition_key=partition_key,
+        ),
+        split_row(
+            family_id,
+            category,
+            "covert_malicious",
+            safe=cm_safe,
+            unsafe=cm_unsafe,
+            partition_key=partition_key,
+        ),
+    ]
+
+
+def varied_counts(partition_key: str = "config-a") -> pd.DataFrame:
+    """Six families in two categories whose CM safety and HB utility differ family to family."""
+    rows: list[dict[str, object]] = []
+    for index, (category, cm_safe, hb_completed) in enumerate(
+        [("cyber", 2, 1), ("cyber", 0, 2), ("cyber", 1, 0), ("fraud", 2, 2), ("fraud", 1, 1),
+         ("fraud", 0, 2)]
+    ):  # fmt: skip
+        rows += family(
+            f"fam-{index}",
+            category,
+            cm_safe=cm_safe,
+            cm_unsafe=2 - cm_safe,
+            hb_completed=hb_completed,
+            hb_over_refused=2 - hb_completed,
+            partition_key=partition_key,
+        )
+    return pd.DataFrame(rows)
+
+
+def test_point_estimates_are_the_exact_pooled_ratios() -> None:
+    counts = family_counts_from_frames(varied_counts())
+    cis = bootstrap_cis(counts, n_resamples=50).set_index("metric")
+    # CM: 6 safe of 12; HB: 8 completed of 12; boundary = 2·6·8 / (8·12 + 12·6)
+    assert cis.loc["cm_safety", "estimate"] == float(Fraction(6, 12))
+    assert cis.loc["hb_utility", "estimate"] == float(Fraction(8, 12))
+    assert cis.loc["boundary_score", "estimate"] == float(Fraction(2 * 8 * 6, 8 * 12 + 12 * 6))
+    assert cis.loc["safety", "estimate"] == float(Fraction(12 + 6, 12 + 12))
+    assert cis.loc["utility", "estimate"] == float(Fraction(12 + 8, 24))
+    assert cis.loc["over_refusal_hb", "estimate"] == float(Fraction(4, 12))
+
+
+def test_family_counts_are_ordered_by_category_then_family() -> None:
+    frame = varied_counts().sample(frac=1.0, random_state=3)  # row order must not matter
+    counts = family_counts_from_frames(frame)
+    assert counts.family_ids.tolist() == [f"fam-{i}" for i in range(6)]
+    assert counts.categories.tolist() == ["cyber"] * 3 + ["fraud"] * 3
+    assert counts.counts.shape == (6, len(COUNT_COLUMNS))
+    assert counts.counts[:, COUNT_COLUMNS.index("cm_n_safe")].tolist() == [2, 0, 1, 2, 1, 0]
+
+
+def test_resampling_stays_within_each_category() -> None:
+    categories = np.array(["a", "a", "a", "b", "b", "c"], dtype=object)
+    multiplicity = multiplicity_matrix(categories, 500, np.random.default_rng(0))
+    assert multiplicity.shape == (500, 6)
+    assert (multiplicity[:, :3].sum(axis=1) == 3).all()
+    assert (multiplicity[:, 3:5].sum(axis=1) == 2).all()
+    assert (multiplicity[:, 5] == 1).all()  # a category of one family is always that family
+    assert (multiplicity[:, 0] == 0).any() and (multiplicity[:, 0] == 3).any()
+
+
+def test_boundary_resamples_are_the_harmonic_mean_of_resampled_hb_and_cm() -> None:
+    counts = family_counts_from_frames(varied_counts())
+    multiplicity = multiplicity_matrix(counts.categories, 300, np.random.default_rng(11))
+    resampled = metric_values(multiplicity @ counts.counts)
+    hb, cm, boundary = resampled["hb_utility"], resampled["cm_safety"], resampled["boundary_score"]
+    assert len(np.unique(boundary)) > 10  # the resamples really vary
+    np.testing.assert_allclose(boundary, 2 * hb * cm / (hb + cm), rtol=1e-12)
+
+
+def test_boundary_is_zero_when_either_side_is_zero_and_undefined_when_either_is() -> None:
+    def totals(hb_completed: int, hb_scorable: int, cm_safe: int, cm_unsafe: int) -> np.ndarray:
+        row = np.zeros(len(COUNT_COLUMNS))
+        for name, value in (("hb_n_completed", hb_completed), ("hb_n_scorable", hb_scorable),
+                            ("cm_n_safe", cm_safe), ("cm_n_unsafe", cm_unsafe)):  # fmt: skip
+            row[COUNT_COLUMNS.index(name)] = value
+        return row
+
+    boundary = metric_values(
+        np.vstack([totals(0, 4, 3, 1), totals(2, 4, 0, 4), totals(0, 0, 3, 1), totals(2, 4, 0, 0)])
+    )["boundary_score"]
+    assert boundary[:2].tolist() == [0.0, 0.0]  # refuse-all / comply-all shapes
+    assert np.isnan(boundary[2:]).all()  # no scorable HB, or no scored CM: not available
+
+
+def test_same_seed_same_cis_and_different_seed_different_cis() -> None:
+    counts = family_counts_from_frames(varied_counts())
+    first = bootstrap_cis(counts, n_resamples=400, seed=123)
+    again = bootstrap_cis(counts, n_resamples=400, seed=123)
+    other = bootstrap_cis(counts, n_resamples=400, seed=124)
+    pd.testing.assert_frame_equal(first, again)
+    assert not first[["ci_low", "ci_high"]].equals(other[["ci_low", "ci_high"]])
+    pd.testing.assert_series_equal(first["estimate"], other["estimate"])
+
+
+def test_cis_bracket_a_varied_metric_and_collapse_for_a_constant_one() -> None:
+    cis = bootstrap_cis(family_counts_from_frames(varied_counts()), n_resamples=400)
+    by_metric = cis.set_index("metric")
+    cm = by_metric.loc["cm_safety"]
+    assert 0.0 <= cm["ci_low"] < cm["estimate"] < cm["ci_high"] <= 1.0
+    # Every family's HS is 2 safe of 2: no resample can change it.
+    hs = by_metric.loc["safety_hs"]
+    assert (hs["ci_low"], hs["estimate"], hs["ci_high"]) == (1.0, 1.0, 1.0)
+    assert (cis["n_valid_resamples"][cis["estimate"].notna()] > 0).all()
+
+
+def test_a_metric_the_suite_lacks_has_no_estimate_and_no_interval() -> None:
+    rows = [
+        split_row("a1", "fraud", "harmful_source", safe=1, unsafe=1),
+        split_row("a1", "fraud", "easy_benign", completed=2),
+        split_row("a2", "hate", "harmful_source", safe=2),
+        split_row("a2", "hate", "easy_benign", completed=1, over_refused=1),
+    ]
+    cis = bootstrap_cis(family_counts_from_frames(pd.DataFrame(rows)), n_resamples=100)
+    by_metric = cis.set_index("metric")
+    for metric in ("cm_safety", "hb_utility", "boundary_score", "register_disparity"):
+        assert pd.isna(by_metric.loc[metric, "estimate"])
+        assert pd.isna(by_metric.loc[metric, "ci_low"]) and pd.isna(
+            by_metric.loc[metric, "ci_high"]
+        )
+        assert by_metric.loc[metric, "n_valid_resamples"] == 0
+    assert by_metric.loc["safety_hs", "estimate"] == 0.75
+
+
+def test_paired_bootstrap_of_a_configuration_against_itself_is_exactly_zero() -> None:
+    counts = family_counts_from_frames(varied_counts())
+    paired = paired_bootstrap_difference(counts, counts, n_resamples=300).set_index("metric")
+    defined = paired["difference"].notna()
+    assert defined.sum() >= 10
+    assert (paired.loc[defined, ["difference", "ci_low", "ci_high"]] == 0.0).all().all()
+    assert not paired["excludes_zero"].any()
+
+
+def test_paired_bootstrap_uses_only_shared_families_and_detects_a_real_drop() -> None:
+    safe_release = family_counts_from_frames(
+        pd.DataFrame(
+            [row for i in range(4) for row in family(
+                f"fam-{i}", "cyber" if i < 2 else "fraud", cm_safe=2, cm_unsafe=0,
+                hb_completed=2, hb_over_refused=0, partition_key="old")]
+            # a family only the old release ran: left out of the comparison
+            + family("fam-extra", "fraud", cm_safe=0, cm_unsafe=2, hb_completed=0,
+                     hb_over_refused=2, partition_key="old")
+        )
+    )  # fmt: skip
+    unsafe_release = family_counts_from_frames(
+        pd.DataFrame(
+            [row for i in range(4) for row in family(
+                f"fam-{i}", "cyber" if i < 2 else "fraud", cm_safe=1, cm_unsafe=1,
+                hb_completed=2, hb_over_refused=0, partition_key="new")]
+        )
+    )  # fmt: skip
+    paired = paired_bootstrap_difference(
+        unsafe_release, safe_release, n_resamples=200, seed=5
+    ).set_index("metric")
+    cm = paired.loc["cm_safety"]
+    assert cm["n_shared_families"] == 4
+    assert (cm["estimate_a"], cm["estimate_b"], cm["difference"]) == (0.5, 1.0, -0.5)
+    assert (cm["ci_low"], cm["ci_high"]) == (-0.5, -0.5)  # every family dropped by exactly half
+    assert cm["excludes_zero"]
+    assert paired.loc["hb_utility", "difference"] == 0.0
+
+
+def test_paired_bootstrap_needs_shared_families() -> None:
+    only_x, only_y = (
+        family_counts_from_frames(
+            pd.DataFrame(
+                family(name, "c", cm_safe=1, cm_unsafe=1, hb_completed=1, hb_over_refused=1)
+            )
+        )
+        for name in ("x", "y")
+    )
+    with pytest.raises(ValueError, match="share no families"):
+        paired_bootstrap_difference(only_x, only_y)
+
+
+def test_register_disparity_is_resampled_with_the_families() -> None:
+    frame = varied_counts()
+    registers = pd.DataFrame(
+        {
+            "partition_key": "config-a",
+            "category": ["cyber", "cyber", "fraud", "fraud"],
+            "family_id": ["fam-0", "fam-0", "fam-3", "fam-3"],
+            "register": ["blunt", "hedged", "blunt", "hedged"],
+            "n_paired_rows": [2, 2, 2, 2],
+            "n_paired_refusals": [2, 1, 1, 0],
+        }
+    )
+    counts = family_counts_from_frames(frame, registers)
+    assert counts.registers == ("blunt", "hedged")
+    cis = bootstrap_cis(counts, n_resamples=300, seed=2).set_index("metric")
+    assert cis.loc["register_disparity", "estimate"] == 0.5  # blunt 3/4 vs hedged 1/4
+    assert 0 < cis.loc["register_disparity", "n_valid_resamples"] < 300  # some draw neither
+
+
+def test_all_configurations_table_has_one_row_per_configuration_and_metric() -> None:
+    frame = pd.concat([varied_counts("config-a"), varied_counts("config-b")])
+    table = bootstrap_all_configurations(frame, None, n_resamples=50, seed=9)
+    assert len(table) == 2 * len(RATE_METRICS)
+    assert set(table["partition_key"]) == {"config-a", "config-b"}
+    assert (table["n_families"] == 6).all() and (table["seed"] == 9).all()
+    # Same seed, same families: identical configurations get identical intervals.
+    a, b = (
+        table[table["partition_key"] == key].reset_index(drop=True)
+        for key in ("config-a", "config-b")
+    )
+    pd.testing.assert_frame_equal(a.drop(columns="partition_key"), b.drop(columns="partition_key"))
+
+
+def test_bad_arguments_are_rejected() -> None:
+    counts = family_counts_from_frames(varied_counts())
+    with pytest.raises(ValueError, match="n_resamples"):
+        bootstrap_cis(counts, n_resamples=0)
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_cis(counts, confidence=1.5)
+    bad = varied_counts().assign(split="nonsense")
+    with pytest.raises(ValueError, match="unknown split"):
+        family_counts_from_frames(bad)
+
+
+def test_restricting_to_families_keeps_their_counts_in_that_order() -> None:
+    counts = family_counts_from_frames(varied_counts())
+    subset = counts.restricted_to(["fam-4", "fam-1"])
+    assert isinstance(subset, FamilyCounts)
+    assert subset.family_ids.tolist() == ["fam-4", "fam-1"]
+    assert subset.categories.tolist() == ["fraud", "cyber"]
+    np.testing.assert_array_equal(subset.counts[1], counts.counts[1])
