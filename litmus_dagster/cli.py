@@ -206,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     refusal.add_argument("folder", nargs="?", default=default_xstest_folder())
     refusal.set_defaults(handler=cmd_eval_refusal)
+
+    from litmus_dagster.audit.cli import register as register_audit_commands
+    from litmus_dagster.releases.cli import register as register_release_commands
+    from litmus_dagster.trust.cli import register as register_trust_commands
+
+    register_audit_commands(commands)
+    register_release_commands(commands)
+    register_trust_commands(commands)
     return parser
 
 

@@ -2,14 +2,35 @@
 
 import dagster as dg
 
+from litmus_dagster.audit import audit_assets
+from litmus_dagster.gates import gate_assets, gate_checks
 from litmus_dagster.ingestion import ingestion_assets
 from litmus_dagster.jobs import ingest_job, score_configuration_job
 from litmus_dagster.labeling import labeling_assets
 from litmus_dagster.metrics import metrics_assets, metrics_resources
+from litmus_dagster.releases import (
+    release_assets,
+    release_checks,
+    release_jobs,
+    release_schedules,
+    release_sensors,
+)
 from litmus_dagster.resources import LitmusWarehouse
+from litmus_dagster.trust import trust_assets
 
 defs = dg.Definitions(
-    assets=[*ingestion_assets, *labeling_assets, *metrics_assets],
-    jobs=[ingest_job, score_configuration_job],
+    assets=[
+        *ingestion_assets,
+        *labeling_assets,
+        *audit_assets,
+        *gate_assets,
+        *metrics_assets,
+        *release_assets,
+        *trust_assets,
+    ],
+    asset_checks=[*gate_checks, *release_checks],
+    jobs=[ingest_job, score_configuration_job, *release_jobs],
+    sensors=release_sensors,
+    schedules=release_schedules,
     resources={"warehouse": LitmusWarehouse(), **metrics_resources},
 )

@@ -1,0 +1,3 @@
+"""Trust (SPEC §10): run fingerprints and signed result receipts."""
+
+trust_assets: list = []
