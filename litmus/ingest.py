@@ -20,17 +20,21 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 from pydantic import ValidationError
 
+from litmus.errors import LitmusError
 from litmus.formats import RunRecord
 from litmus.globmatch import match_text
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
 from litmus.suite import format_location
+
+if TYPE_CHECKING:
+    from litmus.importers.inspect_log import ImportMapping
 
 BATCH_RECORDS = 5_000
 EXCERPT_CHARS = 300
@@ -564,7 +568,9 @@ def ingest_file(
     stored = store_raw_file(path, paths, digest)
     file_format = detect_format(path)
     items: Iterable[SourceItem] = (
-        iter_jsonl_lines(stored) if file_format == "native-jsonl" else _inspect_items(stored)
+        iter_jsonl_lines(stored)
+        if file_format == "native-jsonl"
+        else _inspect_items(stored, load_inspect_mapping(paths))
     )
     return ingest_items(
         con,
@@ -578,11 +584,40 @@ def ingest_file(
     )
 
 
-def _inspect_items(stored: Path) -> Iterator[SourceItem]:
+INSPECT_MAPPING_FILE = "inspect_mapping.json"
+
+
+def load_inspect_mapping(paths: LitmusPaths) -> ImportMapping:
+    """The mapping for Inspect logs dropped into the landing folder.
+
+    ``<home>/inspect_mapping.json`` (optional) holds ``ImportMapping`` fields, e.g.
+    ``{"harness": "react", "refusal_scorer": "refusal_judge"}``; see docs/importers.md.
+    """
+    from litmus.importers.inspect_log import ImportMapping
+
+    config = paths.home / INSPECT_MAPPING_FILE
+    if not config.exists():
+        return ImportMapping()
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LitmusError(f"{config}: not valid JSON ({exc})") from None
+    if not isinstance(values, dict):
+        raise LitmusError(f"{config}: must hold a JSON object of ImportMapping fields")
+    known = set(ImportMapping.__dataclass_fields__)
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise LitmusError(
+            f"{config}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return ImportMapping(**values)
+
+
+def _inspect_items(stored: Path, mapping: ImportMapping) -> Iterator[SourceItem]:
     """Samples of an Inspect AI log as ingestion items (sample ordinal stands for the line)."""
     from litmus.importers.inspect_log import ImportProblem, iter_inspect_records
 
-    for ordinal, item in enumerate(iter_inspect_records(stored), start=1):
+    for ordinal, item in enumerate(iter_inspect_records(stored, mapping), start=1):
         if isinstance(item, ImportProblem):
             yield ordinal, RecordProblem(item.field, f"sample {item.sample}: {item.reason}")
         else:

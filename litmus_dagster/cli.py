@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -57,6 +58,53 @@ def cmd_land(args: argparse.Namespace, paths: LitmusPaths) -> int:
             raise LitmusError(f"{source}: no such file")
         shutil.copyfile(source, paths.landing / source.name)
         _say(f"landed {source.name}")
+    return 0
+
+
+def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Convert an Inspect AI log into a native JSONL run file in the landing folder."""
+    from dataclasses import replace
+
+    from litmus.importers.inspect_log import import_inspect_log
+    from litmus.ingest import load_inspect_mapping
+
+    source = Path(args.log)
+    if not source.is_file():
+        raise LitmusError(f"{source}: no such Inspect log")
+    overrides = {
+        name: value
+        for name, value in (
+            ("harness", args.harness),
+            ("harness_version", args.harness_version),
+            ("plugin", args.plugin),
+            ("model_release", args.model_release),
+            ("refusal_scorer", args.refusal_scorer),
+            ("task_completed_scorer", args.task_completed_scorer),
+        )
+        if value is not None
+    }
+    mapping = replace(load_inspect_mapping(paths), **overrides)
+    target = paths.landing / (source.stem + ".inspect.jsonl")
+    summary = import_inspect_log(source, target, mapping)
+    _say(f"{source.name}: {summary.records} record(s) → {target}")
+    for problem in summary.problems:
+        _say(f"  sample {problem.sample} epoch {problem.epoch}: {problem.field}: {problem.reason}")
+    if summary.problems:
+        _say(f"{summary.problem_count} sample(s) could not be mapped (listed above)")
+    return 0
+
+
+def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Build a LITMUS suite from AgentHarm's behaviour pairs and add it to the suites folder."""
+    from litmus.importers.agentharm import agentharm_suite
+
+    suite = agentharm_suite(Path(args.folder), split=args.split)
+    target = paths.suites / f"agentharm-{args.split}.json"
+    target.write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    _say(
+        f"AgentHarm {args.split}: {len(suite['families'])} families "
+        f"(harmful_source + easy_benign) → {target}"
+    )
     return 0
 
 
@@ -152,12 +200,13 @@ def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
 # ----------------------------------------------------------------------------- parser
 
 
-def default_xstest_folder() -> str:
+def default_shared_data(name: str) -> str:
+    """``../shared/data/<name>`` beside the checkout, where the development data lives."""
     here = Path(__file__).resolve().parents[2]
-    for candidate in (here / "shared" / "data" / "xstest_dev", Path("../shared/data/xstest_dev")):
+    for candidate in (here / "shared" / "data" / name, Path("../shared/data") / name):
         if candidate.is_dir():
             return str(candidate)
-    return "../shared/data/xstest_dev"
+    return f"../shared/data/{name}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,6 +243,25 @@ def build_parser() -> argparse.ArgumentParser:
     land.add_argument("files", nargs="+")
     land.set_defaults(handler=cmd_land)
 
+    inspect_log = commands.add_parser(
+        "import-inspect", help="convert an Inspect AI .eval/.json log into the landing folder"
+    )
+    inspect_log.add_argument("log")
+    inspect_log.add_argument("--harness")
+    inspect_log.add_argument("--harness-version")
+    inspect_log.add_argument("--plugin")
+    inspect_log.add_argument("--model-release")
+    inspect_log.add_argument("--refusal-scorer", help="score holding a refusal verdict")
+    inspect_log.add_argument("--task-completed-scorer", help="score telling task completion")
+    inspect_log.set_defaults(handler=cmd_import_inspect)
+
+    agentharm = commands.add_parser(
+        "convert-agentharm", help="build a suite from AgentHarm behaviour pairs"
+    )
+    agentharm.add_argument("folder", nargs="?", default=default_shared_data("agentharm"))
+    agentharm.add_argument("--split", default="test_public", choices=["test_public", "validation"])
+    agentharm.set_defaults(handler=cmd_convert_agentharm)
+
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
     status.set_defaults(handler=cmd_status)
 
@@ -204,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     refusal = commands.add_parser(
         "eval-refusal", help="score the refusal classifier against XSTest human labels"
     )
-    refusal.add_argument("folder", nargs="?", default=default_xstest_folder())
+    refusal.add_argument("folder", nargs="?", default=default_shared_data("xstest_dev"))
     refusal.set_defaults(handler=cmd_eval_refusal)
 
     from litmus_dagster.audit.cli import register as register_audit_commands
@@ -235,5 +303,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # python -m litmus_dagster.cli
     sys.exit(main())

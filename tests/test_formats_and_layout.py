@@ -8,8 +8,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import call, record
 
+from conftest import call, record
 from litmus.schemas import SCHEMA_DIR, rendered_schemas, write_schemas
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,8 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import call, family, instance, matcher, record, suite_doc, write_jsonl
 
+from conftest import call, family, instance, matcher, record, suite_doc, write_jsonl
 from litmus.formats import Suite
 from litmus.ingest import file_sha256, ingest_file
 from litmus.suite import store_suite

@@ -15,8 +15,8 @@ from typing import Any
 import duckdb
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from labeling_harness import label_both
 
+from labeling_harness import label_both
 from litmus.formats import SPLITS
 from litmus.globmatch import translate_glob, translate_glob_duckdb
 from litmus.settings import litmus_paths

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from conftest import call, family, instance, matcher, record, say, suite_doc
 from labeling_harness import label_one
 

@@ -119,6 +119,9 @@ def agentharm_suite(
             f"Canary GUID {harmful_canary}: never include in training data."
         ),
         "families": families,
+        # AgentHarm has no hard-benign or covert-malicious siblings: those split metrics are
+        # reported as not available instead of failing the sibling-consistency gate.
+        "sibling_policy": "partial",
     }
     Suite.model_validate(suite)
     return suite
