@@ -52,6 +52,7 @@ def _rss_mb(field: str) -> float:
 def generate_log(workdir: Path, samples: int) -> Path:
     sys.path.insert(0, str(REPO / "tests"))
     from inspect_ai.log import read_eval_log, write_eval_log
+
     from inspect_fixtures.litmus_fixture_task import run_fixture_evals
 
     template_path = run_fixture_evals(workdir / "template", ["blocked"], epochs=1)["blocked"]

@@ -14,6 +14,7 @@ from typing import Any
 import inspect_ai
 import pytest
 from inspect_ai.log import read_eval_log, read_eval_log_sample, read_eval_log_sample_summaries
+
 from inspect_fixtures.litmus_fixture_task import (
     ATTACHMENT_DATA_URI,
     EDGE_PERSONAS,
@@ -27,7 +28,6 @@ from inspect_fixtures.litmus_fixture_task import (
     run_fixture_evals,
     write_fixture_suite,
 )
-
 from litmus.formats import RunRecord, Suite
 from litmus.importers.inspect_log import (
     ImportMapping,
