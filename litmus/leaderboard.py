@@ -11,12 +11,14 @@ from __future__ import annotations
 import base64
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pandas as pd
+
+from litmus.fingerprint import configuration_fingerprints
 
 # Rates published per configuration, in display order. Each gets `<metric>_ci_low/_ci_high`.
 PUBLISHED_RATES: tuple[str, ...] = (
@@ -57,6 +59,7 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "partition_key",
     "suite",
     "suite_version",
+    "fingerprint",  # configuration fingerprint (litmus/fingerprint.py); blank when withheld
 )
 LEADERBOARD_COLUMNS: tuple[str, ...] = (
     IDENTITY_COLUMNS
@@ -76,6 +79,8 @@ class Leaderboard:
     not available), withheld ones, then the reference controls."""
 
     rows: pd.DataFrame
+    # partition_key → the gate messages that withheld it
+    withheld_reasons: Mapping[str, list[str]] = field(default_factory=dict)
 
     @property
     def published(self) -> pd.DataFrame:
@@ -199,7 +204,25 @@ def build_leaderboard(
         rows[column] = rows[column].astype("float64")
     for column in PUBLISHED_COUNTS:
         rows[column] = pd.to_numeric(rows[column]).astype("Int64")
-    return Leaderboard(rows=rows)
+    rows["fingerprint"] = rows["fingerprint"].astype("string")
+    return Leaderboard(rows=rows, withheld_reasons=withheld)
+
+
+def leaderboard_from_warehouse(con: duckdb.DuckDBPyConnection) -> Leaderboard:
+    """The leaderboard as published from the warehouse's metric tables, gates and fingerprints.
+
+    The ``leaderboard`` asset publishes this and ``litmus verify`` recomputes it, so the two
+    can never drift apart.
+    """
+    configuration_metrics = con.sql("SELECT * FROM configuration_metrics").df()
+    control_metrics = con.sql("SELECT * FROM control_metrics").df()
+    cis = con.sql("SELECT * FROM metric_cis").df()
+    withheld = withheld_from_gates(con, configuration_metrics["partition_key"].tolist())
+    fingerprints = configuration_fingerprints(con)
+    configuration_metrics["fingerprint"] = [
+        fingerprints.get(key) for key in configuration_metrics["partition_key"]
+    ]
+    return build_leaderboard(configuration_metrics, control_metrics, cis, withheld)
 
 
 def _withheld_rows(metrics: pd.DataFrame, withheld: Mapping[str, list[str]]) -> pd.DataFrame:
@@ -296,6 +319,7 @@ DISPLAY_HEADERS = (
     "Rank shift",
     "Benign-refusal contamination",
     "Sandbox-masked",
+    "Fingerprint",
     "vs next",
     "Status",
 )
@@ -325,9 +349,14 @@ def _display_cells(row: pd.Series) -> list[str]:
         _shift(row["rank_shift"]),
         _number(row["benign_refusal_contamination"]),
         _integer(row["sandbox_masked"]),
+        _short_fingerprint(row["fingerprint"]),
         "≈" if row["ci_overlaps_next"] is True else "",
         "reference control" if row["row_kind"] == "control" else "published",
     ]
+
+
+def _short_fingerprint(value: object) -> str:
+    return value[:12] if isinstance(value, str) and value else "—"
 
 
 LEGEND = (
@@ -335,8 +364,10 @@ LEGEND = (
     "safety); ties share the best rank. Naive rank orders by the realized-effects-only safe "
     "rate; rank shift = naive rank − rank. ≈: this row's boundary-score CI overlaps the next "
     "row's, so their order is not significant. n/a: not available (empty denominator or a "
-    "split the suite lacks). Withheld configurations failed a publication gate; none of their "
-    "numbers are published."
+    "split the suite lacks). Fingerprint: hash of the run inputs (suite, configuration, judges, "
+    "raw files) and labeler versions; equal fingerprints mean the same inputs scored the same "
+    "way. Withheld configurations failed a publication gate; none of their numbers are "
+    "published."
 )
 
 
@@ -420,8 +451,8 @@ def withheld_from_gates(
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_schema = 'main' AND table_name = 'publication_gates'"
-    ).fetchone()
-    if not exists or not exists[0]:
+    ).fetchall()  # not fetchone: a half-read result blocks the connection's next con.sql()
+    if not exists or not exists[0][0]:
         return {}
     failed = con.execute(
         """

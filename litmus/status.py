@@ -1,4 +1,16 @@
-"""What the warehouse holds, per configuration: the numbers ``litmus status`` prints."""
+"""What the warehouse holds, per configuration: the numbers ``litmus status`` prints, and
+whether the configuration's labels are **stale** (must be re-scored).
+
+A configuration is stale when any of these holds (each gives a reason):
+
+- some of its trajectories have no label (new data arrived for it);
+- its labels were written by another labeler version than the current ``LABELER_VERSION``;
+- its refusal signals came from another refusal-classifier version than the current one;
+- its suite (name and version) was stored after its labels were written (the suite was
+  re-loaded, so the oracles the labels were computed from may differ).
+
+Re-scoring reads ``raw_trajectories`` in the warehouse, never the landed or raw-store files.
+"""
 
 from __future__ import annotations
 
@@ -17,46 +29,115 @@ class PartitionStatus:
     labeled: int
     labeler_versions: tuple[str, ...]
     outcomes: dict[str, int]
+    classifier_versions: tuple[str, ...] = ()
+    stale_reasons: tuple[str, ...] = ()
 
     @property
     def stale(self) -> bool:
-        return self.labeled != self.trajectories or self.labeler_versions != (LABELER_VERSION,)
+        return bool(self.stale_reasons)
 
 
-def partition_statuses(con: duckdb.DuckDBPyConnection) -> list[PartitionStatus]:
+def current_classifier_version() -> str:
+    from litmus.refusal import default_classifier
+
+    return default_classifier().version
+
+
+def partition_statuses(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    labeler_version: str = LABELER_VERSION,
+    classifier_version: str | None = None,
+) -> list[PartitionStatus]:
+    """Every configuration in ``raw_trajectories`` with its label counts and staleness,
+    judged against ``labeler_version`` / ``classifier_version`` (default: the current code)."""
+    classifier_version = classifier_version or current_classifier_version()
     rows = con.execute(
         """
         WITH raw AS (
-            SELECT partition_key, any_value(config_key) AS config_key, count(*) AS n
+            SELECT partition_key, any_value(config_key) AS config_key, count(*) AS n,
+                   list(DISTINCT suite || chr(0) || suite_version) AS suites
             FROM raw_trajectories GROUP BY 1
         ),
         labeled AS (
             SELECT partition_key, count(*) AS n,
-                   list(DISTINCT labeler_version ORDER BY labeler_version) AS versions
-            FROM labeled_trajectories GROUP BY 1
+                   list(DISTINCT labeler_version ORDER BY labeler_version) AS versions,
+                   -- both labeled_at and the suites' loaded_at are UTC
+                   min(labeled_at) AS first_labeled_at_utc
+            FROM trajectory_labels GROUP BY 1
+        ),
+        signals AS (
+            SELECT partition_key,
+                   list(DISTINCT classifier_version ORDER BY classifier_version) AS versions
+            FROM refusal_signals GROUP BY 1
+        ),
+        suite_loads AS (
+            SELECT suite || chr(0) || suite_version AS suite_id, loaded_at FROM suites
+        ),
+        suite_reloaded AS (
+            SELECT raw.partition_key, max(s.loaded_at) AS last_suite_load
+            FROM raw, unnest(raw.suites) AS u(suite_id) JOIN suite_loads s USING (suite_id)
+            GROUP BY 1
         ),
         outcomes AS (
             SELECT partition_key, map(list(outcome ORDER BY outcome), list(n ORDER BY outcome)) AS m
             FROM (SELECT partition_key, outcome, count(*) AS n
-                  FROM labeled_trajectories GROUP BY 1, 2)
+                  FROM trajectory_labels GROUP BY 1, 2)
             GROUP BY 1
         )
         SELECT raw.partition_key, raw.config_key, raw.n, coalesce(labeled.n, 0),
-               coalesce(labeled.versions, []), outcomes.m
-        FROM raw LEFT JOIN labeled USING (partition_key) LEFT JOIN outcomes USING (partition_key)
+               coalesce(labeled.versions, []), coalesce(signals.versions, []), outcomes.m,
+               coalesce(suite_reloaded.last_suite_load > labeled.first_labeled_at_utc, false)
+        FROM raw
+        LEFT JOIN labeled USING (partition_key)
+        LEFT JOIN signals USING (partition_key)
+        LEFT JOIN suite_reloaded USING (partition_key)
+        LEFT JOIN outcomes USING (partition_key)
         ORDER BY raw.partition_key
         """
     ).fetchall()
-    return [
-        PartitionStatus(
-            partition_key=key,
-            config_key=config,
-            trajectories=int(n_raw),
-            labeled=int(n_labeled),
-            labeler_versions=tuple(versions),
-            outcomes=dict(outcome_map or {}),
+    statuses = []
+    for key, config, n_raw, n_labeled, versions, classifiers, outcome_map, reloaded in rows:
+        reasons = []
+        if n_labeled != n_raw:
+            reasons.append(f"{n_labeled} of {n_raw} trajectories labeled")
+        if n_labeled and tuple(versions) != (labeler_version,):
+            reasons.append(f"labeler version {', '.join(versions)} (current {labeler_version})")
+        if n_labeled and tuple(classifiers) != (classifier_version,):
+            reasons.append(
+                f"refusal classifier {', '.join(classifiers) or 'none'} "
+                f"(current {classifier_version})"
+            )
+        if n_labeled and reloaded:
+            reasons.append("suite stored again after the labels were written")
+        statuses.append(
+            PartitionStatus(
+                partition_key=key,
+                config_key=config,
+                trajectories=int(n_raw),
+                labeled=int(n_labeled),
+                labeler_versions=tuple(versions),
+                outcomes=dict(outcome_map or {}),
+                classifier_versions=tuple(classifiers),
+                stale_reasons=tuple(reasons),
+            )
         )
-        for key, config, n_raw, n_labeled, versions, outcome_map in rows
+    return statuses
+
+
+def stale_partitions(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    labeler_version: str = LABELER_VERSION,
+    classifier_version: str | None = None,
+) -> list[PartitionStatus]:
+    """The configurations that must be re-scored, with why."""
+    return [
+        status
+        for status in partition_statuses(
+            con, labeler_version=labeler_version, classifier_version=classifier_version
+        )
+        if status.stale
     ]
 
 

@@ -226,7 +226,9 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(
-            "INSERT INTO suites VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
+            "n_instances, complete_siblings, loaded_at, sibling_policy) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 suite.suite,
                 suite.suite_version,
@@ -236,6 +238,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                 n_instances,
                 not sibling_problems(suite),
                 datetime.now(UTC).replace(tzinfo=None),
+                suite.sibling_policy,
             ],
         )
         for table, columns in (

@@ -88,6 +88,8 @@ CREATE TABLE IF NOT EXISTS suites (
     loaded_at TIMESTAMP NOT NULL,
     PRIMARY KEY (suite, suite_version)
 );
+-- The suite's sibling_policy (complete | partial), read by the sibling-consistency gate.
+ALTER TABLE suites ADD COLUMN IF NOT EXISTS sibling_policy VARCHAR;
 CREATE TABLE IF NOT EXISTS suite_instances (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -228,7 +230,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = con.execute(
+    # fetchall, not fetchone: DuckDB 2 keeps a half-read result open, and the next con.sql()
+    # on this connection would then fail
+    rows = con.execute(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
-    ).fetchone()
-    return bool(row and row[0])
+    ).fetchall()
+    return bool(rows and rows[0][0])

@@ -108,17 +108,29 @@ def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+# How long a `litmus run` waits for another one in the same state folder to finish.
+PIPELINE_WAIT_S = 6 * 3600.0
+
+
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.warehouse import writer_lock
     from litmus_dagster.pipeline import run_pipeline
 
     started = time.monotonic()
-    result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
+    # One pipeline per state folder at a time: a second `litmus run` started meanwhile waits,
+    # instead of racing the first one's Dagster instance setup or publishing from its
+    # half-built tables. (Each warehouse step is also serialized by the warehouse lock.)
+    with writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S):
+        result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
     _say(
         f"done in {time.monotonic() - started:.1f}s: {len(result.ingested_partitions)} "
         f"configuration(s), {len(result.scored_partitions)} labeled"
     )
     _print_status(paths)
     _print_leaderboard(paths)
+    from litmus_dagster.releases.cli import print_release_summary
+
+    print_release_summary(paths)
     return 0
 
 

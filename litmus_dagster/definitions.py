@@ -12,6 +12,7 @@ from litmus_dagster.releases import (
     release_assets,
     release_checks,
     release_jobs,
+    release_resources,
     release_schedules,
     release_sensors,
 )
@@ -32,5 +33,5 @@ defs = dg.Definitions(
     jobs=[ingest_job, score_configuration_job, *release_jobs],
     sensors=release_sensors,
     schedules=release_schedules,
-    resources={"warehouse": LitmusWarehouse(), **metrics_resources},
+    resources={"warehouse": LitmusWarehouse(), **metrics_resources, **release_resources},
 )

@@ -13,8 +13,8 @@ ingest_job = dg.define_asset_job(
 score_configuration_job = dg.define_asset_job(
     "score_configuration",
     selection=dg.AssetSelection.assets(
-        "raw_trajectories", "labeled_trajectories", "audited_trajectories"
+        "raw_trajectories", "labeled_trajectories", "audited_trajectories", "publication_gates"
     ),
     partitions_def=configurations,
-    description="Label one configuration partition (raw → labeled → audited).",
+    description="Label one configuration partition (raw → labeled → audited → gated).",
 )

@@ -3,6 +3,12 @@
 This is what ``litmus run`` and ``litmus demo`` call: the same asset definitions the Dagster
 UI shows, materialized without a server, with the run history kept in ``<home>/dagster`` so
 ``dagster dev`` (with ``DAGSTER_HOME`` pointing there) shows every run afterwards.
+
+Each configuration is scored in its own run (raw → labeled → audited → publication gates).
+A failing blocking gate check fails that run and withholds that configuration; the pipeline
+records it and goes on, so the others still publish. A configuration whose audit verdicts
+changed since its audited rows were built (``litmus audit load``), or whose gates were never
+recorded, is re-audited and re-gated before publishing.
 """
 
 from __future__ import annotations
@@ -10,39 +16,54 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
+from litmus.errors import LitmusError
 from litmus.sample import SampleManifest
 from litmus.settings import LitmusPaths
-from litmus.status import partition_statuses
 from litmus.warehouse import connect
-from litmus_dagster.definitions import defs
-from litmus_dagster.metrics.assets import METRICS_GROUP
 from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse
 
 Progress = Callable[[str], None]
 
 INSTANCE_YAML = """\
-# LITMUS local instance: SQLite run/event storage under this folder.
-concurrency:
-  pools:
-    default_limit: 1   # one warehouse writer step at a time across runs
+# LITMUS local instance: SQLite run/event storage under this folder. Writers to the DuckDB
+# warehouse are serialized by its file lock (litmus/warehouse.py), so no concurrency pool
+# limit is set here: with SQLite storage a pool limit makes every step poll for a slot.
+# A team on Postgres storage can add `concurrency: pools: default_limit: 1` (docs/operations.md).
 telemetry:
   enabled: false
 """
 
 INGESTION = dg.AssetSelection.assets("suite_catalog", "raw_run_files")
 PER_CONFIGURATION = dg.AssetSelection.assets(
-    "raw_trajectories", "labeled_trajectories", "audited_trajectories"
+    "raw_trajectories", "labeled_trajectories", "audited_trajectories", "publication_gates"
 )
+# Labels unchanged, verdicts (or the gates) changed: rebuild the audited rows and re-gate.
+AUDIT_REFRESH = dg.AssetSelection.assets("audited_trajectories", "publication_gates")
+
+# Dagster's own step log stays in the run history; the CLI prints its own progress. Gate
+# failures are expected outcomes, reported below, not tracebacks on the console.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 
 
 @dataclass
 class PipelineResult:
     ingested_partitions: list[str] = field(default_factory=list)
     scored_partitions: list[str] = field(default_factory=list)
+    # re-audited and re-gated without re-labeling (verdicts loaded, gates missing)
+    refreshed_partitions: list[str] = field(default_factory=list)
+    # partition → the blocking gate checks that failed in its run (withheld)
+    withheld: dict[str, list[str]] = field(default_factory=dict)
+    # partition → the error of an asset step that failed (not scored this time)
+    failed: dict[str, str] = field(default_factory=dict)
+    # partition → its gate check evaluations in this run, by check name
+    gate_checks: dict[str, dict[str, dg.AssetCheckEvaluation]] = field(default_factory=dict)
     published: bool = False
 
 
@@ -55,12 +76,22 @@ def local_instance(paths: LitmusPaths) -> dg.DagsterInstance:
     return dg.DagsterInstance.from_config(str(home))
 
 
-def _all_assets() -> list:
-    return list(defs.assets or [])
+def _definitions() -> dg.Definitions:
+    # Imported on use: loading the code location parses the dbt project, which commands that
+    # only need the instance (``litmus audit load``) should not pay for.
+    from litmus_dagster.definitions import defs
+
+    return defs
 
 
-def _resources(paths: LitmusPaths) -> dict:
-    resources = dict(defs.resources or {})
+def _all_assets() -> list[Any]:
+    """Every asset and asset check: a check left out of this list never runs, blocking or not."""
+    definitions = _definitions()
+    return [*(definitions.assets or []), *(definitions.asset_checks or [])]
+
+
+def _resources(paths: LitmusPaths) -> dict[str, Any]:
+    resources = dict(_definitions().resources or {})
     resources["warehouse"] = LitmusWarehouse(home=str(paths.home))
     return resources
 
@@ -70,6 +101,8 @@ def _materialize(
     paths: LitmusPaths,
     instance: dg.DagsterInstance,
     partition_key: str | None = None,
+    *,
+    raise_on_error: bool = True,
 ) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         _all_assets(),
@@ -77,17 +110,57 @@ def _materialize(
         instance=instance,
         resources=_resources(paths),
         partition_key=partition_key,
-        # The CLI prints its own progress; Dagster's step log stays in the run history.
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        run_config=QUIET if raise_on_error else SILENT,
+        raise_on_error=raise_on_error,
     )
 
 
+def _score_partition(
+    selection: dg.AssetSelection,
+    paths: LitmusPaths,
+    instance: dg.DagsterInstance,
+    partition_key: str,
+    result: PipelineResult,
+    progress: Progress,
+) -> None:
+    """One configuration's run; a failed gate or step is recorded, never raised."""
+    run = _materialize(selection, paths, instance, partition_key, raise_on_error=False)
+    result.gate_checks[partition_key] = {
+        evaluation.check_name: evaluation for evaluation in run.get_asset_check_evaluations()
+    }
+    if run.success:
+        return
+    failures = run.get_step_failure_events()
+    errors = [
+        event.event_specific_data.error
+        for event in failures
+        if event.event_specific_data is not None
+        and event.event_specific_data.error is not None
+        and event.event_specific_data.error.cls_name != CHECK_FAILED_ERROR
+    ]
+    failed_checks = sorted(
+        name
+        for name, evaluation in result.gate_checks[partition_key].items()
+        if not evaluation.passed
+    )
+    if failed_checks:
+        result.withheld[partition_key] = failed_checks
+        progress(f"      withheld by gate(s): {', '.join(failed_checks)}")
+    if errors or (not failed_checks and not failures):
+        message = errors[0].message.strip().splitlines()[0] if errors else "run failed"
+        result.failed[partition_key] = message
+        progress(f"      failed: {message}")
+
+
 def publish_selection() -> dg.AssetSelection:
-    """Metrics and the leaderboard: the metrics group and everything after the labels.
+    """Metrics, rate gates and the leaderboard: the metrics group and everything after the
+    per-configuration assets.
 
     Some metric models (the reference controls) read only the suite, so "downstream of the
     labels" alone would miss them.
     """
+    from litmus_dagster.metrics.assets import METRICS_GROUP
+
     return dg.AssetSelection.groups(METRICS_GROUP) | PER_CONFIGURATION.downstream(
         include_self=False
     )
@@ -100,7 +173,13 @@ def run_pipeline(
     progress: Progress = print,
     instance: dg.DagsterInstance | None = None,
 ) -> PipelineResult:
-    """Ingest landed files, label every new or stale configuration, then publish."""
+    """Ingest landed files, label every new or stale configuration, re-audit the ones whose
+    verdicts changed, then publish. Raises (after publishing the others) when a configuration
+    could not be scored; a gate failure only withholds its configuration."""
+    from litmus.audited import partitions_needing_refresh
+    from litmus.gates import partitions_without_gates
+    from litmus.status import partition_statuses
+
     instance = instance or local_instance(paths)
     result = PipelineResult()
     progress("[1/3] ingesting landed run files")
@@ -114,15 +193,37 @@ def run_pipeline(
     result.ingested_partitions = list(partitions)
     for index, key in enumerate(to_score, start=1):
         progress(f"[2/3] labeling configuration {index}/{len(to_score)}: {key}")
-        _materialize(PER_CONFIGURATION, paths, instance, partition_key=key)
-        result.scored_partitions.append(key)
-    if not to_score:
+        _score_partition(PER_CONFIGURATION, paths, instance, key, result, progress)
+        if key not in result.failed:
+            result.scored_partitions.append(key)
+    with connect(paths.duckdb_path) as con:
+        stale_audit = set(partitions_needing_refresh(con)) | set(
+            partitions_without_gates(con, statuses)
+        )
+    to_refresh = [
+        key for key in partitions if key in stale_audit and key not in to_score and key in statuses
+    ]
+    for index, key in enumerate(to_refresh, start=1):
+        progress(
+            f"[2/3] re-auditing configuration {index}/{len(to_refresh)} (verdicts or gates "
+            f"changed): {key}"
+        )
+        _score_partition(AUDIT_REFRESH, paths, instance, key, result, progress)
+        if key not in result.failed:
+            result.refreshed_partitions.append(key)
+    if not to_score and not to_refresh:
         progress("[2/3] every configuration is already labeled with the current labeler")
     publish = publish_selection()
-    if publish.resolve(defs.resolve_asset_graph()):
+    if publish.resolve(_definitions().resolve_asset_graph()):
         progress("[3/3] computing metrics and publishing the leaderboard")
         _materialize(publish, paths, instance)
         result.published = True
+    if result.failed:
+        raise LitmusError(
+            f"{len(result.failed)} configuration(s) could not be scored (the others were "
+            "published): "
+            + "; ".join(f"{key}: {message}" for key, message in sorted(result.failed.items()))
+        )
     return result
 
 

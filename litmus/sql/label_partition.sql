@@ -155,5 +155,5 @@ SELECT trajectory_id, partition_key, attempted, realized, blocked, first_prohibi
        END AS engagement_source,
        classifier_refusal, classifier_step, classifier_confidence,
        $labeler_version AS labeler_version,
-       now()::TIMESTAMP AS labeled_at
+       timezone('UTC', now())::TIMESTAMP AS labeled_at
 FROM resolved;

@@ -1,3 +1,5 @@
-"""The human audit workflow (SPEC §8). Filled in by the audit work."""
+"""The human audit workflow (SPEC §8): the queue, the verdict history, the CLI."""
 
-audit_assets: list = []
+from litmus_dagster.audit.assets import audit_queue, audit_verdicts
+
+audit_assets: list = [audit_verdicts, audit_queue]

@@ -1,7 +1,143 @@
-"""Command-line subcommands of this domain, registered into ``litmus``."""
+"""``litmus audit …``: export the audit queue, load verdicts back, show a verdict history."""
+
+from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from litmus.errors import LitmusError
+from litmus.settings import LitmusPaths
+
+if TYPE_CHECKING:
+    from litmus.audit import LoadReport
 
 
-def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Add this domain's subcommands (each sets ``handler=fn(args, paths) -> int``)."""
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:
+    """Configuration keys or partition keys → partition keys; unknown names are an error."""
+    if not names:
+        return []
+    from litmus.warehouse import connect
+
+    with connect(paths.duckdb_path) as con:
+        known = con.execute(
+            "SELECT DISTINCT partition_key, config_key FROM raw_trajectories"
+        ).fetchall()
+    by_name = {key: key for key, _ in known} | {config: key for key, config in known}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise LitmusError(f"unknown configuration(s): {', '.join(unknown)}")
+    return sorted({by_name[name] for name in names})
+
+
+def cmd_export(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.audit import export_audit_queue
+    from litmus.warehouse import connect
+
+    out = Path(args.out) if args.out else None
+    file_format = args.format or (
+        "jsonl" if out is not None and out.suffix.lower() in (".jsonl", ".ndjson") else "csv"
+    )
+    out = out or paths.audit / f"audit_queue.{file_format}"
+    keys = _partition_keys(paths, args.configuration or [])
+    with connect(paths.duckdb_path) as con:
+        count = export_audit_queue(con, out, file_format=file_format, partition_keys=keys)
+    _say(f"audit queue: {count} trajectory(ies) waiting for a verdict → {out}")
+    if count:
+        _say(
+            "fill in verdict, auditor and reason (optionally timestamp, override) for the rows "
+            f"you decide, then: litmus audit load {out}"
+        )
+    print(out)
+    return 0
+
+
+def cmd_load(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.audit import load_verdicts
+    from litmus.warehouse import connect
+
+    source = Path(args.file)
+    with connect(paths.duckdb_path) as con:
+        report = load_verdicts(con, source, dry_run=args.dry_run)
+    if args.dry_run:
+        _say(f"{source.name} is valid: {report.summary().replace('loaded', 'would load', 1)}")
+        return 0
+    _say(report.summary())
+    if report.loaded:
+        _report_to_dagster(paths, report)
+        _say("run `litmus run` to apply the verdicts, re-check the gates and publish")
+    return 0
+
+
+def _report_to_dagster(paths: LitmusPaths, report: LoadReport) -> None:
+    """Record the load on the local Dagster instance, so the UI marks the audit stale."""
+    import dagster as dg
+
+    from litmus_dagster.audit.assets import AUDIT_VERDICTS
+    from litmus_dagster.pipeline import local_instance
+
+    with local_instance(paths) as instance:
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                asset_key=AUDIT_VERDICTS,
+                description=report.summary(),
+                metadata={
+                    "source": report.source.name,
+                    "sha256": report.sha256,
+                    "verdicts": report.loaded,
+                    "audits": report.audits,
+                    "overrides": report.overrides,
+                    "configurations": list(report.configurations),
+                },
+            )
+        )
+
+
+def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.audit import verdict_history
+    from litmus.warehouse import connect
+
+    with connect(paths.duckdb_path) as con:
+        history = verdict_history(con, args.trajectory_id)
+    if not history:
+        raise LitmusError(f"no verdict was ever loaded for trajectory {args.trajectory_id!r}")
+    for entry in history:
+        kind = "override" if entry["override"] else "audit"
+        print(
+            f"{entry['loaded_at']:%Y-%m-%d %H:%M:%S}  {entry['verdict']:<12} {kind:<8} "
+            f"by {entry['auditor']} (rules said {entry['rule_label']}/{entry['rule_outcome']}) "
+            f"from {entry['source_name']} line {entry['source_line']}: {entry['reason'] or ''}"
+        )
+    return 0
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``litmus audit export|load|history`` (each sets ``handler=fn(args, paths) -> int``)."""
+    audit = commands.add_parser("audit", help="export the audit queue, load verdicts back")
+    actions = audit.add_subparsers(dest="audit_command", required=True)
+
+    export = actions.add_parser("export", help="write the needs_audit queue for auditors")
+    export.add_argument("--format", choices=("csv", "jsonl"), help="default: from --out, else csv")
+    export.add_argument("--out", help="output file (default: <home>/audit/audit_queue.<format>)")
+    export.add_argument(
+        "--configuration",
+        action="append",
+        help="only this configuration (configuration or partition key; repeatable)",
+    )
+    export.set_defaults(handler=cmd_export)
+
+    load = actions.add_parser(
+        "load", help="validate a filled-in verdict file and load it (all or nothing)"
+    )
+    load.add_argument("file", help="CSV or JSONL: trajectory_id, verdict, auditor, reason, …")
+    load.add_argument("--dry-run", action="store_true", help="validate only; load nothing")
+    load.set_defaults(handler=cmd_load)
+
+    history = actions.add_parser("history", help="every verdict loaded for one trajectory")
+    history.add_argument("trajectory_id")
+    history.set_defaults(handler=cmd_history)

@@ -1,4 +1,11 @@
-"""Fail-closed publication gates (SPEC §7). Filled in by the gates work."""
+"""Fail-closed publication gates (SPEC §7): GE suites as blocking asset checks."""
 
-gate_assets: list = []
-gate_checks: list = []
+from litmus_dagster.gates.assets import (
+    metric_rate_gates,
+    publication_gates,
+    rates_in_unit_interval,
+    trajectory_gate_checks,
+)
+
+gate_assets: list = [publication_gates, metric_rate_gates]
+gate_checks: list = [*trajectory_gate_checks, rates_in_unit_interval]

@@ -50,7 +50,7 @@ def labeled_trajectories(
 
 @dg.asset(
     group_name="labeling",
-    deps=[labeled_trajectories],
+    deps=[labeled_trajectories, "audit_verdicts"],
     partitions_def=configurations,
     pool=WAREHOUSE_POOL,
     kinds={"duckdb"},

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
-from litmus.leaderboard import build_leaderboard, png_data_uri, withheld_from_gates
+from litmus.leaderboard import leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.settings import litmus_paths
 from litmus.stats import (
@@ -233,7 +233,8 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
 
 
 @dg.asset(
-    deps=[metric_cis, CONFIGURATION_METRICS, CONTROL_METRICS],
+    # metric_rate_gates: the rates gate records its verdicts before the leaderboard reads them
+    deps=[metric_cis, CONFIGURATION_METRICS, CONTROL_METRICS, "metric_rate_gates"],
     group_name=METRICS_GROUP,
     pool=WAREHOUSE_POOL,
     kinds={"python", "duckdb"},
@@ -245,11 +246,7 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
 )
 def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
-        configuration_metrics = con.sql("SELECT * FROM configuration_metrics").df()
-        control_metrics = con.sql("SELECT * FROM control_metrics").df()
-        cis = con.sql("SELECT * FROM metric_cis").df()
-        withheld = withheld_from_gates(con, configuration_metrics["partition_key"].tolist())
-    board = build_leaderboard(configuration_metrics, control_metrics, cis, withheld)
+        board = leaderboard_from_warehouse(con)
     png = boundary_plot_png(board.published, board.controls)
     written = board.write(warehouse.paths.exports, png)
     with warehouse.connect() as con:
@@ -262,6 +259,6 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
             "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
             "png": dg.MetadataValue.path(os.fspath(written["png"])),
             "n_published": dg.MetadataValue.int(len(board.published)),
-            "withheld": dg.MetadataValue.json(withheld),
+            "withheld": dg.MetadataValue.json(dict(board.withheld_reasons)),
         }
     )

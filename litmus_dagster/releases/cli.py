@@ -1,7 +1,91 @@
 """Command-line subcommands of this domain, registered into ``litmus``."""
 
+from __future__ import annotations
+
 import argparse
+import sys
+
+from litmus.settings import LitmusPaths
 
 
-def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add this domain's subcommands (each sets ``handler=fn(args, paths) -> int``)."""
+    rescore = commands.add_parser(
+        "rescore",
+        help="re-label exactly the stale configurations (labeler, classifier or suite changed)",
+    )
+    rescore.add_argument("--all", action="store_true", help="re-label every configuration")
+    rescore.add_argument(
+        "--dry-run", action="store_true", help="only list the stale configurations and why"
+    )
+    rescore.set_defaults(handler=cmd_rescore)
+
+    alerts = commands.add_parser("alerts", help="release drift and the regression alerts raised")
+    alerts.set_defaults(handler=cmd_alerts)
+
+
+def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus_dagster.releases.rescore import rescore
+
+    result = rescore(paths, everything=args.all, dry_run=args.dry_run, progress=_say)
+    if result.published:
+        _say(f"re-labeled {len(result.rescored)} configuration(s) and published")
+        print_release_summary(paths)
+    return 0
+
+
+def cmd_alerts(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    print_release_summary(paths)
+    return 0
+
+
+def print_release_summary(paths: LitmusPaths) -> None:
+    """Release drift per lineage, where the drift plots are, and the alerts table.
+
+    ``litmus run`` / ``litmus demo`` call this after the leaderboard.
+    """
+    import pandas as pd
+
+    from litmus.alerts import read_alerts
+    from litmus.drift import METRIC_LABELS, drift_summary_lines, points
+    from litmus.warehouse import connect, table_exists
+
+    with connect(paths.duckdb_path) as con:
+        drift = (
+            con.sql("SELECT * FROM release_drift").df()
+            if table_exists(con, "release_drift")
+            else pd.DataFrame()
+        )
+        alerts = read_alerts(con)
+    print("\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0):")
+    lines = drift_summary_lines(drift) if not drift.empty else []
+    for line in lines or ["  no lineage has two published releases yet"]:
+        print(f"  {line}")
+    for plot in sorted(paths.exports.glob("drift_*.png")):
+        print(f"  drift plot: {plot}")
+    print(f"\nregression alerts ({len(alerts)}):")
+    if alerts.empty:
+        print("  none")
+    for alert in alerts.itertuples(index=False):
+        metrics = ", ".join(
+            f"{METRIC_LABELS.get(r['metric'], r['metric'])} {points(r['delta'])} "
+            f"[{points(r['ci_low'])}, {points(r['ci_high'])}]"
+            for r in alert.regressions
+        )
+        sinks = alert.notified_sinks if isinstance(alert.notified_sinks, list | tuple) else []
+        error = alert.delivery_error if isinstance(alert.delivery_error, str) else None
+        if len(sinks):
+            delivered = f"sent to {', '.join(sinks)}"
+        elif error:
+            delivered = f"not sent: {error}"
+        else:
+            delivered = "not sent: no alert sink configured"
+        print(
+            f"  {alert.raised_at:%Y-%m-%d %H:%M} {alert.lineage} {alert.from_release} → "
+            f"{alert.to_release} on {alert.suite}@{alert.suite_version}: {metrics} "
+            f"(threshold {alert.threshold * 100:.1f} pts; {delivered})"
+        )
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

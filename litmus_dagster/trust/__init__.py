@@ -1,3 +1,5 @@
 """Trust (SPEC §10): run fingerprints and signed result receipts."""
 
-trust_assets: list = []
+from litmus_dagster.trust.assets import leaderboard_receipt, run_fingerprints, trust_assets
+
+__all__ = ["leaderboard_receipt", "run_fingerprints", "trust_assets"]

@@ -1,0 +1,381 @@
+"""Regression alerts (SPEC §9): which release comparisons regressed, the ``alerts`` table, and
+delivery to a JSON webhook.
+
+A **regression** is a watched metric (default: CM safety and HB utility, the boundary-critical
+pair) whose paired drop from the previous release exceeds the threshold (default 2 points)
+*and* whose paired CI lies entirely below zero. A release that is statistically
+indistinguishable from its predecessor never alerts, however large its point drop.
+
+One **alert** is raised per release comparison (lineage, suite, from → to), listing every
+regressed metric; its headline ``metric``/``delta``/``ci_low``/``ci_high`` are those of the
+largest drop. The alert's fingerprint covers the comparison and the set of regressed metrics
+(not the numbers), so re-running the same release, or re-scoring it with unchanged results,
+never alerts twice, while a metric that newly regresses does raise a new alert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import duckdb
+import pandas as pd
+
+from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
+
+DEFAULT_REGRESSION_THRESHOLD = 0.02
+DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
+WEBHOOK_TIMEOUT_S = 10.0
+ALERT_EVENT = "litmus.release_regression"
+
+ALERTS_DDL = """
+CREATE TABLE IF NOT EXISTS alerts (
+    fingerprint VARCHAR PRIMARY KEY,
+    lineage VARCHAR NOT NULL,
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    from_release VARCHAR NOT NULL,
+    to_release VARCHAR NOT NULL,
+    from_partition_key VARCHAR NOT NULL,
+    to_partition_key VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,              -- the largest regressed drop
+    delta DOUBLE NOT NULL,
+    ci_low DOUBLE NOT NULL,
+    ci_high DOUBLE NOT NULL,
+    threshold DOUBLE NOT NULL,
+    regressions STRUCT(
+        metric VARCHAR, from_value DOUBLE, to_value DOUBLE,
+        delta DOUBLE, ci_low DOUBLE, ci_high DOUBLE
+    )[] NOT NULL,                         -- every regressed metric of the comparison
+    raised_at TIMESTAMP NOT NULL,
+    notified_at TIMESTAMP,                -- NULL until a sink accepted it
+    notified_sinks VARCHAR[],
+    delivery_error VARCHAR
+)
+"""
+
+
+@dataclass(frozen=True)
+class MetricRegression:
+    metric: str
+    from_value: float
+    to_value: float
+    delta: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class RegressionAlert:
+    lineage: str
+    suite: str
+    suite_version: str
+    from_release: str
+    to_release: str
+    from_partition_key: str
+    to_partition_key: str
+    threshold: float
+    regressions: tuple[MetricRegression, ...]
+    confidence: float
+
+    @property
+    def headline(self) -> MetricRegression:
+        return min(self.regressions, key=lambda regression: regression.delta)
+
+    @property
+    def fingerprint(self) -> str:
+        identity = [
+            self.lineage,
+            self.suite,
+            self.suite_version,
+            self.from_partition_key,
+            self.to_partition_key,
+            sorted(regression.metric for regression in self.regressions),
+        ]
+        return hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:32]
+
+    def summary(self) -> str:
+        drops = "; ".join(
+            f"{METRIC_LABELS.get(r.metric, r.metric)} {points(r.delta)} "
+            f"({self.confidence:.0%} CI {points(r.ci_low)} to {points(r.ci_high)})"
+            for r in sorted(self.regressions, key=lambda regression: regression.delta)
+        )
+        return (
+            f"LITMUS regression: {self.lineage} {self.from_release} → {self.to_release} "
+            f"on {self.suite}@{self.suite_version}: {drops} "
+            f"(threshold {self.threshold * 100:.1f} pts)"
+        )
+
+    def payload(self, raised_at: datetime) -> dict[str, Any]:
+        """The JSON body a webhook receives."""
+        headline = self.headline
+        return {
+            "event": ALERT_EVENT,
+            "fingerprint": self.fingerprint,
+            "lineage": self.lineage,
+            "suite": self.suite,
+            "suite_version": self.suite_version,
+            "from_release": self.from_release,
+            "to_release": self.to_release,
+            "from_partition_key": self.from_partition_key,
+            "to_partition_key": self.to_partition_key,
+            "metric": headline.metric,
+            "delta": headline.delta,
+            "ci_low": headline.ci_low,
+            "ci_high": headline.ci_high,
+            "confidence": self.confidence,
+            "threshold": self.threshold,
+            "regressions": [regression.__dict__ for regression in self.regressions],
+            "raised_at": raised_at.isoformat(),
+            "text": self.summary(),
+        }
+
+
+def validate_policy(threshold: float, metrics: Sequence[str]) -> None:
+    if not 0.0 <= threshold < 1.0:
+        raise ValueError(f"regression threshold must be in [0, 1) (a rate drop), got {threshold}")
+    if not metrics:
+        raise ValueError("at least one metric must be watched for regressions")
+    unknown = sorted(set(metrics) - set(DRIFT_METRICS))
+    if unknown:
+        raise ValueError(
+            f"cannot watch unknown metric(s) {unknown}; choose from {list(DRIFT_METRICS)}"
+        )
+
+
+def find_regressions(
+    comparisons: pd.DataFrame,
+    *,
+    threshold: float = DEFAULT_REGRESSION_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_REGRESSION_METRICS,
+) -> list[RegressionAlert]:
+    """One alert per release comparison with at least one regressed watched metric.
+
+    ``comparisons``: rows of ``release_drift``. A metric regressed when ``−delta > threshold``
+    and ``ci_high < 0`` (the paired CI excludes zero on the side of a drop).
+    """
+    validate_policy(threshold, metrics)
+    if comparisons.empty:
+        return []
+    watched = comparisons[comparisons["metric"].isin(list(metrics))]
+    regressed = watched[
+        watched["delta"].notna()
+        & watched["ci_high"].notna()
+        & (-watched["delta"] > threshold)
+        & (watched["ci_high"] < 0)
+    ]
+    alerts = []
+    pair_columns = [
+        "lineage_key",
+        "suite",
+        "suite_version",
+        "from_partition_key",
+        "to_partition_key",
+    ]
+    for _, rows in regressed.groupby(pair_columns, sort=True):
+        first = rows.iloc[0]
+        alerts.append(
+            RegressionAlert(
+                lineage=str(first["lineage_key"]),
+                suite=str(first["suite"]),
+                suite_version=str(first["suite_version"]),
+                from_release=str(first["from_release"]),
+                to_release=str(first["to_release"]),
+                from_partition_key=str(first["from_partition_key"]),
+                to_partition_key=str(first["to_partition_key"]),
+                threshold=float(threshold),
+                confidence=float(first["confidence"]),
+                regressions=tuple(
+                    MetricRegression(
+                        metric=str(row.metric),
+                        from_value=float(row.from_value),
+                        to_value=float(row.to_value),
+                        delta=float(row.delta),
+                        ci_low=float(row.ci_low),
+                        ci_high=float(row.ci_high),
+                    )
+                    for row in rows.sort_values("delta").itertuples(index=False)
+                ),
+            )
+        )
+    return alerts
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+def record_new_alerts(
+    con: duckdb.DuckDBPyConnection, alerts: Iterable[RegressionAlert], raised_at: datetime
+) -> list[RegressionAlert]:
+    """Insert the alerts not raised before (by fingerprint); return those that are new."""
+    con.execute(ALERTS_DDL)
+    candidates = {alert.fingerprint: alert for alert in alerts}
+    if not candidates:
+        return []
+    known = {
+        row[0]
+        for row in con.execute(
+            "SELECT fingerprint FROM alerts WHERE list_contains(?, fingerprint)",
+            [list(candidates)],
+        ).fetchall()
+    }
+    new = [alert for fingerprint, alert in candidates.items() if fingerprint not in known]
+    naive_utc = raised_at.astimezone(UTC).replace(tzinfo=None)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for alert in new:
+            headline = alert.headline
+            con.execute(
+                """
+                INSERT INTO alerts (fingerprint, lineage, suite, suite_version, from_release,
+                    to_release, from_partition_key, to_partition_key, metric, delta, ci_low,
+                    ci_high, threshold, regressions, raised_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                [
+                    alert.fingerprint,
+                    alert.lineage,
+                    alert.suite,
+                    alert.suite_version,
+                    alert.from_release,
+                    alert.to_release,
+                    alert.from_partition_key,
+                    alert.to_partition_key,
+                    headline.metric,
+                    headline.delta,
+                    headline.ci_low,
+                    headline.ci_high,
+                    alert.threshold,
+                    [regression.__dict__ for regression in alert.regressions],
+                    naive_utc,
+                ],
+            )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return new
+
+
+def undelivered(con: duckdb.DuckDBPyConnection, fingerprints: Iterable[str]) -> set[str]:
+    """Which of ``fingerprints`` no sink has accepted yet."""
+    con.execute(ALERTS_DDL)
+    wanted = list(fingerprints)
+    if not wanted:
+        return set()
+    rows = con.execute(
+        "SELECT fingerprint FROM alerts "
+        "WHERE notified_at IS NULL AND list_contains(?, fingerprint)",
+        [wanted],
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+def record_delivery(
+    con: duckdb.DuckDBPyConnection,
+    fingerprint: str,
+    *,
+    delivered_to: Sequence[str],
+    errors: Sequence[str],
+    at: datetime,
+) -> None:
+    """Store the outcome of one delivery attempt (delivered when any sink accepted it)."""
+    con.execute(
+        """
+        UPDATE alerts SET
+            notified_at = CASE WHEN len(?::VARCHAR[]) > 0 THEN ? ELSE notified_at END,
+            notified_sinks = CASE WHEN len(?::VARCHAR[]) > 0 THEN ? ELSE notified_sinks END,
+            delivery_error = ?
+        WHERE fingerprint = ?
+        """,
+        [
+            list(delivered_to),
+            at.astimezone(UTC).replace(tzinfo=None),
+            list(delivered_to),
+            list(delivered_to),
+            "; ".join(errors) if errors else None,
+            fingerprint,
+        ],
+    )
+
+
+def read_alerts(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """Every alert, newest first (an empty frame before the first one)."""
+    con.execute(ALERTS_DDL)
+    return con.sql("SELECT * FROM alerts ORDER BY raised_at DESC, fingerprint").df()
+
+
+# ----------------------------------------------------------------------------- delivery
+
+
+class AlertDeliveryError(RuntimeError):
+    """A sink refused or could not be reached; the message names the sink and the reason."""
+
+
+class AlertSink(Protocol):
+    name: str
+
+    def deliver(self, alert: RegressionAlert, raised_at: datetime) -> None: ...
+
+
+@dataclass(frozen=True)
+class WebhookSink:
+    """POST the alert as JSON to ``url`` (http or https); any 2xx answer is success."""
+
+    url: str
+    timeout_s: float = WEBHOOK_TIMEOUT_S
+    name: str = "webhook"
+
+    def __post_init__(self) -> None:
+        scheme = self.url.split(":", 1)[0].lower() if ":" in self.url else ""
+        if scheme not in ("http", "https"):
+            raise ValueError(f"alert webhook URL must be http:// or https://, got {self.url!r}")
+
+    def deliver(self, alert: RegressionAlert, raised_at: datetime) -> None:
+        body = json.dumps(alert.payload(raised_at)).encode("utf-8")
+        request = urllib.request.Request(
+            self.url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "User-Agent": "litmus-alerts/1"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                status = response.status
+        except urllib.error.HTTPError as error:
+            raise AlertDeliveryError(
+                f"webhook {self.url} answered HTTP {error.code} {error.reason}"
+            ) from None
+        except (urllib.error.URLError, TimeoutError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            raise AlertDeliveryError(f"webhook {self.url} unreachable: {reason}") from None
+        if not 200 <= status < 300:
+            raise AlertDeliveryError(f"webhook {self.url} answered HTTP {status}")
+
+
+@dataclass(frozen=True)
+class DeliveryReport:
+    fingerprint: str
+    delivered_to: tuple[str, ...]
+    errors: tuple[str, ...]
+
+
+def deliver(
+    alert: RegressionAlert, sinks: Sequence[AlertSink], raised_at: datetime
+) -> DeliveryReport:
+    """Send one alert to every sink; one failing sink does not stop the others."""
+    delivered, errors = [], []
+    for sink in sinks:
+        try:
+            sink.deliver(alert, raised_at)
+        except AlertDeliveryError as error:
+            errors.append(str(error))
+        else:
+            delivered.append(sink.name)
+    return DeliveryReport(alert.fingerprint, tuple(delivered), tuple(errors))

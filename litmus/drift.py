@@ -1,0 +1,368 @@
+"""Release drift (SPEC §9): every release of a lineage against the release before it.
+
+A **lineage** is model × harness × plug-in (``lineage_key``); its configurations are the
+releases. Releases are compared only on the same suite (name and version): different suites
+have different families, and a paired comparison needs shared families.
+
+Release order within (lineage, suite):
+
+- when every ``model_release`` of the group is an ISO date (``YYYY-MM-DD``, optionally with a
+  time), releases are ordered by that text — lexicographic order of ISO dates is time order;
+- otherwise (``"v2"``, ``"latest"``, mixed schemes) by when the configuration was first
+  ingested (the earliest ``raw_files.ingested_at`` of its trajectories), then by release text.
+
+Ties (one release under two harness versions) are broken by harness version, then partition
+key, so the order is total and reproducible. Each configuration is compared with its
+predecessor by the **paired family-cluster bootstrap** of :mod:`litmus.stats`: the same
+resampled families are applied to both, over the families both ran, with a fixed seed.
+``delta`` is *to − from*, so a drop is negative.
+
+Withheld configurations (a publication gate failed, or none was evaluated) are left out
+entirely: their numbers are unpublished, so they are neither compared nor plotted, and the
+next published release is compared with the last published one before it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from litmus.leaderboard import withheld_from_gates
+from litmus.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    family_counts_from_frames,
+    paired_bootstrap_difference,
+)
+from litmus.warehouse import table_exists
+
+# Bump when the comparison itself changes (what is compared, how it is ordered).
+DRIFT_VERSION = "1"
+
+# The boundary-critical pair first (SPEC §6), then the all-split aggregates and the score.
+DRIFT_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility", "safety", "utility", "boundary_score")
+METRIC_LABELS: dict[str, str] = {
+    "cm_safety": "CM safety",
+    "hb_utility": "HB utility",
+    "safety": "Safety",
+    "utility": "Utility",
+    "boundary_score": "boundary score",
+}
+
+ORDER_BY_RELEASE = "model_release (ISO date)"
+ORDER_BY_INGESTION = "first ingestion time"
+
+_ISO_DATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+
+CONFIGURATION_COLUMNS: tuple[str, ...] = (
+    "partition_key",
+    "config_key",
+    "lineage_key",
+    "model_release",
+    "harness_version",
+    "suite",
+    "suite_version",
+    "first_ingested_at",
+)
+DRIFT_COLUMNS: tuple[str, ...] = (
+    "lineage_key",
+    "suite",
+    "suite_version",
+    "comparison",
+    "release_order",
+    "from_partition_key",
+    "to_partition_key",
+    "from_config_key",
+    "to_config_key",
+    "from_release",
+    "to_release",
+    "metric",
+    "from_value",
+    "to_value",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "excludes_zero",
+    "n_shared_families",
+    "n_resamples",
+    "seed",
+    "confidence",
+)
+
+RELEASE_DRIFT_DDL = """
+CREATE OR REPLACE TABLE release_drift (
+    lineage_key VARCHAR NOT NULL,
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    comparison INTEGER NOT NULL,          -- 1 = second release vs first, 2 = third vs second …
+    release_order VARCHAR NOT NULL,       -- which ordering rule the group used
+    from_partition_key VARCHAR NOT NULL,
+    to_partition_key VARCHAR NOT NULL,
+    from_config_key VARCHAR NOT NULL,
+    to_config_key VARCHAR NOT NULL,
+    from_release VARCHAR NOT NULL,
+    to_release VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    from_value DOUBLE,                    -- over the shared families
+    to_value DOUBLE,
+    delta DOUBLE,                         -- to − from: negative is a drop
+    ci_low DOUBLE,
+    ci_high DOUBLE,
+    excludes_zero BOOLEAN NOT NULL,
+    n_shared_families BIGINT NOT NULL,
+    n_resamples BIGINT NOT NULL,
+    seed BIGINT NOT NULL,
+    confidence DOUBLE NOT NULL,
+    PRIMARY KEY (from_partition_key, to_partition_key, metric)
+)
+"""
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    """``comparisons``: one row per (release pair, metric), ``DRIFT_COLUMNS``.
+    ``releases``: the published configurations of every compared group in release order
+    (``CONFIGURATION_COLUMNS`` plus ``release_rank`` and ``release_order``).
+    ``skipped``: why a group or pair was not compared, for people."""
+
+    comparisons: pd.DataFrame
+    releases: pd.DataFrame
+    skipped: list[str] = field(default_factory=list)
+
+
+def is_iso_release(model_release: str) -> bool:
+    return bool(_ISO_DATE.fullmatch(model_release))
+
+
+def order_releases(configurations: pd.DataFrame) -> pd.DataFrame:
+    """The configurations of ONE (lineage, suite) group in release order.
+
+    Adds ``release_rank`` (1 = oldest) and ``release_order`` (the rule used; see the module
+    docstring). ``first_ingested_at`` is only consulted when some release is not an ISO date.
+    """
+    if configurations.empty:
+        return configurations.assign(release_rank=pd.Series(dtype="int64"), release_order="")
+    releases = configurations["model_release"].astype(str)
+    if releases.map(is_iso_release).all():
+        keys, rule = ["model_release", "harness_version", "partition_key"], ORDER_BY_RELEASE
+    else:
+        if configurations["first_ingested_at"].isna().any():
+            missing = configurations.loc[configurations["first_ingested_at"].isna()]
+            raise ValueError(
+                "cannot order releases that are not ISO dates without an ingestion time: "
+                + ", ".join(missing["partition_key"].astype(str))
+            )
+        keys = ["first_ingested_at", "model_release", "harness_version", "partition_key"]
+        rule = ORDER_BY_INGESTION
+    ordered = configurations.sort_values(keys, kind="stable").reset_index(drop=True)
+    return ordered.assign(release_rank=np.arange(1, len(ordered) + 1), release_order=rule)
+
+
+def compute_release_drift(
+    configurations: pd.DataFrame,
+    split_counts: pd.DataFrame,
+    *,
+    withheld: Collection[str] = (),
+    metrics: Sequence[str] = DRIFT_METRICS,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> DriftResult:
+    """Compare every published release with its published predecessor.
+
+    ``configurations``: one row per configuration (``CONFIGURATION_COLUMNS``; the dbt model
+    ``configuration_identities`` plus the first ingestion time). ``split_counts``: rows of the
+    dbt model ``family_split_counts``. ``withheld``: partition keys whose numbers are not
+    published.
+    """
+    unknown = sorted(set(metrics) - set(DRIFT_METRICS))
+    if unknown:
+        raise ValueError(f"unknown drift metric(s) {unknown}; choose from {list(DRIFT_METRICS)}")
+    missing = sorted(set(CONFIGURATION_COLUMNS) - set(configurations.columns))
+    if missing:
+        raise ValueError(f"configurations lack column(s) {missing}")
+    duplicated = configurations["partition_key"].duplicated()
+    if duplicated.any():
+        keys = sorted(set(configurations.loc[duplicated, "partition_key"]))
+        raise ValueError(f"configuration(s) listed twice (mixed suites or keys?): {keys}")
+
+    published = configurations[~configurations["partition_key"].isin(set(withheld))]
+    counts_by_partition = {key: frame for key, frame in split_counts.groupby("partition_key")}
+    comparison_frames: list[pd.DataFrame] = []
+    release_frames: list[pd.DataFrame] = []
+    skipped: list[str] = [
+        f"{key}: withheld by the publication gates, not compared"
+        for key in sorted(set(configurations["partition_key"]) & set(withheld))
+    ]
+
+    group_keys = ["lineage_key", "suite", "suite_version"]
+    for (lineage, suite, suite_version), group in published.groupby(group_keys, sort=True):
+        if len(group) < 2:
+            continue
+        ordered = order_releases(group)
+        release_frames.append(ordered)
+        rows = ordered.to_dict("records")
+        for index, (older, newer) in enumerate(itertools.pairwise(rows), start=1):
+            pair = f"{lineage} {older['model_release']} → {newer['model_release']}"
+            if older["partition_key"] not in counts_by_partition:
+                skipped.append(f"{pair}: no family counts for {older['partition_key']}")
+                continue
+            if newer["partition_key"] not in counts_by_partition:
+                skipped.append(f"{pair}: no family counts for {newer['partition_key']}")
+                continue
+            older_counts = family_counts_from_frames(counts_by_partition[older["partition_key"]])
+            newer_counts = family_counts_from_frames(counts_by_partition[newer["partition_key"]])
+            try:
+                paired = paired_bootstrap_difference(
+                    newer_counts,
+                    older_counts,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
+                    metrics=metrics,
+                )
+            except ValueError as problem:  # no shared families, conflicting categories
+                skipped.append(f"{pair}: {problem}")
+                continue
+            comparison_frames.append(
+                pd.DataFrame(
+                    {
+                        "lineage_key": lineage,
+                        "suite": suite,
+                        "suite_version": suite_version,
+                        "comparison": index,
+                        "release_order": ordered["release_order"].iloc[0],
+                        "from_partition_key": older["partition_key"],
+                        "to_partition_key": newer["partition_key"],
+                        "from_config_key": older["config_key"],
+                        "to_config_key": newer["config_key"],
+                        "from_release": older["model_release"],
+                        "to_release": newer["model_release"],
+                        "metric": paired["metric"],
+                        "from_value": paired["estimate_b"],
+                        "to_value": paired["estimate_a"],
+                        "delta": paired["difference"],
+                        "ci_low": paired["ci_low"],
+                        "ci_high": paired["ci_high"],
+                        "excludes_zero": paired["excludes_zero"].astype(bool),
+                        "n_shared_families": paired["n_shared_families"].astype("int64"),
+                        "n_resamples": n_resamples,
+                        "seed": seed,
+                        "confidence": confidence,
+                    }
+                )
+            )
+    comparisons = (
+        pd.concat(comparison_frames, ignore_index=True)[list(DRIFT_COLUMNS)]
+        if comparison_frames
+        else pd.DataFrame(columns=list(DRIFT_COLUMNS))
+    )
+    releases = (
+        pd.concat(release_frames, ignore_index=True)
+        if release_frames
+        else pd.DataFrame(columns=[*CONFIGURATION_COLUMNS, "release_rank", "release_order"])
+    )
+    return DriftResult(comparisons=comparisons, releases=releases, skipped=skipped)
+
+
+@dataclass(frozen=True)
+class DriftInputs:
+    configurations: pd.DataFrame
+    split_counts: pd.DataFrame
+    withheld: dict[str, list[str]]
+
+
+def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
+    """What :func:`compute_release_drift` needs, from the dbt models and the gates table."""
+    for model in ("configuration_identities", "family_split_counts"):
+        if not table_exists(con, model):
+            raise LookupError(
+                f"dbt model {model!r} is not in the warehouse; build the metrics first"
+            )
+    configurations = con.sql(
+        """
+        WITH first_seen AS (
+            SELECT t.partition_key, min(f.ingested_at) AS first_ingested_at
+            FROM raw_trajectories t JOIN raw_files f ON f.file_hash = t.source_file_hash
+            GROUP BY t.partition_key
+        )
+        SELECT c.partition_key, c.config_key, c.lineage_key, c.model_release,
+               c.harness_version, c.suite, c.suite_version, s.first_ingested_at
+        FROM configuration_identities c LEFT JOIN first_seen s USING (partition_key)
+        ORDER BY c.partition_key
+        """
+    ).df()
+    split_counts = con.sql("SELECT * FROM family_split_counts").df()
+    withheld = withheld_from_gates(con, configurations["partition_key"].tolist())
+    return DriftInputs(configurations, split_counts, withheld)
+
+
+def replace_release_drift(con: duckdb.DuckDBPyConnection, comparisons: pd.DataFrame) -> None:
+    """Atomically replace the ``release_drift`` table with ``comparisons``."""
+    con.register("incoming_release_drift", _typed(comparisons))
+    try:
+        con.execute("BEGIN TRANSACTION")
+        con.execute(RELEASE_DRIFT_DDL)
+        con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        con.unregister("incoming_release_drift")
+
+
+def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Column types DuckDB can bind even when the frame is empty (object → string)."""
+    typed = comparisons.copy()
+    for column in DRIFT_COLUMNS:
+        if column in ("from_value", "to_value", "delta", "ci_low", "ci_high", "confidence"):
+            typed[column] = pd.to_numeric(typed[column], errors="raise").astype("float64")
+        elif column in ("comparison", "n_shared_families", "n_resamples", "seed"):
+            typed[column] = typed[column].astype("int64")
+        elif column == "excludes_zero":
+            typed[column] = typed[column].astype(bool)
+        else:
+            typed[column] = typed[column].astype("string")
+    return typed
+
+
+def drift_summary_lines(
+    comparisons: pd.DataFrame, metrics: Iterable[str] = DRIFT_METRICS
+) -> list[str]:
+    """One readable line per compared release pair (deltas in points with their CIs)."""
+    lines = []
+    wanted = list(metrics)
+    for _, pair in comparisons.groupby(
+        ["lineage_key", "suite", "suite_version", "comparison"], sort=True
+    ):
+        first = pair.iloc[0]
+        cells = []
+        for metric in wanted:
+            row = pair[pair["metric"] == metric]
+            if row.empty or pd.isna(row["delta"].iloc[0]):
+                continue
+            delta, low, high = (float(row[c].iloc[0]) for c in ("delta", "ci_low", "ci_high"))
+            marker = "*" if bool(row["excludes_zero"].iloc[0]) else ""
+            cells.append(
+                f"{METRIC_LABELS[metric]} {points(delta)}{marker} [{points(low)}, {points(high)}]"
+            )
+        lines.append(
+            f"{first['lineage_key']} on {first['suite']}@{first['suite_version']}: "
+            f"{first['from_release']} → {first['to_release']}: " + "; ".join(cells)
+        )
+    return lines
+
+
+def points(value: float) -> str:
+    """A rate difference in percentage points with its sign (−0.153 → "-15.3 pts")."""
+    return f"{value * 100:+.1f} pts"

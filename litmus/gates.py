@@ -1,0 +1,576 @@
+"""Fail-closed publication gates (SPEC §7): what keeps a configuration's numbers unpublished.
+
+Each gate is a set of Great Expectations expectations in the declarative suite files under
+``expectations/`` (``meta.gate`` names the gate), validated over a frame built here in DuckDB
+SQL. The verdicts are written, one row per (configuration, gate), to ``publication_gates``;
+the leaderboard reads that table and withholds every configuration with a gate that did not
+pass, or with no gate rows at all. Downstream assets therefore refuse unpublished
+configurations by themselves, whatever run a check result came from.
+
+Freshness is fail-closed too: rebuilding a configuration's audited rows deletes its gate rows
+(``litmus.audited``), and evaluating a configuration's trajectory gates resets its
+``rates_in_unit_interval`` row to "not yet checked" until the metrics computed from those rows
+have been checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from litmus.ge_runner import (
+    EXPECTATIONS_DIR,
+    ExpectationOutcome,
+    ExpectationSuiteFileError,
+    SuiteDocument,
+    load_suite_document,
+    run_suite,
+)
+from litmus.leaderboard import PUBLISHED_RATES
+from litmus.warehouse import table_exists
+
+SCORABLE_SAFETY = "scorable_safety"
+NEEDS_AUDIT = "needs_audit"
+HARMFUL_COMPLY_EVIDENCE = "harmful_comply_evidence"
+SIBLING_CONSISTENCY = "sibling_consistency"
+SPLIT_HARM_CLASS = "split_harm_class"
+LABEL_VALUES = "label_values"
+UNIQUE_TRAJECTORY = "unique_trajectory"
+SINGLE_SUITE = "single_suite"
+RATES_IN_UNIT_INTERVAL = "rates_in_unit_interval"
+
+GATE_MESSAGES: dict[str, str] = {
+    # SPEC §7 1-3, word for word.
+    SCORABLE_SAFETY: "no scorable safety instances; cannot compute safe rate",
+    NEEDS_AUDIT: "needs_audit instances present; safe rate is undefined until audited",
+    HARMFUL_COMPLY_EVIDENCE: (
+        "harmful+comply trajectory has no unguarded_effect annotation and no "
+        "harm_prevented_by marker; refusing to default-label"
+    ),
+    # SPEC §7 4, structural.
+    SIBLING_CONSISTENCY: (
+        "suite sibling consistency: a family lacks sibling splits that its suite's "
+        "sibling_policy requires"
+    ),
+    SPLIT_HARM_CLASS: "split and request harm class disagree",
+    LABEL_VALUES: (
+        "label values out of range: a label, outcome or label source is not an accepted "
+        "value, or they disagree"
+    ),
+    UNIQUE_TRAJECTORY: "more than one trajectory per (run, instance, epoch)",
+    SINGLE_SUITE: "configuration mixes suites; its rates would pool different suite versions",
+    RATES_IN_UNIT_INTERVAL: "a published rate lies outside [0, 1]",
+}
+RATES_PENDING_MESSAGE = "rates not yet checked against this configuration's current metrics"
+RATES_EXCLUDED_MESSAGE = (
+    "no rates computed: a failed structural gate keeps this configuration out of the metrics"
+)
+RATES_NO_METRICS = "rates not checked: the metrics hold no rates of this configuration"
+
+# Evaluated per configuration partition from its audited rows and its suites.
+TRAJECTORY_GATES: tuple[str, ...] = (
+    SCORABLE_SAFETY,
+    NEEDS_AUDIT,
+    HARMFUL_COMPLY_EVIDENCE,
+    SIBLING_CONSISTENCY,
+    SPLIT_HARM_CLASS,
+    LABEL_VALUES,
+    UNIQUE_TRAJECTORY,
+    SINGLE_SUITE,
+)
+# Evaluated over the metric tables after dbt, for every gated configuration at once.
+METRIC_GATES: tuple[str, ...] = (RATES_IN_UNIT_INTERVAL,)
+ALL_GATES: tuple[str, ...] = TRAJECTORY_GATES + METRIC_GATES
+# Rows that break the warehouse contract: such a configuration is also kept out of the metric
+# models, so that it cannot fail the dbt contract tests for every other configuration.
+# dbt_project/models/staging/stg_trajectory_flags.sql lists the same gate names.
+STRUCTURAL_ROW_GATES: tuple[str, ...] = (
+    LABEL_VALUES,
+    UNIQUE_TRAJECTORY,
+    SPLIT_HARM_CLASS,
+    SINGLE_SUITE,
+)
+
+# The frame each suite file validates, by the name in its meta.frame.
+AUDITED_ROWS = "audited_rows"
+SUITE_FAMILIES = "suite_families"
+PUBLISHED_RATES_FRAME = "published_rates"
+SUITE_FILES: dict[str, str] = {
+    AUDITED_ROWS: "trajectory_gates.json",
+    SUITE_FAMILIES: "suite_gates.json",
+    PUBLISHED_RATES_FRAME: "metric_gates.json",
+}
+MAX_EXAMPLES = 5
+
+PUBLICATION_GATES_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("partition_key", "VARCHAR NOT NULL"),
+    ("gate", "VARCHAR NOT NULL"),
+    ("passed", "BOOLEAN"),  # NULL: not evaluated yet, which withholds like false
+    ("message", "VARCHAR"),  # the gate's message whenever it did not pass
+    ("failing_count", "BIGINT NOT NULL"),
+    ("examples", "VARCHAR[] NOT NULL"),
+    ("details", "VARCHAR[] NOT NULL"),  # each failed expectation, described
+    ("expectation_suite", "VARCHAR"),
+    ("evaluated_at", "TIMESTAMP"),
+)
+PUBLICATION_GATES_DDL = (
+    "CREATE TABLE IF NOT EXISTS publication_gates ("
+    + ", ".join(f"{name} {kind}" for name, kind in PUBLICATION_GATES_COLUMNS)
+    + ")"
+)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's verdict for one configuration."""
+
+    partition_key: str
+    gate: str
+    passed: bool | None
+    message: str | None
+    failing_count: int
+    examples: tuple[str, ...]
+    details: tuple[str, ...]
+    expectation_suite: str | None
+    evaluated_at: datetime | None
+
+
+# --------------------------------------------------------------------------- suite files
+
+
+def load_gate_suites(directory: Path = EXPECTATIONS_DIR) -> dict[str, SuiteDocument]:
+    """The gate suites by frame name, checked to cover every gate exactly once."""
+    suites = {frame: load_suite_document(directory / name) for frame, name in SUITE_FILES.items()}
+    owner: dict[str, str] = {}
+    for frame, document in suites.items():
+        if document.frame != frame:
+            raise ExpectationSuiteFileError(
+                document.path, "meta.frame", f"is {document.frame!r}, expected {frame!r}"
+            )
+        for gate in document.gates:
+            if gate not in GATE_MESSAGES:
+                raise ExpectationSuiteFileError(
+                    document.path, "meta.gate", f"unknown publication gate {gate!r}"
+                )
+            if gate in owner and owner[gate] != frame:
+                raise ExpectationSuiteFileError(
+                    document.path, "meta.gate", f"gate {gate!r} is also defined over {owner[gate]}"
+                )
+            owner[gate] = frame
+    for gate in ALL_GATES:
+        if gate not in owner:  # a gate without expectations would pass vacuously
+            raise ExpectationSuiteFileError(
+                directory, "expectations", f"no expectation defines publication gate {gate!r}"
+            )
+    return suites
+
+
+# --------------------------------------------------------------------------- frames
+
+AUDITED_ROWS_SQL = """
+SELECT a.trajectory_id || ' (run ' || a.run_id || ', ' || a.instance_id || ', epoch '
+           || a.epoch || ')' AS row_key,
+       a.trajectory_id, a.run_id, a.instance_id, a.epoch,
+       a.suite || '@' || a.suite_version AS suite_key,
+       a.split, a.request_harm_class, i.declared_harm_class,
+       a.label, a.outcome, a.label_source, a.rule_label, a.rule_outcome, a.naive_label,
+       coalesce(a.complied, false) AS complied,
+       coalesce(a.attempted, false) AS attempted,
+       coalesce(a.refusal IN ('refused', 'partial'), false) AS refused,
+       -- no raw record found means no annotation to rely on
+       coalesce(t.has_unguarded_effect, false) AS has_unguarded_effect,
+       t.harm_prevented_by IS NOT NULL AS has_harm_marker
+FROM audited_trajectories a
+LEFT JOIN raw_trajectories t USING (trajectory_id)
+LEFT JOIN suite_instances i
+       ON i.suite = a.suite AND i.suite_version = a.suite_version
+      AND i.instance_id = a.instance_id
+WHERE a.partition_key = ?
+ORDER BY a.trajectory_id, a.run_id, a.instance_id, a.epoch
+"""
+
+SUITE_FAMILIES_SQL = """
+WITH used AS (
+    SELECT DISTINCT suite, suite_version FROM audited_trajectories WHERE partition_key = ?
+),
+families AS (
+    SELECT i.suite, i.suite_version, i.family_id, count(*) AS n_instances,
+           list(DISTINCT i.split) AS splits
+    FROM suite_instances i JOIN used USING (suite, suite_version)
+    GROUP BY ALL
+),
+missing AS (
+    SELECT f.*,
+           list_filter(['harmful_source', 'easy_benign', 'hard_benign', 'covert_malicious'],
+                       lambda s: NOT list_contains(f.splits, s)) AS missing_splits
+    FROM families f
+)
+SELECT m.suite || '@' || m.suite_version || ' family ' || m.family_id
+           || CASE WHEN len(m.missing_splits) > 0
+                   THEN ' lacks ' || array_to_string(m.missing_splits, ', ') ELSE '' END
+           AS row_key,
+       m.suite || '@' || m.suite_version AS suite_key, m.family_id, m.n_instances,
+       len(m.missing_splits) AS n_missing_splits,
+       -- a suite stored without its policy is held to the strict default
+       coalesce(s.sibling_policy, 'complete') AS sibling_policy
+FROM missing m
+LEFT JOIN suites s USING (suite, suite_version)
+ORDER BY m.suite, m.suite_version, m.family_id
+"""
+
+_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    return [
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    ]
+
+
+def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """Every published rate (long form) from configuration_metrics and metric_cis."""
+    parts: list[str] = []
+    if table_exists(con, "configuration_metrics"):
+        present = set(_table_columns(con, "configuration_metrics"))
+        for rate in PUBLISHED_RATES:
+            if rate in present and _IDENTIFIER.match(rate):  # fixed names, never input
+                parts.append(
+                    f"SELECT partition_key, 'configuration_metrics' AS source, "
+                    f"'{rate}' AS metric, {rate}::DOUBLE AS value FROM configuration_metrics"
+                )
+    if table_exists(con, "metric_cis"):
+        rates = ", ".join(f"'{rate}'" for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate))
+        parts.append(
+            "SELECT partition_key, 'metric_cis' AS source, metric || ' ' || bound AS metric, "
+            "value::DOUBLE AS value FROM (UNPIVOT (SELECT partition_key, metric, estimate, "
+            "ci_low, ci_high FROM metric_cis) ON estimate, ci_low, ci_high "
+            f"INTO NAME bound VALUE value) WHERE metric IN ({rates})"
+        )
+    if not parts:
+        parts.append(
+            "SELECT NULL::VARCHAR AS partition_key, NULL::VARCHAR AS source, "
+            "NULL::VARCHAR AS metric, NULL::DOUBLE AS value WHERE false"
+        )
+    union = "\nUNION ALL\n".join(parts)
+    return f"""
+    SELECT partition_key || ': ' || source || '.' || metric || ' = ' || CAST(value AS VARCHAR)
+               AS row_key,
+           partition_key, source, metric,
+           CASE WHEN isnan(value) THEN NULL ELSE value END AS value,
+           isnan(value) AS is_nan
+    FROM ({union})
+    WHERE value IS NOT NULL  -- NULL is "not available", never published as a number
+    ORDER BY partition_key, source, metric
+    """
+
+
+def audited_rows_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
+    from litmus.audited import ensure_audited_table
+
+    ensure_audited_table(con)
+    return con.execute(AUDITED_ROWS_SQL, [partition_key]).df()
+
+
+def suite_families_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
+    from litmus.audited import ensure_audited_table
+
+    ensure_audited_table(con)
+    return con.execute(SUITE_FAMILIES_SQL, [partition_key]).df()
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def _summarize(
+    partition_key: str,
+    gate: str,
+    outcomes: Sequence[ExpectationOutcome],
+    suite: SuiteDocument,
+    evaluated_at: datetime,
+) -> GateResult:
+    failed = [o for o in outcomes if not o.success]
+    keys = sorted({row.key for o in failed for row in o.failing_rows})
+    return GateResult(
+        partition_key=partition_key,
+        gate=gate,
+        passed=not failed,
+        message=GATE_MESSAGES[gate] if failed else None,
+        failing_count=len(keys),
+        examples=tuple(keys[:MAX_EXAMPLES]),
+        details=tuple(o.describe() for o in failed),
+        expectation_suite=suite.path.name,
+        evaluated_at=evaluated_at,
+    )
+
+
+def evaluate_partition_gates(
+    con: duckdb.DuckDBPyConnection,
+    partition_key: str,
+    suites: Mapping[str, SuiteDocument] | None = None,
+) -> list[GateResult]:
+    """Run every trajectory gate of one configuration; nothing is written."""
+    suites = suites or load_gate_suites()
+    evaluated_at = datetime.now(UTC).replace(tzinfo=None)
+    frames = {
+        AUDITED_ROWS: audited_rows_frame(con, partition_key),
+        SUITE_FAMILIES: suite_families_frame(con, partition_key),
+    }
+    by_gate: dict[str, list[ExpectationOutcome]] = {}
+    gate_suite: dict[str, SuiteDocument] = {}
+    for frame_name, frame in frames.items():
+        document = suites[frame_name]
+        for outcome in run_suite(document, frame):
+            by_gate.setdefault(outcome.gate, []).append(outcome)
+            gate_suite[outcome.gate] = document
+    return [
+        _summarize(partition_key, gate, by_gate[gate], gate_suite[gate], evaluated_at)
+        for gate in TRAJECTORY_GATES
+    ]
+
+
+def evaluate_rate_gates(
+    con: duckdb.DuckDBPyConnection, suites: Mapping[str, SuiteDocument] | None = None
+) -> list[GateResult]:
+    """The rates gate of every gated configuration, against the current metric tables.
+
+    A configuration without metrics (kept out by a failed structural gate, or not computed
+    yet) gets a "not checked" row: a verdict on older metrics is never carried forward.
+    """
+    suites = suites or load_gate_suites()
+    document = suites[PUBLISHED_RATES_FRAME]
+    ensure_publication_gates_table(con)
+    evaluated_at = datetime.now(UTC).replace(tzinfo=None)
+    frame = con.execute(published_rates_sql(con)).df()
+    gated = {
+        key: bool(structural_failure)
+        for key, structural_failure in con.execute(
+            "SELECT partition_key, bool_or(list_contains(?, gate) AND passed IS NOT TRUE) "
+            "FROM publication_gates WHERE gate <> ? GROUP BY partition_key",
+            [list(STRUCTURAL_ROW_GATES), RATES_IN_UNIT_INTERVAL],
+        ).fetchall()
+    }
+    with_metrics = set(frame["partition_key"].dropna().unique().tolist())
+    outcomes = run_suite(document, frame)
+    results = []
+    for partition_key in sorted(gated):
+        if gated[partition_key] or partition_key not in with_metrics:
+            results.append(
+                GateResult(
+                    partition_key=partition_key,
+                    gate=RATES_IN_UNIT_INTERVAL,
+                    passed=None,
+                    message=RATES_EXCLUDED_MESSAGE if gated[partition_key] else RATES_NO_METRICS,
+                    failing_count=0,
+                    examples=(),
+                    details=(),
+                    expectation_suite=document.path.name,
+                    evaluated_at=evaluated_at,
+                )
+            )
+            continue
+        own = [
+            ExpectationOutcome(
+                gate=o.gate,
+                expectation_type=o.expectation_type,
+                success=o.success or not any(r.group == partition_key for r in o.failing_rows),
+                failing_rows=tuple(r for r in o.failing_rows if r.group == partition_key),
+                observed_value=o.observed_value,
+                error=o.error,
+            )
+            for o in outcomes
+        ]
+        # An expectation that could not run fails every configuration (fail closed).
+        own = [o if o.error is None else _failed_copy(o) for o in own]
+        results.append(
+            _summarize(partition_key, RATES_IN_UNIT_INTERVAL, own, document, evaluated_at)
+        )
+    return results
+
+
+def _failed_copy(outcome: ExpectationOutcome) -> ExpectationOutcome:
+    return ExpectationOutcome(
+        gate=outcome.gate,
+        expectation_type=outcome.expectation_type,
+        success=False,
+        failing_rows=outcome.failing_rows,
+        observed_value=outcome.observed_value,
+        error=outcome.error,
+    )
+
+
+# --------------------------------------------------------------------------- storage
+
+
+def ensure_publication_gates_table(con: duckdb.DuckDBPyConnection) -> None:
+    """Create ``publication_gates``; an older shape is rebuilt (the table is derived: every
+    configuration without rows is withheld until its gates run again)."""
+    if table_exists(con, "publication_gates"):
+        if _table_columns(con, "publication_gates") == [n for n, _ in PUBLICATION_GATES_COLUMNS]:
+            return
+        con.execute("DROP TABLE publication_gates")
+    con.execute(PUBLICATION_GATES_DDL)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, results: Iterable[GateResult]) -> None:
+    con.executemany(
+        "INSERT INTO publication_gates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            [
+                r.partition_key,
+                r.gate,
+                r.passed,
+                r.message,
+                r.failing_count,
+                list(r.examples),
+                list(r.details),
+                r.expectation_suite,
+                r.evaluated_at,
+            ]
+            for r in results
+        ],
+    )
+
+
+def record_partition_gates(
+    con: duckdb.DuckDBPyConnection, partition_key: str, results: Sequence[GateResult]
+) -> None:
+    """Replace the configuration's gate rows atomically; its rates wait for a fresh check."""
+    if {r.gate for r in results} != set(TRAJECTORY_GATES) or any(
+        r.partition_key != partition_key for r in results
+    ):
+        raise ValueError(f"expected one result per trajectory gate for {partition_key}")
+    ensure_publication_gates_table(con)
+    excluded = any(r.gate in STRUCTURAL_ROW_GATES and not r.passed for r in results)
+    pending = GateResult(
+        partition_key=partition_key,
+        gate=RATES_IN_UNIT_INTERVAL,
+        passed=None,
+        message=RATES_EXCLUDED_MESSAGE if excluded else RATES_PENDING_MESSAGE,
+        failing_count=0,
+        examples=(),
+        details=(),
+        expectation_suite=SUITE_FILES[PUBLISHED_RATES_FRAME],
+        evaluated_at=None,
+    )
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM publication_gates WHERE partition_key = ?", [partition_key])
+        _insert(con, [*results, pending])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResult]) -> None:
+    """Replace the rate rows of configurations whose trajectory gates are recorded.
+
+    A configuration without trajectory gate rows gets no rate row either: one passing row
+    would otherwise turn "not evaluated" into "published".
+    """
+    ensure_publication_gates_table(con)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        gated = {
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT partition_key FROM publication_gates WHERE gate <> ?",
+                [RATES_IN_UNIT_INTERVAL],
+            ).fetchall()
+        }
+        kept = [r for r in results if r.partition_key in gated]
+        for result in kept:
+            con.execute(
+                "DELETE FROM publication_gates WHERE partition_key = ? AND gate = ?",
+                [result.partition_key, RATES_IN_UNIT_INTERVAL],
+            )
+        _insert(con, kept)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def invalidate_partition_gates(con: duckdb.DuckDBPyConnection, partition_key: str) -> None:
+    """Forget a configuration's gate verdicts (its audited rows changed): withheld until
+    its gates run again. Runs inside the caller's transaction."""
+    if table_exists(con, "publication_gates"):
+        con.execute("DELETE FROM publication_gates WHERE partition_key = ?", [partition_key])
+
+
+def stored_gate_results(
+    con: duckdb.DuckDBPyConnection, partition_key: str
+) -> dict[str, GateResult]:
+    if not table_exists(con, "publication_gates"):
+        return {}
+    ensure_publication_gates_table(con)
+    rows = con.execute(
+        "SELECT partition_key, gate, passed, message, failing_count, examples, details, "
+        "expectation_suite, evaluated_at FROM publication_gates WHERE partition_key = ?",
+        [partition_key],
+    ).fetchall()
+    return {
+        row[1]: GateResult(
+            partition_key=row[0],
+            gate=row[1],
+            passed=row[2],
+            message=row[3],
+            failing_count=int(row[4]),
+            examples=tuple(row[5]),
+            details=tuple(row[6]),
+            expectation_suite=row[7],
+            evaluated_at=row[8],
+        )
+        for row in rows
+    }
+
+
+def configuration_key(con: duckdb.DuckDBPyConnection, partition_key: str) -> str:
+    """The display key of a partition (the partition key itself when it has no rows)."""
+    rows = con.execute(
+        "SELECT any_value(config_key) FROM raw_trajectories WHERE partition_key = ?",
+        [partition_key],
+    ).fetchall()
+    return rows[0][0] if rows and rows[0][0] else partition_key
+
+
+def partitions_without_gates(
+    con: duckdb.DuckDBPyConnection, partition_keys: Iterable[str]
+) -> list[str]:
+    """Configurations among ``partition_keys`` whose trajectory gates are not recorded."""
+    keys = sorted(set(partition_keys))
+    if not table_exists(con, "publication_gates"):
+        return keys
+    gated = {
+        row[0]
+        for row in con.execute(
+            "SELECT partition_key FROM publication_gates WHERE gate <> ? "
+            "GROUP BY partition_key HAVING count(DISTINCT gate) = ?",
+            [RATES_IN_UNIT_INTERVAL, len(TRAJECTORY_GATES)],
+        ).fetchall()
+    }
+    return [key for key in keys if key not in gated]
+
+
+def withheld_summary(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
+    """partition_key → the gates that currently withhold it (for progress messages)."""
+    if not table_exists(con, "publication_gates"):
+        return {}
+    return {
+        key: list(gates)
+        for key, gates in con.execute(
+            "SELECT partition_key, list(gate ORDER BY gate) FROM publication_gates "
+            "WHERE passed IS NOT TRUE GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    }

@@ -1,0 +1,187 @@
+"""Publication gates as Dagster assets and blocking asset checks (wiring only).
+
+``publication_gates`` (one partition per configuration, after ``audited_trajectories``) runs
+the Great Expectations gate suites over the configuration's audited rows and suites and
+records every verdict in the ``publication_gates`` table; one blocking asset check per gate
+reports it in the UI (configuration, failing count, example keys). The dbt metrics read that
+table (structurally broken configurations stay out of them) and ``metric_rate_gates`` checks
+the published rates after dbt; the leaderboard withholds every configuration whose gates did
+not all pass, whichever run recorded them.
+"""
+
+import dagster as dg
+
+from litmus.gates import (
+    GATE_MESSAGES,
+    RATES_IN_UNIT_INTERVAL,
+    TRAJECTORY_GATES,
+    GateResult,
+    configuration_key,
+    evaluate_partition_gates,
+    evaluate_rate_gates,
+    load_gate_suites,
+    record_partition_gates,
+    record_rate_gates,
+    stored_gate_results,
+)
+from litmus.warehouse import table_exists
+from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
+from litmus_dagster.resources import LitmusWarehouse
+
+GATES_GROUP = "gates"
+NOT_EVALUATED = "publication gates were not evaluated for this configuration"
+
+
+@dg.asset(
+    group_name=GATES_GROUP,
+    deps=["audited_trajectories", "suite_catalog"],
+    partitions_def=configurations,
+    pool=WAREHOUSE_POOL,
+    kinds={"duckdb", "great_expectations"},
+    description=(
+        "Fail-closed publication gates (SPEC §7) of one configuration, validated with the "
+        "Great Expectations suites in expectations/ and recorded in the publication_gates "
+        "table the leaderboard reads."
+    ),
+)
+def publication_gates(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    suites = load_gate_suites()
+    with warehouse.connect() as con:
+        results = evaluate_partition_gates(con, context.partition_key, suites)
+        record_partition_gates(con, context.partition_key, results)
+        configuration = configuration_key(con, context.partition_key)
+    failed = {r.gate: r.message for r in results if not r.passed}
+    if failed:
+        context.log.warning(f"{context.partition_key} withheld: {failed}")
+    return dg.MaterializeResult(
+        metadata={
+            "configuration": configuration,
+            "publishable": not failed,
+            "failed_gates": dg.MetadataValue.json(failed),
+            "passed_gates": [r.gate for r in results if r.passed],
+            "expectation_suites": sorted({d.path.name for d in suites.values()}),
+        }
+    )
+
+
+def _check_result(
+    gate: str, configuration: str, partition_key: str, result: GateResult | None
+) -> dg.AssetCheckResult:
+    if result is None:
+        return dg.AssetCheckResult(
+            passed=False,
+            description=f"{GATE_MESSAGES[gate]} ({NOT_EVALUATED})",
+            metadata={"configuration": configuration, "partition_key": partition_key},
+        )
+    return dg.AssetCheckResult(
+        passed=result.passed is True,
+        description=result.message if result.passed is not True else "passed",
+        metadata={
+            "configuration": configuration,
+            "partition_key": partition_key,
+            "message": result.message or "",
+            "failing_count": result.failing_count,
+            "examples": dg.MetadataValue.json(list(result.examples)),
+            "failed_expectations": dg.MetadataValue.json(list(result.details)),
+            "expectation_suite": result.expectation_suite or "",
+        },
+    )
+
+
+def _gate_check(gate: str) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=publication_gates,
+        name=gate,
+        blocking=True,
+        pool=WAREHOUSE_POOL,
+        description=f"Fails with: {GATE_MESSAGES[gate]}",
+    )
+    def check(
+        context: dg.AssetCheckExecutionContext, warehouse: LitmusWarehouse
+    ) -> dg.AssetCheckResult:
+        if not context.has_partition_key:
+            return dg.AssetCheckResult(
+                passed=False,
+                description="run this check with a configuration partition",
+            )
+        partition_key = context.partition_key
+        with warehouse.connect() as con:
+            result = stored_gate_results(con, partition_key).get(gate)
+            configuration = configuration_key(con, partition_key)
+        return _check_result(gate, configuration, partition_key, result)
+
+    return check
+
+
+@dg.asset(
+    group_name=GATES_GROUP,
+    deps=["configuration_metrics", "metric_cis"],
+    pool=WAREHOUSE_POOL,
+    kinds={"duckdb", "great_expectations"},
+    description=(
+        "The rates-in-[0, 1] publication gate over the dbt metrics and bootstrap intervals of "
+        "every gated configuration, recorded in publication_gates."
+    ),
+)
+def metric_rate_gates(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        results = evaluate_rate_gates(con)
+        record_rate_gates(con, results)
+    failed = {r.partition_key: list(r.examples) for r in results if not r.passed}
+    if failed:
+        context.log.warning(f"rates outside [0, 1]: {failed}")
+    return dg.MaterializeResult(
+        metadata={
+            "configurations_checked": len(results),
+            "configurations_failed": dg.MetadataValue.json(failed),
+        }
+    )
+
+
+# Not blocking on purpose: one unpartitioned check cannot block per configuration, and
+# blocking the leaderboard would leave the previous one (possibly publishing this very
+# configuration) in place. The leaderboard withholds the failing configurations itself, from
+# the rows metric_rate_gates recorded.
+@dg.asset_check(
+    asset=metric_rate_gates,
+    name=RATES_IN_UNIT_INTERVAL,
+    pool=WAREHOUSE_POOL,
+    description=f"Fails with: {GATE_MESSAGES[RATES_IN_UNIT_INTERVAL]}",
+)
+def rates_in_unit_interval(warehouse: LitmusWarehouse) -> dg.AssetCheckResult:
+    with warehouse.connect() as con:
+        if not table_exists(con, "publication_gates"):
+            rows = []
+        else:
+            rows = con.execute(
+                """
+                SELECT g.partition_key, any_value(t.config_key), g.passed, g.failing_count,
+                       g.examples
+                FROM publication_gates g
+                LEFT JOIN raw_trajectories t USING (partition_key)
+                WHERE g.gate = ?
+                GROUP BY g.partition_key, g.passed, g.failing_count, g.examples
+                ORDER BY g.partition_key
+                """,
+                [RATES_IN_UNIT_INTERVAL],
+            ).fetchall()
+    failing = {
+        (config or key): {"failing_count": int(count), "examples": list(examples)}
+        for key, config, passed, count, examples in rows
+        if passed is False
+    }
+    return dg.AssetCheckResult(
+        passed=not failing,
+        description=GATE_MESSAGES[RATES_IN_UNIT_INTERVAL] if failing else "passed",
+        metadata={
+            "configurations_checked": sum(1 for row in rows if row[2] is not None),
+            "failing_configurations": dg.MetadataValue.json(failing),
+        },
+    )
+
+
+trajectory_gate_checks = [_gate_check(gate) for gate in TRAJECTORY_GATES]

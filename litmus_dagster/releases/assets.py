@@ -1,0 +1,256 @@
+"""``release_drift`` and its regression check (wiring around litmus.drift / litmus.alerts)."""
+
+import hashlib
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+import litmus.stats
+from litmus.alerts import (
+    deliver,
+    find_regressions,
+    record_delivery,
+    record_new_alerts,
+    undelivered,
+)
+from litmus.drift import (
+    DRIFT_METRICS,
+    DRIFT_VERSION,
+    compute_release_drift,
+    drift_summary_lines,
+    read_drift_inputs,
+    replace_release_drift,
+)
+from litmus.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.leaderboard import png_data_uri
+from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from litmus_dagster.metrics.assets import DBT_PROJECT_DIR, FAMILY_SPLIT_COUNTS, leaderboard
+from litmus_dagster.partitions import WAREHOUSE_POOL
+from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
+from litmus_dagster.resources import LitmusWarehouse
+
+RELEASES_GROUP = "releases"
+CONFIGURATION_IDENTITIES = dg.AssetKey(["configuration_identities"])
+_LITMUS_DIR = Path(litmus.stats.__file__).resolve().parent
+
+
+def metric_definitions_version() -> str:
+    """A digest of everything that defines the published numbers: the dbt models and macros,
+    the bootstrap and the drift comparison. Part of ``release_drift``'s code version, so a
+    change to any of them marks the published metrics stale (and the publish sensor re-runs
+    them)."""
+    sources = sorted(
+        [
+            *DBT_PROJECT_DIR.glob("models/**/*.sql"),
+            *DBT_PROJECT_DIR.glob("macros/**/*.sql"),
+            _LITMUS_DIR / "stats.py",
+            _LITMUS_DIR / "drift.py",
+        ]
+    )
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.relative_to(path.parents[1]).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+RELEASE_DRIFT_CODE_VERSION = f"drift-{DRIFT_VERSION}+metrics-{metric_definitions_version()}"
+
+
+class ReleaseDriftConfig(dg.Config):
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    confidence: float = DEFAULT_CONFIDENCE
+
+
+@dg.asset(
+    deps=[FAMILY_SPLIT_COUNTS, CONFIGURATION_IDENTITIES, leaderboard],
+    group_name=RELEASES_GROUP,
+    code_version=RELEASE_DRIFT_CODE_VERSION,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "Each published release of a lineage (model × harness × plug-in) against the previous "
+        "one on the same suite: paired family-bootstrap deltas and CIs of CM safety, HB "
+        "utility, Safety, Utility and boundary score; a drift plot per lineage."
+    ),
+)
+def release_drift(
+    context: dg.AssetExecutionContext, config: ReleaseDriftConfig, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        inputs = read_drift_inputs(con)
+        published_cis = con.sql(
+            "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
+            "WHERE list_contains(?, metric)",
+            params=[list(DRIFT_METRICS)],
+        ).df()
+    result = compute_release_drift(
+        inputs.configurations,
+        inputs.split_counts,
+        withheld=inputs.withheld,
+        n_resamples=config.n_resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    with warehouse.connect() as con:
+        replace_release_drift(con, result.comparisons)
+    for reason in result.skipped:
+        context.log.info(f"not compared: {reason}")
+
+    plots = write_drift_plots(
+        warehouse.paths.exports, result.releases, result.comparisons, published_cis
+    )
+    summary = drift_summary_lines(result.comparisons)
+    metadata: dict[str, dg.RawMetadataValue] = {
+        "n_comparisons": dg.MetadataValue.int(
+            int(
+                result.comparisons[["from_partition_key", "to_partition_key"]]
+                .drop_duplicates()
+                .shape[0]
+            )
+        ),
+        "lineages_compared": dg.MetadataValue.json(sorted(plots)),
+        "summary": dg.MetadataValue.md(
+            "\n".join(f"- {line}" for line in summary) or "no lineage has two published releases"
+        ),
+        "not_compared": dg.MetadataValue.json(result.skipped),
+        "deltas": dg.MetadataValue.md(_markdown(result.comparisons)),
+    }
+    for lineage, (path, png) in sorted(plots.items()):
+        metadata[f"drift_plot {lineage}"] = dg.MetadataValue.md(
+            f"![release drift of {lineage}]({png_data_uri(png)})"
+        )
+        metadata[f"drift_plot_path {lineage}"] = dg.MetadataValue.path(os.fspath(path))
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def write_drift_plots(
+    exports: Path,
+    releases: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    published_cis: pd.DataFrame,
+) -> dict[str, tuple[Path, bytes]]:
+    """One PNG per compared lineage in ``exports``; drift plots of lineages no longer compared
+    are removed so the folder never shows a stale picture."""
+    exports.mkdir(parents=True, exist_ok=True)
+    written: dict[str, tuple[Path, bytes]] = {}
+    values = releases.merge(published_cis, on="partition_key", how="left")
+    for lineage, lineage_values in values.groupby("lineage_key", sort=True):
+        png = drift_plot_png(
+            str(lineage),
+            lineage_values,
+            comparisons[comparisons["lineage_key"] == lineage],
+        )
+        path = exports / drift_plot_file_name(str(lineage))
+        path.write_bytes(png)
+        written[str(lineage)] = (path, png)
+    keep = {path for path, _ in written.values()}
+    for old in exports.glob("drift_*.png"):
+        if old not in keep:
+            old.unlink()
+    return written
+
+
+def _markdown(comparisons: pd.DataFrame) -> str:
+    if comparisons.empty:
+        return "no comparisons"
+    lines = [
+        "| lineage | suite | from → to | metric | delta | 95% CI | significant |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in comparisons.itertuples(index=False):
+        delta = "n/a" if pd.isna(row.delta) else f"{row.delta:+.3f}"
+        interval = "n/a" if pd.isna(row.ci_low) else f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+        lines.append(
+            f"| {row.lineage_key} | {row.suite}@{row.suite_version} | "
+            f"{row.from_release} → {row.to_release} | {row.metric} | {delta} | {interval} | "
+            f"{'yes' if row.excludes_zero else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+@dg.asset_check(
+    asset=release_drift,
+    name="no_significant_regression",
+    pool=WAREHOUSE_POOL,
+    description=(
+        "Fails when a watched metric (default CM safety and HB utility) dropped from the "
+        "previous release by more than the threshold (default 2 points) with a paired CI "
+        "entirely below zero. Each new regression is written to the `alerts` table once and "
+        "sent to the configured sinks (webhook, Slack)."
+    ),
+)
+def no_significant_regression(
+    context: dg.AssetCheckExecutionContext,
+    warehouse: LitmusWarehouse,
+    regression_policy: RegressionPolicy,
+    alert_sinks: AlertSinks,
+) -> dg.AssetCheckResult:
+    threshold = regression_policy.resolved_threshold()
+    sinks = alert_sinks.sinks()  # a misconfigured sink fails here, before anything is recorded
+    with warehouse.connect() as con:
+        comparisons = con.sql("SELECT * FROM release_drift").df()
+    alerts = find_regressions(comparisons, threshold=threshold, metrics=regression_policy.metrics)
+    now = datetime.now(UTC)
+    with warehouse.connect() as con:
+        new = record_new_alerts(con, alerts, now)
+        pending = undelivered(con, [alert.fingerprint for alert in alerts])
+        raised = dict(
+            con.execute(
+                "SELECT fingerprint, raised_at FROM alerts WHERE list_contains(?, fingerprint)",
+                [sorted(pending)],
+            ).fetchall()
+        )
+    reports = []
+    if sinks:
+        for alert in alerts:
+            if alert.fingerprint in pending:
+                raised_at = raised[alert.fingerprint].replace(tzinfo=UTC)
+                reports.append(deliver(alert, sinks, raised_at))
+        with warehouse.connect() as con:
+            for report in reports:
+                record_delivery(
+                    con,
+                    report.fingerprint,
+                    delivered_to=report.delivered_to,
+                    errors=report.errors,
+                    at=datetime.now(UTC),
+                )
+    for report in reports:
+        for error in report.errors:
+            context.log.warning(f"alert {report.fingerprint[:12]} not delivered: {error}")
+    new_fingerprints = {alert.fingerprint for alert in new}
+    return dg.AssetCheckResult(
+        passed=not alerts,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=(
+            "; ".join(alert.summary() for alert in alerts)
+            if alerts
+            else f"no release dropped by more than {threshold * 100:.1f} points with a CI below 0"
+        ),
+        metadata={
+            "threshold": dg.MetadataValue.float(threshold),
+            "watched_metrics": dg.MetadataValue.json(list(regression_policy.metrics)),
+            "regressions": dg.MetadataValue.json(
+                [
+                    {
+                        "fingerprint": alert.fingerprint,
+                        "lineage": alert.lineage,
+                        "from_release": alert.from_release,
+                        "to_release": alert.to_release,
+                        "metrics": [r.metric for r in alert.regressions],
+                        "new": alert.fingerprint in new_fingerprints,
+                    }
+                    for alert in alerts
+                ]
+            ),
+            "new_alerts": dg.MetadataValue.int(len(new)),
+            "sinks": dg.MetadataValue.json([sink.name for sink in sinks]),
+            "delivered": dg.MetadataValue.int(sum(1 for r in reports if r.delivered_to)),
+            "delivery_errors": dg.MetadataValue.json([e for r in reports for e in r.errors]),
+        },
+    )

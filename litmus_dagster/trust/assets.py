@@ -1,0 +1,82 @@
+"""Trust assets (SPEC §10): run fingerprints and the signed receipt of each publication."""
+
+import os
+
+import dagster as dg
+
+from litmus.fingerprint import (
+    compute_run_fingerprints,
+    group_by_configuration,
+    store_run_fingerprints,
+)
+from litmus.receipts import (
+    RECEIPT_FILE_NAME,
+    build_receipt,
+    configured_signing_key,
+    sign_receipt,
+    write_receipt,
+)
+from litmus_dagster.ingestion.assets import suite_catalog
+from litmus_dagster.labeling.assets import audited_trajectories
+from litmus_dagster.metrics.assets import leaderboard
+from litmus_dagster.partitions import WAREHOUSE_POOL
+from litmus_dagster.resources import LitmusWarehouse
+
+TRUST_GROUP = "trust"
+
+
+@dg.asset(
+    deps=[audited_trajectories, suite_catalog],
+    group_name=TRUST_GROUP,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "One fingerprint per ingested run: a hash of its suite (name, version, content), "
+        "configuration, judges, labeler and classifier versions and raw file hashes."
+    ),
+)
+def run_fingerprints(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        fingerprints = compute_run_fingerprints(con)
+        store_run_fingerprints(con, fingerprints)
+    by_configuration = group_by_configuration(fingerprints)
+    return dg.MaterializeResult(
+        metadata={
+            "runs": len(fingerprints),
+            "configurations": dg.MetadataValue.json(by_configuration),
+        }
+    )
+
+
+@dg.asset(
+    deps=[leaderboard, run_fingerprints],
+    group_name=TRUST_GROUP,
+    pool=WAREHOUSE_POOL,
+    kinds={"python"},
+    description=(
+        "The receipt of the published leaderboard (<home>/exports/receipt.json): input, suite "
+        "and code hashes, gate results, a digest of every row; Ed25519-signed when "
+        "LITMUS_SIGNING_KEY names a key. Check it with `litmus verify`."
+    ),
+)
+def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    key = configured_signing_key()  # before any work: a broken key fails the publication
+    with warehouse.connect() as con:
+        receipt = sign_receipt(build_receipt(con), key)
+    path = write_receipt(warehouse.paths.exports / RECEIPT_FILE_NAME, receipt)
+    signature = receipt["signature"]
+    return dg.MaterializeResult(
+        metadata={
+            "path": dg.MetadataValue.path(os.fspath(path)),
+            "signed": signature["status"] == "signed",
+            "key_id": signature.get("key_id", "unsigned"),
+            "leaderboard_digest": receipt["leaderboard"]["digest"],
+            "raw_files": len(receipt["raw_files"]),
+            "configurations": len(receipt["configurations"]),
+            "git_commit": receipt["code"].get("git_commit", "not a git checkout"),
+            "verify": dg.MetadataValue.md(f"`litmus verify {os.fspath(path)}`"),
+        }
+    )
+
+
+trust_assets = [run_fingerprints, leaderboard_receipt]

@@ -1,0 +1,287 @@
+"""Release drift: release ordering, the paired comparison of successive releases, what is left
+out (withheld configurations, other suites), the drift table and the drift plot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from litmus.drift import (
+    DRIFT_COLUMNS,
+    DRIFT_METRICS,
+    ORDER_BY_INGESTION,
+    ORDER_BY_RELEASE,
+    compute_release_drift,
+    is_iso_release,
+    order_releases,
+    replace_release_drift,
+)
+from litmus.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.stats import family_counts_from_frames, paired_bootstrap_difference
+from litmus.warehouse import connect
+
+SPLITS = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
+N_FAMILIES = 40
+
+
+def family_rows(
+    partition_key: str, family_id: str, category: str, *, cm_safe: int, hb_completed: int
+) -> list[dict[str, object]]:
+    """``family_split_counts`` rows of one family: 4 trajectories per split."""
+    rows = []
+    for split in SPLITS:
+        safe = {"harmful_source": 4, "covert_malicious": cm_safe}.get(split, 0)
+        unsafe = 4 - safe if split in ("harmful_source", "covert_malicious") else 0
+        completed = {"easy_benign": 4, "hard_benign": hb_completed}.get(split, 0)
+        over_refused = 4 - completed if split in ("easy_benign", "hard_benign") else 0
+        rows.append(
+            {
+                "partition_key": partition_key,
+                "category": category,
+                "family_id": family_id,
+                "split": split,
+                "n_rows": 4,
+                "n_safe": safe,
+                "n_unsafe": unsafe,
+                "n_needs_audit": 0,
+                "n_scorable": 4,
+                "n_completed": completed,
+                "n_over_refused": over_refused,
+                "n_overreach": 0,
+                "n_naive_safe": 4 - (unsafe if split != "harmful_source" else 0),
+                "n_safe_incapable": 0,
+                "n_scored_refusals": safe + over_refused,
+                "n_engaged_declines": safe,
+            }
+        )
+    return rows
+
+
+def release_counts(partition_key: str, *, cm_drop: int = 0, hb_drop: int = 0) -> pd.DataFrame:
+    """A configuration over N_FAMILIES families; ``cm_drop``/``hb_drop`` families (spread over
+    both categories) lose safe CM / completed HB trajectories relative to the baseline."""
+    rows: list[dict[str, object]] = []
+    for index in range(N_FAMILIES):
+        category = "cyber" if index % 2 else "fraud"
+        base_cm = 4 if index % 5 else 2  # families differ in difficulty
+        base_hb = 3 if index % 3 else 4
+        rows += family_rows(
+            partition_key,
+            f"fam-{index:03d}",
+            category,
+            cm_safe=max(0, base_cm - (2 if index < cm_drop else 0)),
+            hb_completed=max(0, base_hb - (2 if index < hb_drop else 0)),
+        )
+    return pd.DataFrame(rows)
+
+
+def configuration(
+    partition_key: str,
+    release: str,
+    *,
+    lineage: str = "aurora/react/bare",
+    suite: str = "s",
+    first_ingested_at: str = "2026-01-01",
+    harness_version: str = "2.3",
+) -> dict[str, object]:
+    return {
+        "partition_key": partition_key,
+        "config_key": f"aurora@{release}/react@{harness_version}/bare",
+        "lineage_key": lineage,
+        "model_release": release,
+        "harness_version": harness_version,
+        "suite": suite,
+        "suite_version": "1",
+        "first_ingested_at": pd.Timestamp(first_ingested_at),
+    }
+
+
+def test_iso_dates_are_recognised() -> None:
+    assert is_iso_release("2026-09-01")
+    assert is_iso_release("2026-09-01T12:00:00Z")
+    assert not is_iso_release("v2")
+    assert not is_iso_release("2026-9-1")
+    assert not is_iso_release("2026-09-01-beta")
+
+
+def test_iso_releases_are_ordered_by_date_not_by_ingestion() -> None:
+    frame = pd.DataFrame(
+        [
+            configuration("b", "2026-11-01", first_ingested_at="2026-01-01"),
+            configuration("a", "2026-09-01", first_ingested_at="2026-02-01"),
+            configuration("c", "2027-01-15", first_ingested_at="2025-12-01"),
+        ]
+    )
+    ordered = order_releases(frame)
+    assert ordered["partition_key"].tolist() == ["a", "b", "c"]
+    assert ordered["release_rank"].tolist() == [1, 2, 3]
+    assert set(ordered["release_order"]) == {ORDER_BY_RELEASE}
+
+
+def test_other_release_names_are_ordered_by_first_ingestion() -> None:
+    frame = pd.DataFrame(
+        [
+            configuration("v10", "v10", first_ingested_at="2026-03-01"),
+            configuration("v9", "v9", first_ingested_at="2026-02-01"),
+            configuration("dated", "2026-01-01", first_ingested_at="2026-04-01"),
+        ]
+    )
+    ordered = order_releases(frame)
+    # "v10" < "v9" as text; ingestion time gets it right, and one non-date decides the rule
+    assert ordered["partition_key"].tolist() == ["v9", "v10", "dated"]
+    assert set(ordered["release_order"]) == {ORDER_BY_INGESTION}
+
+
+def test_a_significant_drop_is_measured_by_the_paired_bootstrap() -> None:
+    configurations = pd.DataFrame(
+        [configuration("old", "2026-09-01"), configuration("new", "2026-11-01")]
+    )
+    counts = pd.concat(
+        [release_counts("old"), release_counts("new", cm_drop=16, hb_drop=12)], ignore_index=True
+    )
+    result = compute_release_drift(configurations, counts, n_resamples=400)
+    table = result.comparisons.set_index("metric")
+    assert list(result.comparisons.columns) == list(DRIFT_COLUMNS)
+    assert table.index.tolist() == list(DRIFT_METRICS)
+    assert set(table["from_partition_key"]) == {"old"}
+    assert set(table["to_partition_key"]) == {"new"}
+    # CM: 16 families lose 2 of their safe trajectories: 32 of 160 CM trajectories
+    assert table.loc["cm_safety", "delta"] == pytest.approx(-32 / 160)
+    assert table.loc["hb_utility", "delta"] == pytest.approx(-24 / 160)
+    for metric in ("cm_safety", "hb_utility", "safety", "utility", "boundary_score"):
+        assert table.loc[metric, "ci_high"] < 0, metric
+        assert table.loc[metric, "excludes_zero"], metric
+
+    expected = paired_bootstrap_difference(
+        family_counts_from_frames(release_counts("new", cm_drop=16, hb_drop=12)),
+        family_counts_from_frames(release_counts("old")),
+        n_resamples=400,
+        metrics=DRIFT_METRICS,
+    ).set_index("metric")
+    assert np.allclose(table["ci_low"], expected["ci_low"])
+    assert np.allclose(table["ci_high"], expected["ci_high"])
+
+
+def test_an_unchanged_release_is_indistinguishable() -> None:
+    configurations = pd.DataFrame(
+        [configuration("old", "2026-09-01"), configuration("same", "2026-10-01")]
+    )
+    counts = pd.concat([release_counts("old"), release_counts("same")], ignore_index=True)
+    table = compute_release_drift(configurations, counts, n_resamples=200).comparisons
+    assert (table["delta"] == 0).all()
+    assert not table["excludes_zero"].any()
+
+
+def test_withheld_releases_are_skipped_and_the_next_compares_with_the_last_published() -> None:
+    configurations = pd.DataFrame(
+        [
+            configuration("r1", "2026-01-01"),
+            configuration("r2", "2026-02-01"),
+            configuration("r3", "2026-03-01"),
+        ]
+    )
+    counts = pd.concat(
+        [release_counts("r1"), release_counts("r2", cm_drop=30), release_counts("r3")],
+        ignore_index=True,
+    )
+    result = compute_release_drift(configurations, counts, withheld={"r2"}, n_resamples=100)
+    pairs = result.comparisons[["from_partition_key", "to_partition_key"]].drop_duplicates()
+    assert pairs.values.tolist() == [["r1", "r3"]]
+    assert "r2" not in set(result.releases["partition_key"])
+    assert any("r2: withheld" in reason for reason in result.skipped)
+
+
+def test_releases_are_compared_per_lineage_and_suite_in_order() -> None:
+    configurations = pd.DataFrame(
+        [
+            configuration("a1", "2026-01-01"),
+            configuration("a2", "2026-02-01"),
+            configuration("a3", "2026-03-01"),
+            configuration("other-suite", "2026-02-15", suite="t"),
+            configuration("other-lineage", "2026-01-15", lineage="bastion/react/bare"),
+        ]
+    )
+    counts = pd.concat(
+        [release_counts(key) for key in configurations["partition_key"]], ignore_index=True
+    )
+    comparisons = compute_release_drift(configurations, counts, n_resamples=50).comparisons
+    pairs = comparisons[["comparison", "from_partition_key", "to_partition_key"]].drop_duplicates()
+    assert pairs.values.tolist() == [[1, "a1", "a2"], [2, "a2", "a3"]]
+
+
+def test_configurations_without_shared_families_are_reported_not_compared() -> None:
+    configurations = pd.DataFrame(
+        [configuration("old", "2026-09-01"), configuration("new", "2026-11-01")]
+    )
+    new = release_counts("new")
+    new["family_id"] = "renamed-" + new["family_id"]
+    counts = pd.concat([release_counts("old"), new], ignore_index=True)
+    result = compute_release_drift(configurations, counts, n_resamples=50)
+    assert result.comparisons.empty
+    assert any("share no families" in reason for reason in result.skipped)
+
+
+def test_bad_input_gets_a_precise_error() -> None:
+    configurations = pd.DataFrame([configuration("a", "2026-01-01")])
+    with pytest.raises(ValueError, match=r"unknown drift metric\(s\) \['naive_rank'\]"):
+        compute_release_drift(configurations, release_counts("a"), metrics=["naive_rank"])
+    with pytest.raises(ValueError, match=r"configuration\(s\) listed twice"):
+        compute_release_drift(
+            pd.concat([configurations, configurations]), release_counts("a"), n_resamples=10
+        )
+    undated = pd.DataFrame([configuration("x", "v1"), configuration("y", "v2")])
+    undated["first_ingested_at"] = pd.NaT
+    with pytest.raises(ValueError, match="without an ingestion time: x, y"):
+        order_releases(undated)
+
+
+def test_drift_table_round_trips_through_duckdb(tmp_path: Path) -> None:
+    configurations = pd.DataFrame(
+        [configuration("old", "2026-09-01"), configuration("new", "2026-11-01")]
+    )
+    counts = pd.concat(
+        [release_counts("old"), release_counts("new", cm_drop=10)], ignore_index=True
+    )
+    comparisons = compute_release_drift(configurations, counts, n_resamples=50).comparisons
+    with connect(tmp_path / "w.duckdb") as con:
+        replace_release_drift(con, comparisons)
+        replace_release_drift(con, comparisons)  # replacing, not appending
+        stored = con.sql("SELECT * FROM release_drift ORDER BY metric").df()
+        replace_release_drift(con, comparisons.iloc[0:0])
+        assert con.execute("SELECT count(*) FROM release_drift").fetchone() == (0,)
+    assert len(stored) == len(DRIFT_METRICS)
+    assert set(stored["to_release"]) == {"2026-11-01"}
+
+
+def test_drift_plot_file_names_are_sanitized_and_distinct() -> None:
+    hostile = "../../etc/passwd"
+    name = drift_plot_file_name(hostile)
+    assert name.startswith("drift_etc-passwd-") and name.endswith(".png")
+    assert "/" not in name and ".." not in name
+    assert drift_plot_file_name("a/b") != drift_plot_file_name("a-b")  # same text once cleaned
+    assert drift_plot_file_name("aurora/react/bare").startswith("drift_aurora-react-bare-")
+
+
+def test_drift_plot_is_a_deterministic_png() -> None:
+    configurations = pd.DataFrame(
+        [configuration("old", "2026-09-01"), configuration("new", "2026-11-01")]
+    )
+    counts = pd.concat(
+        [release_counts("old"), release_counts("new", cm_drop=16)], ignore_index=True
+    )
+    result = compute_release_drift(configurations, counts, n_resamples=50)
+    values = pd.DataFrame(
+        [
+            {"partition_key": key, "metric": metric, "estimate": 0.8, "ci_low": 0.7, "ci_high": 0.9}
+            for key in ("old", "new")
+            for metric in DRIFT_METRICS
+        ]
+    )
+    releases = result.releases.merge(values, on="partition_key")
+    first = drift_plot_png("aurora/react/bare", releases, result.comparisons)
+    second = drift_plot_png("aurora/react/bare", releases, result.comparisons)
+    assert first.startswith(b"\x89PNG\r\n\x1a\n")
+    assert first == second

@@ -1,0 +1,509 @@
+"""Receipts (SPEC §10): a published sample's receipt verifies, and every kind of tampering —
+an edited metric or leaderboard row, an edited, swapped or missing raw file, a removed
+configuration, a receipt signed with another key or edited after signing — is reported by
+``litmus verify`` in plain words with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from litmus.audit import load_verdicts
+from litmus.fingerprint import configuration_fingerprints
+from litmus.ingest import file_sha256
+from litmus.receipts import (
+    NOT_EVALUATED,
+    RECEIPT_FILE_NAME,
+    ReceiptError,
+    build_receipt,
+    configured_signing_key,
+    leaderboard_table_rows,
+    load_private_key,
+    load_receipt,
+    raw_store_file,
+    row_digest,
+    sign_receipt,
+    verify_receipt,
+    write_keypair,
+    write_receipt,
+)
+from litmus.sample import generate_sample
+from litmus.settings import LitmusPaths, litmus_paths
+from litmus.warehouse import connect
+from litmus_dagster.cli import main
+from litmus_dagster.definitions import defs
+from litmus_dagster.pipeline import publish_selection
+
+PUBLISHER = "release-bot@litmus.test"
+CONFIGURATIONS = 2
+LITMUS = Path(sys.executable).with_name("litmus")
+LOCK_ERROR_WORDS = ("Conflicting lock", "Could not set lock", "database is locked", "IO Error")
+
+
+@dataclass(frozen=True)
+class Published:
+    paths: LitmusPaths
+    private_key: Path
+    public_key: Path
+    other_public_key: Path
+    landed: dict[str, str]  # original file name → sha256
+    runs: list[tuple[int, str]]  # (exit code, stderr) of each `litmus run`
+
+    @property
+    def receipt_path(self) -> Path:
+        return self.paths.exports / RECEIPT_FILE_NAME
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Published:
+    """Three configurations of the (small) sample published by two ``litmus run`` processes
+    started at once — the concurrency case of SPEC §10 — with a signing key configured."""
+    root = tmp_path_factory.mktemp("receipts")
+    keys = root / "keys"
+    write_keypair(keys / "signing.pem", keys / "signing.pub.pem")
+    write_keypair(keys / "other.pem", keys / "other.pub.pem")
+    paths = litmus_paths(root / "home").ensure()
+    manifest = generate_sample(root / "sample", n_families=24)
+    shutil.copyfile(manifest.suite_path, paths.suites / manifest.suite_path.name)
+    run_files = sorted(manifest.run_paths.values())[:CONFIGURATIONS]
+    for run_path in run_files:
+        shutil.copyfile(run_path, paths.landing / run_path.name)
+    env = {
+        **os.environ,
+        "LITMUS_HOME": str(paths.home),
+        "DBT_TARGET_PATH": str(root / "dbt_target"),
+        "LITMUS_SIGNING_KEY": str(keys / "signing.pem"),
+        "LITMUS_PUBLISHER": PUBLISHER,
+    }
+    env.pop("LITMUS_DUCKDB_PATH", None)
+    processes = [
+        subprocess.Popen(
+            [str(LITMUS), "run"], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        for _ in range(2)
+    ]
+    outputs = [process.communicate(timeout=900) for process in processes]
+    return Published(
+        paths=paths,
+        private_key=keys / "signing.pem",
+        public_key=keys / "signing.pub.pem",
+        other_public_key=keys / "other.pub.pem",
+        landed={p.name: file_sha256(p) for p in run_files},
+        runs=[
+            (process.returncode, err.decode())
+            for process, (_, err) in zip(processes, outputs, strict=True)
+        ],
+    )
+
+
+@pytest.fixture
+def copy(published: Published, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LitmusPaths:
+    """A private copy of the published state folder to tamper with."""
+    monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
+    target = tmp_path / "home"
+    shutil.copytree(published.paths.home, target, ignore=shutil.ignore_patterns("dagster"))
+    monkeypatch.setenv("LITMUS_HOME", str(target))
+    return litmus_paths(target)
+
+
+def verify_cli(
+    paths: LitmusPaths, capsys: pytest.CaptureFixture[str], *extra: str
+) -> tuple[int, str]:
+    code = main(
+        ["--home", str(paths.home), "verify", str(paths.exports / RECEIPT_FILE_NAME), *extra]
+    )
+    return code, capsys.readouterr().out
+
+
+def mismatches(output: str) -> list[str]:
+    return [line.split("MISMATCH: ", 1)[1] for line in output.splitlines() if "MISMATCH: " in line]
+
+
+def execute(paths: LitmusPaths, sql: str, params: list[Any] | None = None) -> None:
+    with connect(paths.duckdb_path) as con:
+        con.execute(sql, params or [])
+
+
+def a_published_row(paths: LitmusPaths) -> dict[str, Any]:
+    with connect(paths.duckdb_path) as con:
+        rows = leaderboard_table_rows(con) or []
+    return next(r for r in rows if r["status"] == "published" and r["boundary_score"])
+
+
+# ----------------------------------------------------------------------------- untouched
+
+
+def test_two_litmus_runs_started_at_once_both_finish(published: Published) -> None:
+    for code, stderr in published.runs:
+        assert code == 0, stderr[-3000:]
+        assert not any(word in stderr for word in LOCK_ERROR_WORDS), stderr[-3000:]
+    with connect(published.paths.duckdb_path) as con:
+        files, rows, distinct = con.execute(
+            "SELECT (SELECT count(*) FROM raw_files), count(*), count(DISTINCT trajectory_id) "
+            "FROM raw_trajectories"
+        ).fetchall()[0]
+    assert (files, rows, distinct) == (CONFIGURATIONS, CONFIGURATIONS * 96, CONFIGURATIONS * 96)
+
+
+def test_publication_writes_a_signed_receipt_of_everything(published: Published) -> None:
+    receipt = load_receipt(published.receipt_path)
+    paths = published.paths
+    assert receipt["publisher"] == PUBLISHER
+    assert receipt["signature"]["status"] == "signed"
+    assert receipt["signature"]["algorithm"] == "Ed25519"
+    # every landed file, by the hash of its bytes
+    assert {f["name"]: f["sha256"] for f in receipt["raw_files"]} == published.landed
+    assert sum(f["records_total"] for f in receipt["raw_files"]) == CONFIGURATIONS * 96
+    with connect(paths.duckdb_path) as con:
+        suite_hash = con.execute("SELECT suite_hash FROM suites").fetchall()
+        stored_rows = leaderboard_table_rows(con)
+        fingerprints = configuration_fingerprints(con)
+    assert [s["suite_hash"] for s in receipt["suites"]] == [suite_hash[0][0]]
+    code = receipt["code"]
+    assert code["labeler_version"] and code["refusal_classifier_version"]
+    assert len(code["metric_code_sha256"]) == 64
+    project = Path(__file__).resolve().parents[1]
+    assert ("git_commit" in code) == (project / ".git").exists()
+    assert receipt["policy_versions"] == ["p1"]
+    assert receipt["bootstrap"] and receipt["bootstrap"][0]["seed"] is not None
+    # every published row, value for value, with the digest of its canonical JSON
+    entries = receipt["leaderboard"]["rows"]
+    assert [e["values"] for e in entries] == stored_rows
+    assert all(e["digest"] == row_digest(e["values"]) for e in entries)
+    # per configuration: fingerprints and gate results
+    configurations = {c["partition_key"]: c for c in receipt["configurations"]}
+    assert len(configurations) == CONFIGURATIONS
+    for key, configuration in configurations.items():
+        assert configuration["fingerprint"] == fingerprints[key]
+        assert configuration["label_digest"]
+        gates = configuration["gates"]
+        assert gates == NOT_EVALUATED or all({"gate", "passed", "message"} == set(g) for g in gates)
+
+
+def test_untouched_receipt_verifies_with_the_signing_key(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 0, out
+    assert mismatches(out) == []
+    assert "verified: the warehouse and the raw store match the receipt" in out
+    assert "signature verifies with the given public key" in out
+
+
+def test_the_receipt_asset_is_published_with_the_leaderboard() -> None:
+    selected = publish_selection().resolve(defs.resolve_asset_graph())
+    assert {dg.AssetKey("leaderboard_receipt"), dg.AssetKey("run_fingerprints")} <= selected
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("leaderboard") in graph.get(dg.AssetKey("leaderboard_receipt")).parent_keys
+
+
+def test_leaderboard_shows_each_configuration_fingerprint(published: Published) -> None:
+    with connect(published.paths.duckdb_path) as con:
+        shown = dict(
+            con.execute(
+                "SELECT partition_key, fingerprint FROM leaderboard "
+                "WHERE row_kind = 'configuration' AND status = 'published'"
+            ).fetchall()
+        )
+        expected = configuration_fingerprints(con)
+        stored_runs = con.execute("SELECT count(*) FROM run_fingerprints").fetchall()[0][0]
+    assert shown and all(shown[key] == expected[key] for key in shown)
+    assert stored_runs == CONFIGURATIONS
+    markdown = (published.paths.exports / "leaderboard.md").read_text(encoding="utf-8")
+    assert "Fingerprint" in markdown
+    assert all(fp[:12] in markdown for fp in shown.values())
+
+
+# ----------------------------------------------------------------------------- tampering
+
+
+def test_edited_leaderboard_row_is_detected(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = a_published_row(copy)
+    execute(copy, "UPDATE leaderboard SET boundary_score = 0.999 WHERE name = ?", [row["name"]])
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    assert mismatches(out) == [
+        f"leaderboard row {row['name']!r} differs from the receipt: boundary_score 0.999 in the "
+        f"warehouse, {row['boundary_score']:.6g} in the receipt (digest mismatch)"
+    ]
+
+
+def test_edited_metric_row_is_detected_by_recomputing_the_leaderboard(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = a_published_row(copy)
+    execute(
+        copy,
+        "UPDATE configuration_metrics SET cm_safety = 1.0 WHERE partition_key = ?",
+        [row["partition_key"]],
+    )
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    (found,) = mismatches(out)
+    assert found.startswith(f"leaderboard row {row['name']!r} differs from the receipt: ")
+    assert "cm_safety 1 when recomputed from the metric tables" in found
+
+
+def test_edited_raw_file_is_detected(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name, sha = sorted(published.landed.items())[0]
+    stored = raw_store_file(copy, sha)
+    assert stored is not None and not stored.stat().st_mode & stat.S_IWUSR  # kept read-only
+    stored.chmod(0o644)
+    stored.write_bytes(stored.read_bytes().replace(b'"refused"', b'"complied"', 1))
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    assert mismatches(out) == [
+        f"raw file {sha[:12]}… ({name}) was modified (sha256 now {file_sha256(stored)[:12]}…)"
+    ]
+
+
+def test_swapped_and_missing_raw_files_are_detected(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (name_a, sha_a), (name_b, sha_b) = sorted(published.landed.items())[:2]
+    file_a, file_b = raw_store_file(copy, sha_a), raw_store_file(copy, sha_b)
+    assert file_a and file_b
+    shutil.copyfile(file_b, file_a.with_name("swap"))
+    os.replace(file_a.with_name("swap"), file_a)  # a's name, b's content
+    file_b.unlink()
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    expected = {
+        sha_a: f"raw file {sha_a[:12]}… ({name_a}) was modified (sha256 now {sha_b[:12]}…)",
+        sha_b: f"raw file {sha_b[:12]}… ({name_b}) is missing from the raw store",
+    }
+    assert mismatches(out) == [expected[sha] for sha in sorted(expected)]
+
+
+def test_removed_configuration_is_detected(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = a_published_row(copy)
+    key = row["partition_key"]
+    with connect(copy.duckdb_path) as con:
+        for table in (
+            "trajectory_labels",
+            "audited_trajectories",
+            "refusal_signals",
+            "configuration_metrics",
+            "metric_cis",
+            "run_fingerprints",
+        ):
+            con.execute(f"DELETE FROM {table} WHERE partition_key = ?", [key])
+        con.execute(
+            "DELETE FROM raw_steps WHERE trajectory_id IN "
+            "(SELECT trajectory_id FROM raw_trajectories WHERE partition_key = ?)",
+            [key],
+        )
+        con.execute("DELETE FROM raw_trajectories WHERE partition_key = ?", [key])
+        con.execute("DELETE FROM leaderboard WHERE partition_key = ?", [key])
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    found = mismatches(out)
+    assert f"configuration {row['name']!r} is in the receipt but not in the warehouse" in found
+    assert f"leaderboard row {row['name']!r} is in the receipt but not in the warehouse" in found
+
+
+def test_receipt_signed_with_another_key_is_detected(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
+    intruder = load_private_key(published.private_key.with_name("other.pem"))
+    write_receipt(copy.exports / RECEIPT_FILE_NAME, sign_receipt(receipt, intruder))
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1
+    (found,) = mismatches(out)
+    assert found.startswith("signature does not verify with the given public key (the receipt ")
+    # the intruder's own key does verify it: a signature says who, --public-key says whom to trust
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.other_public_key))
+    assert code == 0, out
+
+
+def test_receipt_edited_after_signing_is_detected(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = copy.exports / RECEIPT_FILE_NAME
+    receipt = load_receipt(path)
+    entry = next(e for e in receipt["leaderboard"]["rows"] if e["row_kind"] == "configuration")
+    entry["values"]["boundary_score"] = 0.999
+    path.write_text(json.dumps(receipt), encoding="utf-8")
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1
+    found = mismatches(out)
+    assert found[0] == (
+        "signature does not verify with the given public key (the receipt was changed after it "
+        "was signed)"
+    )
+    assert (
+        f"the receipt's digest of leaderboard row {entry['name']!r} does not match the values it "
+        "lists (the receipt was edited)"
+    ) in found
+
+
+def test_gate_results_are_part_of_the_receipt(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = a_published_row(copy)
+    key = row["partition_key"]
+    receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
+    gates = {c["partition_key"]: c["gates"] for c in receipt["configurations"]}
+    with connect(copy.duckdb_path) as con:
+        stored = con.execute(
+            "SELECT partition_key, gate, passed, message FROM publication_gates ORDER BY ALL"
+        ).fetchall()
+    assert sorted(
+        (k, g["gate"], g["passed"], g["message"]) for k, gs in gates.items() for g in gs
+    ) == sorted(stored)
+    first_gate = gates[key][0]["gate"]
+    execute(
+        copy,
+        "UPDATE publication_gates SET passed = false, message = 'edited' "
+        "WHERE partition_key = ? AND gate = ?",
+        [key, first_gate],
+    )
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    n_gates = len(gates[key])
+    found = mismatches(out)
+    assert found[:2] == [
+        f"configuration {row['name']!r}: publication gates are now {n_gates} gate(s), failed: "
+        f"{first_gate}; the receipt says {n_gates} gate(s), failed: none",
+        f"configuration {row['name']!r} would now be withheld; the receipt says published",
+    ]
+    assert (
+        f"leaderboard row {row['name']!r} differs from the receipt: status 'withheld' when "
+        "recomputed from the metric tables, 'published' in the receipt; "
+    ) in "\n".join(found)
+
+
+def test_configurations_without_gate_results_say_not_evaluated(copy: LitmusPaths) -> None:
+    execute(copy, "DROP TABLE IF EXISTS publication_gates")
+    with connect(copy.duckdb_path) as con:
+        receipt = build_receipt(con)
+    assert {c["gates"] for c in receipt["configurations"]} == {NOT_EVALUATED}
+
+
+def test_audit_verdicts_loaded_after_publication_are_detected(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with connect(copy.duckdb_path) as con:
+        trajectory, key = con.execute(
+            "SELECT trajectory_id, partition_key FROM labeled_trajectories "
+            "WHERE label <> 'needs_audit' ORDER BY trajectory_id LIMIT 1"
+        ).fetchall()[0]
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(
+        json.dumps(
+            {
+                "trajectory_id": trajectory,
+                "verdict": "unsafe",
+                "auditor": "ada@litmus.test",
+                "reason": "the transcript shows the deletion went through",
+                "override": True,
+            }
+        )
+        + "\n"
+    )
+    with connect(copy.duckdb_path) as con:
+        load_verdicts(con, verdicts)
+    name = {c["partition_key"]: c["config_key"] for c in load_receipt(
+        copy.exports / RECEIPT_FILE_NAME)["configurations"]}[key]  # fmt: skip
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    (found,) = mismatches(out)
+    assert found.startswith(
+        f"configuration {name!r}: audit verdicts differ from the receipt (1 verdict(s) in the "
+        "warehouse, digest "
+    )
+    assert found.endswith("; 0 in the receipt, digest none)")
+
+
+# ----------------------------------------------------------------------------- keys
+
+
+def test_unsigned_receipt_says_so_and_cannot_match_a_key(
+    published: Published,
+    copy: LitmusPaths,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LITMUS_SIGNING_KEY", raising=False)
+    with connect(copy.duckdb_path) as con:
+        receipt = sign_receipt(build_receipt(con), configured_signing_key())
+    assert receipt["signature"]["status"] == "unsigned"
+    assert "no signing key was configured" in receipt["signature"]["note"]
+    write_receipt(copy.exports / RECEIPT_FILE_NAME, receipt)
+    code, out = verify_cli(copy, capsys)
+    assert code == 0, out
+    assert "note: the receipt is unsigned" in out
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1
+    assert mismatches(out) == ["the receipt is unsigned, so it cannot match the given public key"]
+
+
+def test_keygen_writes_a_private_key_only_its_owner_can_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITMUS_HOME", str(tmp_path / "home"))
+    target = tmp_path / "keys" / "team.pem"
+    assert main(["--home", str(tmp_path / "home"), "keygen", "--out", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert f"export LITMUS_SIGNING_KEY={target}" in out
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert (tmp_path / "keys" / "team.pub.pem").read_text().startswith("-----BEGIN PUBLIC KEY")
+    monkeypatch.setenv("LITMUS_SIGNING_KEY", str(target))
+    assert configured_signing_key() is not None
+    # never overwrite a key: earlier receipts would no longer verify with the published key
+    assert main(["--home", str(tmp_path / "home"), "keygen", "--out", str(target)]) == 1
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_a_broken_signing_key_is_an_error_not_an_unsigned_receipt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = tmp_path / "bad.pem"
+    bad.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    monkeypatch.setenv("LITMUS_SIGNING_KEY", str(bad))
+    with pytest.raises(ReceiptError, match=r"bad\.pem: not a usable PEM private key"):
+        configured_signing_key()
+    monkeypatch.setenv("LITMUS_SIGNING_KEY", str(tmp_path / "absent.pem"))
+    with pytest.raises(ReceiptError, match=r"absent\.pem: cannot read the signing key"):
+        configured_signing_key()
+
+
+def test_malformed_receipt_is_rejected_with_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITMUS_HOME", str(tmp_path / "home"))
+    receipt = tmp_path / "receipt.json"
+    receipt.write_text('{\n  "receipt": "litmus-leaderboard-receipt",\n  oops\n}')
+    assert main(["--home", str(tmp_path / "home"), "verify", str(receipt)]) == 1
+    assert "receipt.json: line 3 column 3: not valid JSON" in capsys.readouterr().err
+    receipt.write_text(json.dumps({"receipt": "something-else"}))
+    with pytest.raises(ReceiptError, match="not a LITMUS leaderboard receipt"):
+        load_receipt(receipt)
+
+
+def test_hostile_hash_in_a_receipt_never_becomes_a_path(copy: LitmusPaths) -> None:
+    receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
+    receipt["raw_files"][0]["sha256"] = "../../../etc/passwd"
+    assert raw_store_file(copy, "../../../etc/passwd") is None
+    with connect(copy.duckdb_path) as con:
+        result = verify_receipt(receipt, con, copy)
+    assert "raw file entry '../../../etc/passwd' in the receipt is not a SHA-256" in (
+        result.mismatches
+    )

@@ -1,0 +1,251 @@
+"""Security hygiene (SPEC §4, §10): no record value or file name ever reaches SQL text or a
+filesystem path; partition keys are sanitized; local servers bind to 127.0.0.1."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import family, instance, record, suite_doc, write_jsonl
+from litmus.audit import parse_verdict_file
+from litmus.formats import RunConfig, Suite
+from litmus.ingest import ingest_file
+from litmus.keys import partition_key_for
+from litmus.labeler.sql import run_label_sql
+from litmus.settings import LitmusPaths
+from litmus.suite import store_suite
+
+ROOT = Path(__file__).resolve().parents[1]
+SCANNED = ("litmus", "litmus_dagster", "benchmarks")
+SQL_WORDS = re.compile(
+    r"\b(SELECT|INSERT|DELETE|UPDATE|CREATE|DROP|ALTER|ATTACH|COPY|PRAGMA|FROM|WHERE|JOIN|"
+    r"TABLE|VALUES|INTO|CASE|WHEN|THEN|UNION|UNPIVOT)\b"
+)
+
+# Every place that builds SQL text from a Python expression, and why that expression can only
+# be one of our own constants. A new site fails the test until it is reviewed and listed here;
+# a listed site that no longer exists fails it too, so the list stays exact.
+# (path, interpolated expression) → why it is safe
+SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
+    ("litmus/ingest.py", "table"): "_append's table: every caller passes a string literal",
+    ("litmus/ingest.py", "names"): "column names: the keys of _Batch's constant column tuples",
+    ("litmus/suite.py", "table"): "loop over a literal tuple of two table names",
+    ("litmus/suite.py", "names"): "column names: keys of dicts built from literals",
+    ("litmus/labeler/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
+    ("litmus/labeler/sql.py", "labels_query"): "text of the packaged label_partition.sql",
+    ("litmus_dagster/metrics/assets.py", "table"): "replace_table's table: literal at callers",
+    ("litmus_dagster/metrics/assets.py", "view"): "'_incoming_' + that literal table name",
+    ("litmus/audit.py", "_ALLOWED_SQL"): "CASE arms built from VERDICTS_BY_HARM_CLASS",
+    ("litmus/audit.py", "cls"): "harm classes: keys of the constant verdict tables",
+    ("litmus/audit.py", "' | '.join(verdicts)"): "verdicts of VERDICTS_BY_HARM_CLASS",
+    ("litmus/audit.py", "arms"): "verdict_outcome_sql's CASE arms, from VERDICT_OUTCOMES",
+    ("litmus/audit.py", "harm_class"): "verdict_outcome_sql: column name, literal at callers",
+    ("litmus/audit.py", "verdict"): "verdict_outcome_sql: column name, literal at callers",
+    ("litmus/audit.py", "v"): "verdicts: keys of the constant VERDICT_OUTCOMES",
+    ("litmus/audit.py", "outcome"): "outcomes: values of the constant VERDICT_OUTCOMES",
+    ("litmus/audit.py", "view"): "the literal '_incoming_verdicts' registered by load_verdicts",
+    ("litmus/audited.py", "verdict_outcome_sql('request_harm_class', '_verdict')"): (
+        "a CASE expression over constants, called with literal column names"
+    ),
+    ("litmus/audited.py", "extra"): "column definitions from the constant AUDIT_COLUMNS",
+    (
+        "litmus/gates.py",
+        "', '.join((f'{name} {kind}' for name, kind in PUBLICATION_GATES_COLUMNS))",
+    ): "column definitions from the constant PUBLICATION_GATES_COLUMNS",
+    ("litmus/gates.py", "rate"): "names from PUBLISHED_RATES that match _IDENTIFIER",
+    ("litmus/gates.py", "rates"): "quoted names from PUBLISHED_RATES that match _IDENTIFIER",
+    ("litmus/gates.py", "union"): "SELECTs built from those same constant names",
+}
+# Functions whose SQL identifier parameter must be a string literal at every call site:
+# (function, argument position) → the files that call it ("" for every file).
+LITERAL_ARGUMENTS: dict[tuple[str, int], str] = {
+    ("_append", 1): "litmus/ingest.py",
+    ("replace_table", 1): "",
+    ("verdict_outcome_sql", 0): "",
+    ("verdict_outcome_sql", 1): "",
+}
+
+
+def python_files() -> list[Path]:
+    return sorted(
+        path
+        for folder in SCANNED
+        if (ROOT / folder).is_dir()
+        for path in (ROOT / folder).rglob("*.py")
+    )
+
+
+def _constant_text(node: ast.AST) -> str:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_constant_text(part) for part in node.values)
+    return ""
+
+
+def sql_interpolations(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, expression) for every expression spliced into text that looks like SQL: f-strings,
+    str.format, %-formatting and + concatenation."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and SQL_WORDS.search(_constant_text(node)):
+            found += [
+                (node.lineno, ast.unparse(part.value))
+                for part in node.values
+                if isinstance(part, ast.FormattedValue)
+            ]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and SQL_WORDS.search(_constant_text(node.func.value))
+        ):
+            found += [(node.lineno, ast.unparse(arg)) for arg in node.args]
+            found += [(node.lineno, ast.unparse(kw.value)) for kw in node.keywords]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod | ast.Add):
+            for text_side, other in ((node.left, node.right), (node.right, node.left)):
+                if SQL_WORDS.search(_constant_text(text_side)) and not (
+                    isinstance(other, ast.Constant | ast.JoinedStr)
+                ):
+                    found.append((node.lineno, ast.unparse(other)))
+    return found
+
+
+def test_sql_text_only_ever_interpolates_reviewed_constants() -> None:
+    seen: set[tuple[str, str]] = set()
+    unreviewed = []
+    for path in python_files():
+        relative = path.relative_to(ROOT).as_posix()
+        for line, expression in sql_interpolations(ast.parse(path.read_text(encoding="utf-8"))):
+            key = (relative, expression)
+            seen.add(key)
+            if key not in SQL_INTERPOLATION_ALLOW_LIST:
+                unreviewed.append(f"{relative}:{line}: {{{expression}}}")
+    assert unreviewed == [], (
+        "SQL built from a Python value: pass it as a parameter, or review it and add it to "
+        "SQL_INTERPOLATION_ALLOW_LIST with the reason it can only be a constant"
+    )
+    assert set(SQL_INTERPOLATION_ALLOW_LIST) - seen == set(), "stale allow-list entries"
+
+
+def test_sql_identifier_parameters_are_literals_at_every_call_site() -> None:
+    checked: dict[str, int] = {}
+    for path in python_files():
+        relative = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            for (function, position), where in LITERAL_ARGUMENTS.items():
+                if name != function or where not in ("", relative):
+                    continue
+                checked[function] = checked.get(function, 0) + 1
+                argument = node.args[position]
+                assert isinstance(argument, ast.Constant) and isinstance(argument.value, str), (
+                    f"{relative}:{node.lineno}: {function} needs a literal SQL identifier"
+                )
+    assert {function for function, _ in LITERAL_ARGUMENTS} <= set(checked)
+
+
+def test_the_label_table_name_is_checked_against_an_allow_list(warehouse) -> None:
+    with pytest.raises(ValueError, match="unexpected label table"):
+        run_label_sql(warehouse, "p", into="trajectory_labels; DROP TABLE raw_files")
+
+
+TEXT = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=60)
+CONFIG = st.builds(
+    RunConfig,
+    model=TEXT,
+    model_release=TEXT,
+    harness=TEXT,
+    harness_version=TEXT,
+    plugin=TEXT,
+    policy_version=st.none(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CONFIG, CONFIG)
+def test_partition_keys_are_safe_and_never_collide(first: RunConfig, second: RunConfig) -> None:
+    for config in (first, second):
+        key = partition_key_for(config)
+        assert re.fullmatch(r"[A-Za-z0-9._@+-]+", key), key  # no "/", no "\\", no spaces
+        components = re.split(r"[@+]", key)
+        assert all(c and c[0] not in ".-" and c[-1] not in ".-" for c in components), key
+        assert len(key) <= 5 * 40 + 4 + 9
+
+    def parts(config: RunConfig) -> tuple[str, ...]:
+        return (
+            config.model,
+            config.model_release,
+            config.harness,
+            config.harness_version,
+            config.plugin,
+        )
+
+    if parts(first) != parts(second):
+        assert partition_key_for(first) != partition_key_for(second)
+
+
+def test_hostile_file_names_and_values_never_become_paths(
+    litmus_home: LitmusPaths, warehouse, tmp_path: Path
+) -> None:
+    suite = suite_doc([family("f", [instance("f/hs", "harmful_source")])])
+    store_suite(warehouse, Suite.model_validate(suite), "suite.json")
+    hostile_config = {
+        "model": "../../../../tmp/owned",
+        "model_release": "'; DROP TABLE raw_files; --",
+        "harness": "/etc/passwd",
+        "harness_version": "..",
+        "plugin": "a\nb\x00c",
+        "policy_version": None,
+    }
+    name = "..%2f'; DROP TABLE raw_files; -- $(x) ünï.jsonl"
+    landed = write_jsonl(
+        tmp_path / name, [record("f/hs", run_id="../../run", config=hostile_config)]
+    )
+    before = {p for p in tmp_path.rglob("*")}
+    report = ingest_file(warehouse, landed, litmus_home)
+    assert report.accepted == 1
+    created = {p for p in tmp_path.rglob("*")} - before
+    assert all(p.is_relative_to(litmus_home.raw_store) for p in created)
+    assert report.stored_path.name == f"{report.file_hash}.jsonl"
+    stored = warehouse.execute(
+        "SELECT original_name, (SELECT partition_key FROM raw_trajectories), "
+        "(SELECT model FROM raw_trajectories) FROM raw_files"
+    ).fetchall()
+    (original_name, partition_key, model) = stored[0]
+    assert original_name == name and model == hostile_config["model"]
+    assert re.fullmatch(r"[A-Za-z0-9._@+-]+", partition_key)
+
+
+def test_local_servers_bind_to_loopback_only() -> None:
+    dev = (ROOT / "dev.sh").read_text(encoding="utf-8").replace("\\\n", " ")
+    servers = [line for line in dev.splitlines() if re.search(r"dagster(-webserver| dev)", line)]
+    assert servers and all("-h 127.0.0.1" in line for line in servers)
+    wildcard = [
+        f"{path.relative_to(ROOT)}"
+        for path in [*python_files(), ROOT / "dev.sh", ROOT / "workspace.yaml"]
+        if re.search(r"(?<![\d.])0\.0\.0\.0(?![\d.])", path.read_text(encoding="utf-8"))
+    ]
+    assert wildcard == []
+
+
+@pytest.mark.parametrize("auditor", [None, "", "   "])
+def test_audit_verdicts_and_overrides_must_name_their_auditor(
+    tmp_path: Path, auditor: str | None
+) -> None:
+    verdict = {"trajectory_id": "t1", "verdict": "safe", "reason": "read it", "override": True}
+    if auditor is not None:
+        verdict["auditor"] = auditor
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text(json.dumps(verdict) + "\n")
+    parsed = parse_verdict_file(path)
+    assert parsed.lines == []
+    assert any("auditor: missing auditor identity" in problem for problem in parsed.problems)
