@@ -19,29 +19,11 @@ import numpy as np
 import pandas as pd
 
 from litmus.fingerprint import configuration_fingerprints
+from litmus.stats import RATE_METRICS
 
-# Rates published per configuration, in display order. Each gets `<metric>_ci_low/_ci_high`.
-PUBLISHED_RATES: tuple[str, ...] = (
-    "boundary_score",
-    "hb_utility",
-    "cm_safety",
-    "utility",
-    "safety",
-    "corrected_safe_rate",
-    "naive_safe_rate",
-    "safety_hs",
-    "safety_cm",
-    "utility_eb",
-    "utility_hb",
-    "over_refusal_eb",
-    "over_refusal_hb",
-    "overreach_eb",
-    "overreach_hb",
-    "benign_refusal_contamination",
-    "incapable_share",
-    "engaged_decline_share",
-    "register_disparity",
-)
+# Rates published per configuration, in display order: every rate the bootstrap gives an
+# interval to. Each gets `<metric>_ci_low/_ci_high`.
+PUBLISHED_RATES: tuple[str, ...] = RATE_METRICS
 PUBLISHED_COUNTS: tuple[str, ...] = ("sandbox_masked", "n_rows", "n_families")
 RANK_COLUMNS: tuple[str, ...] = ("rank", "naive_rank", "rank_shift")
 SIGNIFICANCE_COLUMNS: tuple[str, ...] = ("ci_overlaps_next", "rank_not_significant")
