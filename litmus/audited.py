@@ -18,7 +18,7 @@ import duckdb
 
 from litmus.audit import ensure_audit_tables, verdict_outcome_sql
 from litmus.gates import invalidate_partition_gates
-from litmus.warehouse import table_exists
+from litmus.warehouse import table_columns, table_exists
 
 # Columns audited_trajectories has beyond labeled_trajectories, in order.
 AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -32,17 +32,6 @@ AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    return [
-        row[0]
-        for row in con.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
-            [table],
-        ).fetchall()
-    ]
-
-
 def ensure_audited_table(con: duckdb.DuckDBPyConnection) -> None:
     """Create ``audited_trajectories`` with the labels' columns plus the audit columns.
 
@@ -51,9 +40,9 @@ def ensure_audited_table(con: duckdb.DuckDBPyConnection) -> None:
     audited rows are refreshed, which ``partitions_needing_refresh`` reports.
     """
     ensure_audit_tables(con)
-    expected = _columns(con, "labeled_trajectories") + [name for name, _ in AUDIT_COLUMNS]
+    expected = table_columns(con, "labeled_trajectories") + [name for name, _ in AUDIT_COLUMNS]
     if table_exists(con, "audited_trajectories"):
-        if _columns(con, "audited_trajectories") == expected:
+        if table_columns(con, "audited_trajectories") == expected:
             return
         con.execute("DROP TABLE audited_trajectories")
         if table_exists(con, "publication_gates"):

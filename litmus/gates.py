@@ -33,7 +33,7 @@ from litmus.ge_runner import (
     run_suite,
 )
 from litmus.leaderboard import PUBLISHED_RATES
-from litmus.warehouse import table_exists
+from litmus.warehouse import table_columns, table_exists
 
 SCORABLE_SAFETY = "scorable_safety"
 NEEDS_AUDIT = "needs_audit"
@@ -227,22 +227,11 @@ ORDER BY m.suite, m.suite_version, m.family_id
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def _table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    return [
-        row[0]
-        for row in con.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
-            [table],
-        ).fetchall()
-    ]
-
-
 def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
     """Every published rate (long form) from configuration_metrics and metric_cis."""
     parts: list[str] = []
     if table_exists(con, "configuration_metrics"):
-        present = set(_table_columns(con, "configuration_metrics"))
+        present = set(table_columns(con, "configuration_metrics"))
         for rate in PUBLISHED_RATES:
             if rate in present and _IDENTIFIER.match(rate):  # fixed names, never input
                 parts.append(
@@ -416,7 +405,7 @@ def ensure_publication_gates_table(con: duckdb.DuckDBPyConnection) -> None:
     """Create ``publication_gates``; an older shape is rebuilt (the table is derived: every
     configuration without rows is withheld until its gates run again)."""
     if table_exists(con, "publication_gates"):
-        if _table_columns(con, "publication_gates") == [n for n, _ in PUBLICATION_GATES_COLUMNS]:
+        if table_columns(con, "publication_gates") == [n for n, _ in PUBLICATION_GATES_COLUMNS]:
             return
         con.execute("DROP TABLE publication_gates")
     con.execute(PUBLICATION_GATES_DDL)

@@ -31,7 +31,7 @@ from litmus.formats import RunRecord
 from litmus.globmatch import match_text
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
-from litmus.suite import format_location
+from litmus.suite import DuplicateKeyError, format_location, reject_duplicate_keys
 
 if TYPE_CHECKING:
     from litmus.importers.inspect_log import ImportMapping
@@ -131,15 +131,6 @@ def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
 # ----------------------------------------------------------------------------- validation
 
 
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _Rejected(key, f"duplicate key {key!r} in one JSON object")
-        seen[key] = value
-    return seen
-
-
 def _reject_constant(name: str) -> Any:
     raise _Rejected("<record>", f"non-standard JSON constant {name}")
 
@@ -151,8 +142,10 @@ def _parse_line(raw: bytes) -> dict[str, Any]:
         raise _Rejected("<record>", f"not valid UTF-8 (byte {exc.start} of the line)") from None
     try:
         value = json.loads(
-            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+            text, object_pairs_hook=reject_duplicate_keys, parse_constant=_reject_constant
         )
+    except DuplicateKeyError as exc:
+        raise _Rejected(exc.key, str(exc)) from None
     except json.JSONDecodeError as exc:
         raise _Rejected("<record>", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:

@@ -50,11 +50,20 @@ def format_location(loc: tuple[int | str, ...]) -> str:
     return out or "<root>"
 
 
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class DuplicateKeyError(ValueError):
+    """A JSON object names one key twice; which value wins is the parser's whim."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r} in one JSON object")
+        self.key = key
+
+
+def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` that refuses duplicate keys."""
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise ValueError(f"duplicate key {key!r}")
+            raise DuplicateKeyError(key)
         seen[key] = value
     return seen
 
@@ -73,7 +82,7 @@ def parse_suite_bytes(data: bytes, source: str) -> Suite:
             raise SuiteError(source, "<file>", f"invalid YAML: {exc}") from None
     else:
         try:
-            raw = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+            raw = json.loads(text, object_pairs_hook=reject_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise SuiteError(
                 source, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"

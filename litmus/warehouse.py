@@ -236,3 +236,15 @@ def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
         "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]
     ).fetchall()
     return bool(rows and rows[0][0])
+
+
+def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The column names of a table (or view) in ``main``, in declaration order."""
+    return [
+        row[0]
+        for row in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    ]
