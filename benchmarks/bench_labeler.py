@@ -5,6 +5,11 @@ warehouse tables (ingestion is not what is measured here), labels the whole part
 the SQL path, labels a random subset with the reference function, checks both agree on that
 subset, and reports trajectories/second for each, their ratio, and peak memory (max RSS).
 
+The target ratio compares like with like: the decision boundary in SQL, written to an
+in-memory table, against the reference function returning in-memory decisions, both given the
+same refusal-classifier verdicts. The classifier is the same Python code on both paths, so it
+is timed and reported on its own (and end to end), as is the write to the persistent table.
+
     .venv/bin/python benchmarks/bench_labeler.py [--trajectories 1000000] [--reference 20000]
 """
 
@@ -14,6 +19,7 @@ import argparse
 import json
 import random
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -29,6 +35,10 @@ from litmus.suite import store_suite
 from litmus.warehouse import connect
 
 PARTITION = "bench@1+react@1+bare"
+# Each decision-boundary timing (SQL and reference alike) is the median of this many runs.
+REPEATS = 3
+# Issue #2: the SQL decision boundary at least 20x the reference function.
+TARGET_SPEED_UP = 20
 TEXTS = [
     "I can't help with that.",
     "Done. The files are cleaned up.",
@@ -82,7 +92,7 @@ SELECT t.trajectory_id, s.step_idx, NULL,
                                    END]) END,
        ['ok', 'ok', 'permission_denied', 'blocked', 'error'][
            1 + rnd3(t.source_line, s.step_idx, 3, 5)],
-       'output'
+       'output', t.partition_key, t.suite, t.suite_version, t.instance_id
 FROM raw_trajectories t, range(t.n_steps) s(step_idx)
 LEFT JOIN bench_calls c
   ON c.instance_id = t.instance_id AND c.k = rnd3(t.source_line, s.step_idx, 4, 3);
@@ -175,18 +185,27 @@ def main() -> int:
             compute_refusal_signals(con, PARTITION, default_classifier())
             classifier_seconds = time.perf_counter() - started
             # Decisions computed into a temp table (in memory, like the reference's results)...
-            con.execute(
-                "CREATE TEMP TABLE benchmark_labels AS SELECT * FROM trajectory_labels LIMIT 0"
-            )
-            started = time.perf_counter()
-            run_label_sql(con, PARTITION, into="benchmark_labels")
-            sql_seconds = time.perf_counter() - started
+            in_memory_times = []
+            for _ in range(REPEATS):
+                # a fresh table each time: deleted rows of a temp table keep their memory
+                con.execute(
+                    "CREATE OR REPLACE TEMP TABLE benchmark_labels AS "
+                    "SELECT * FROM trajectory_labels LIMIT 0"
+                )
+                started = time.perf_counter()
+                run_label_sql(con, PARTITION, into="benchmark_labels")
+                in_memory_times.append(time.perf_counter() - started)
+            sql_seconds = statistics.median(in_memory_times)
+            con.execute("DROP TABLE benchmark_labels")
             # ...and persisted into the warehouse, as production does.
-            con.execute("DELETE FROM trajectory_labels")
-            con.execute("CHECKPOINT")
-            started = time.perf_counter()
-            run_label_sql(con, PARTITION)
-            persisted_seconds = time.perf_counter() - started
+            persisted_times = []
+            for _ in range(REPEATS):
+                con.execute("DELETE FROM trajectory_labels")
+                con.execute("CHECKPOINT")
+                started = time.perf_counter()
+                run_label_sql(con, PARTITION)
+                persisted_times.append(time.perf_counter() - started)
+            persisted_seconds = statistics.median(persisted_times)
             print(
                 f"SQL path: {report.trajectories:,} labeled in {end_to_end_seconds:.1f}s "
                 f"(classifier {classifier_seconds:.1f}s, decision SQL {sql_seconds:.2f}s in "
@@ -219,12 +238,15 @@ def main() -> int:
         started = time.perf_counter()
         reference = [label_trajectory(r, instances[r.instance_id], classifier) for r in records]
         reference_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        reference_given_verdicts = [
-            label_trajectory(r, instances[r.instance_id], classified=signals[tid])
-            for tid, r in zip(ids, records, strict=True)
-        ]
-        reference_decision_seconds = time.perf_counter() - started
+        reference_times = []
+        for _ in range(REPEATS):
+            started = time.perf_counter()
+            reference_given_verdicts = [
+                label_trajectory(r, instances[r.instance_id], classified=signals[tid])
+                for tid, r in zip(ids, records, strict=True)
+            ]
+            reference_times.append(time.perf_counter() - started)
+        reference_decision_seconds = statistics.median(reference_times)
         assert [r.outcome for r in reference] == [r.outcome for r in reference_given_verdicts]
         disagreements = sum(
             1 for tid, label in zip(ids, reference, strict=True) if sql_labels[tid] != label.outcome
@@ -243,8 +265,12 @@ def main() -> int:
     print(f"  incl. refusal classifier:            {reference_rate:,.0f} trajectories/s")
     print(f"  given the classifier's verdicts:     {reference_decision_rate:,.0f} trajectories/s")
     print(f"speed-up end to end (SQL path / reference):  {end_to_end_rate / reference_rate:.1f}x")
+    speed_up = sql_rate / reference_decision_rate
+    verdict = "met" if speed_up >= TARGET_SPEED_UP else "NOT met"
     print(
-        f"speed-up decision boundary (SQL / reference): {sql_rate / reference_decision_rate:.1f}x"
+        f"speed-up decision boundary (SQL / reference): {speed_up:.1f}x in memory, "
+        f"{n / persisted_seconds / reference_decision_rate:.1f}x persisted "
+        f"(target >= {TARGET_SPEED_UP}x in memory: {verdict})"
     )
     print(f"outcome disagreements on the sample: {disagreements}")
     print(f"peak memory (max RSS, whole process): {peak_mb:,.0f} MB")

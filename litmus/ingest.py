@@ -98,14 +98,35 @@ def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_copies(target)
     partial = target.with_name(target.name + f".partial-{os.getpid()}")
-    shutil.copyfile(path, partial)
-    if file_sha256(partial) != digest:
-        partial.unlink()
-        raise OSError(f"{path}: changed while being copied into the raw store")
-    partial.chmod(0o444)
-    os.replace(partial, target)
+    try:
+        shutil.copyfile(path, partial)
+        if file_sha256(partial) != digest:
+            raise OSError(f"{path}: changed while being copied into the raw store")
+        partial.chmod(0o444)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _remove_abandoned_copies(target: Path) -> None:
+    """Delete half-written copies of ``target`` left by processes that no longer exist."""
+    for leftover in target.parent.glob(target.name + ".partial-*"):
+        pid_text = leftover.name.rpartition("-")[2]
+        if pid_text.isdigit() and not _process_alive(int(pid_text)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
 
 
 def _format_suffix(path: Path) -> str:
@@ -534,7 +555,20 @@ def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source
 
 def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
     con.execute("INSERT INTO raw_trajectories SELECT * FROM staged_trajectories")
-    con.execute("INSERT INTO raw_steps SELECT * EXCLUDE (source_line) FROM staged_steps")
+    # Each step carries its trajectory's partition and instance (see warehouse.raw_steps).
+    steps_in = con.execute("SELECT count(*) FROM staged_steps").fetchall()[0][0]
+    steps_out = con.execute(
+        """
+        INSERT INTO raw_steps BY NAME
+        SELECT s.* EXCLUDE (source_line, partition_key, suite, suite_version, instance_id),
+               t.partition_key, t.suite, t.suite_version, t.instance_id
+        FROM staged_steps s
+        JOIN staged_trajectories t
+          ON t.source_line = s.source_line AND t.trajectory_id = s.trajectory_id
+        """
+    ).fetchall()[0][0]
+    if steps_out != steps_in:
+        raise RuntimeError(f"{steps_in - steps_out} staged steps lost their trajectory")
     con.execute("INSERT INTO quarantine SELECT * FROM staged_quarantine")
     report.accepted = con.execute("SELECT count(*) FROM staged_trajectories").fetchone()[0]
     report.quarantined = con.execute("SELECT count(*) FROM staged_quarantine").fetchone()[0]

@@ -163,7 +163,13 @@ CREATE TABLE IF NOT EXISTS raw_steps (
     -- argument name → the text patterns match against (strings as-is, else compact JSON)
     match_args MAP(VARCHAR, VARCHAR),
     status VARCHAR,
-    output VARCHAR
+    output VARCHAR,
+    -- copied from the step's trajectory at ingestion, so the labeler reads a partition's
+    -- steps and matches them to their oracle without joining a million trajectories first
+    partition_key VARCHAR NOT NULL,
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    instance_id VARCHAR NOT NULL
 );
 CREATE TABLE IF NOT EXISTS refusal_signals (
     trajectory_id VARCHAR NOT NULL,
@@ -225,8 +231,42 @@ CREATE TABLE IF NOT EXISTS quarantine (
 """
 
 
+# Columns raw_steps gained after its first release, each filled from the step's trajectory.
+_STEP_CONTEXT_COLUMNS = ("partition_key", "suite", "suite_version", "instance_id")
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    _upgrade_raw_steps(con)
     con.execute(SCHEMA_DDL)
+
+
+def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
+    """Rebuild a raw_steps written before the step context columns existed, in one transaction."""
+    existing = table_columns(con, "raw_steps")
+    present = [c for c in _STEP_CONTEXT_COLUMNS if c in existing]
+    if not existing or len(present) == len(_STEP_CONTEXT_COLUMNS):
+        return
+    if present:
+        raise RuntimeError(f"cannot upgrade raw_steps: it has only some of {_STEP_CONTEXT_COLUMNS}")
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("ALTER TABLE raw_steps RENAME TO raw_steps_before_upgrade")
+        con.execute(SCHEMA_DDL)
+        before = con.execute("SELECT count(*) FROM raw_steps_before_upgrade").fetchall()[0][0]
+        after = con.execute(
+            "INSERT INTO raw_steps BY NAME "
+            "SELECT s.*, t.partition_key, t.suite, t.suite_version, t.instance_id "
+            "FROM raw_steps_before_upgrade s JOIN raw_trajectories t USING (trajectory_id)"
+        ).fetchall()[0][0]
+        if after != before:
+            raise RuntimeError(
+                f"cannot upgrade raw_steps: {before - after} steps have no trajectory"
+            )
+        con.execute("DROP TABLE raw_steps_before_upgrade")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from conftest import call, family, instance, matcher, record, suite_doc, write_jsonl
+from conftest import call, family, instance, matcher, record, say, suite_doc, write_jsonl
 from litmus.formats import Suite
 from litmus.ingest import file_sha256, ingest_file
+from litmus.labeler.sql import label_partition
 from litmus.suite import store_suite
+from litmus.warehouse import connect, table_columns
 
 SUITE = suite_doc(
     [
@@ -168,3 +173,98 @@ def test_partition_key_is_sanitized_and_collision_free(stored_suite, litmus_home
     for key in keys:
         assert all(c.isalnum() or c in "@+._-" for c in key), key
     assert stored_suite.execute("SELECT count(*) FROM raw_files").fetchone()[0] == 1
+
+
+def test_steps_carry_their_trajectorys_partition_and_instance(stored_suite, litmus_home) -> None:
+    path = write_jsonl(
+        litmus_home.landing / "runs.jsonl",
+        [
+            record("fam-1/hs", [call("fs.delete", path="/a"), call("fs.list", path="/")]),
+            record("fam-1/eb", [call("fs.list", path="/")]),
+        ],
+    )
+    ingest_file(stored_suite, path, litmus_home)
+    mismatched = stored_suite.execute(
+        "SELECT count(*) FROM raw_steps s JOIN raw_trajectories t USING (trajectory_id) "
+        "WHERE (s.partition_key, s.suite, s.suite_version, s.instance_id) "
+        "IS DISTINCT FROM (t.partition_key, t.suite, t.suite_version, t.instance_id)"
+    ).fetchall()[0][0]
+    assert stored_suite.execute("SELECT count(*) FROM raw_steps").fetchall()[0][0] == 3
+    assert mismatched == 0
+
+
+_DROP_STEP_CONTEXT = (  # back to the raw_steps of the first release
+    "CREATE TABLE old_steps AS SELECT * EXCLUDE (partition_key, suite, suite_version, "
+    "instance_id) FROM raw_steps; DROP TABLE raw_steps; ALTER TABLE old_steps RENAME TO raw_steps"
+)
+
+
+def test_a_warehouse_from_before_step_context_is_upgraded_and_labels_the_same(
+    litmus_home,
+) -> None:
+    path = write_jsonl(
+        litmus_home.landing / "runs.jsonl",
+        [
+            record("fam-1/hs", [call("fs.delete", "permission_denied", path="/a")]),
+            record("fam-1/cm", [call("fs.delete", path="/b")]),
+            record("fam-1/eb", [call("fs.list", path="/")]),
+            record("fam-1/hb", [say("I won't do that.")], termination="refused"),
+        ],
+    )
+    labels_query = "SELECT * EXCLUDE (labeled_at) FROM trajectory_labels ORDER BY trajectory_id"
+    steps_query = (
+        "SELECT trajectory_id, step_idx, message, tool_name, match_args, status "
+        "FROM raw_steps ORDER BY ALL"
+    )
+    with connect(litmus_home.duckdb_path) as con:
+        store_suite(con, Suite.model_validate(SUITE), "suite.json")
+        (partition,) = ingest_file(con, path, litmus_home).partitions
+        label_partition(con, partition)
+        before = con.execute(labels_query).fetchall()
+        steps_before = con.execute(steps_query).fetchall()
+        con.execute(_DROP_STEP_CONTEXT + "; DELETE FROM trajectory_labels")
+
+    with connect(litmus_home.duckdb_path) as con:
+        assert set(table_columns(con, "raw_steps")) >= {"partition_key", "instance_id"}
+        assert con.execute(steps_query).fetchall() == steps_before
+        label_partition(con, partition)
+        assert con.execute(labels_query).fetchall() == before
+    assert len(before) == 4
+
+
+def test_an_upgrade_that_would_lose_steps_changes_nothing(litmus_home) -> None:
+    path = write_jsonl(litmus_home.landing / "runs.jsonl", [record("fam-1/eb", [say("hi")])])
+    with connect(litmus_home.duckdb_path) as con:
+        store_suite(con, Suite.model_validate(SUITE), "suite.json")
+        ingest_file(con, path, litmus_home)
+        con.execute(
+            _DROP_STEP_CONTEXT + "; INSERT INTO raw_steps (trajectory_id, step_idx) "
+            "VALUES ('no-such-trajectory', 0)"
+        )
+    with (
+        pytest.raises(RuntimeError, match="1 steps have no trajectory"),
+        connect(litmus_home.duckdb_path),
+    ):
+        pass
+    raw = duckdb.connect(str(litmus_home.duckdb_path))
+    assert "partition_key" not in table_columns(raw, "raw_steps")
+    assert raw.execute("SELECT count(*) FROM raw_steps").fetchall()[0][0] == 2
+    raw.close()
+
+
+def test_copies_abandoned_by_a_killed_ingest_are_cleaned_up(stored_suite, litmus_home) -> None:
+    path = write_jsonl(litmus_home.landing / "runs.jsonl", [record("fam-1/hs")])
+    digest = file_sha256(path)
+    shard = litmus_home.raw_store / digest[:2]
+    shard.mkdir(parents=True)
+    exited = subprocess.Popen(["true"])  # its pid names a process that no longer exists
+    exited.wait()
+    abandoned = shard / f"{digest}.jsonl.partial-{exited.pid}"
+    in_progress = shard / f"{digest}.jsonl.partial-{os.getppid()}"
+    for leftover in (abandoned, in_progress):
+        leftover.write_bytes(b"half a file")
+    report = ingest_file(stored_suite, path, litmus_home)
+    assert report.accepted == 1
+    assert not abandoned.exists()
+    assert in_progress.exists()  # its writer is alive: not ours to delete
+    assert sorted(p.name for p in shard.iterdir()) == sorted([f"{digest}.jsonl", in_progress.name])

@@ -51,11 +51,13 @@ def compute_refusal_signals(
                list(s.message ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL)
                    AS messages
         FROM raw_trajectories t
-        LEFT JOIN raw_steps s USING (trajectory_id)
-        WHERE t.partition_key = ?
+        LEFT JOIN (SELECT trajectory_id, step_idx, message FROM raw_steps
+                   WHERE partition_key = $partition_key AND message IS NOT NULL) s
+          USING (trajectory_id)
+        WHERE t.partition_key = $partition_key
         GROUP BY t.trajectory_id, t.n_steps, t.final_response
         """,
-        params=[partition_key],
+        params={"partition_key": partition_key},
     ).to_arrow_reader(TEXT_BATCH_ROWS)
     cache: dict[tuple[tuple[int, str], ...], tuple[RefusalVerdict, int | None]] = {}
     total = 0

@@ -43,13 +43,15 @@ WITH traj AS (
     WHERE t.partition_key = $partition_key
 ),
 candidates AS (  -- every tool call paired with each oracle matcher naming the same tool
+    -- Steps carry their trajectory's partition and instance, so this join never builds a
+    -- hash table of the partition's trajectories: only of the suite's matchers.
     SELECT s.trajectory_id, s.step_idx, s.status, s.match_args, m.kind, m.matcher_idx,
            m.arg_patterns
-    FROM traj t
-    JOIN raw_steps s USING (trajectory_id)
+    FROM raw_steps s
     JOIN oracle_matchers m
-      ON m.suite = t.suite AND m.suite_version = t.suite_version
-     AND m.instance_id = t.instance_id AND m.tool = s.tool_name
+      ON m.suite = s.suite AND m.suite_version = s.suite_version
+     AND m.instance_id = s.instance_id AND m.tool = s.tool_name
+    WHERE s.partition_key = $partition_key
 ),
 matches AS (  -- a call matches when every listed argument is present and its pattern matches
     SELECT trajectory_id, step_idx, status, kind, matcher_idx
@@ -86,7 +88,10 @@ evidence AS (
                 ELSE t.judge_task_completed END AS completed
     FROM traj t
     LEFT JOIN oracle_evidence o USING (trajectory_id)
-    JOIN refusal_signals r USING (trajectory_id)
+    -- filtered to the partition, the signals are joined straight to the trajectory scan,
+    -- before the wide evidence rows exist (a hash table of those cost twice as much)
+    JOIN (SELECT * FROM refusal_signals WHERE partition_key = $partition_key) r
+      USING (trajectory_id)
 ),
 refusals AS (
     SELECT e.*,
