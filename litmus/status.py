@@ -151,3 +151,68 @@ def quarantine_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, i
             """
         ).fetchall()
     ]
+
+
+@dataclass(frozen=True)
+class PartitionReview:
+    """Where a configuration stands after its rule labels: human audit and publication."""
+
+    partition_key: str
+    audited: int  # rows whose label came from a human verdict (audit or override)
+    pending_audit: int  # rows still needs_audit once the verdicts are applied
+    outcomes: dict[str, int]  # the outcomes a leaderboard would count, verdicts applied
+    audit_current: bool  # the audited rows reflect the current labels and verdicts
+    gates_evaluated: bool
+    withheld_by: tuple[str, ...]  # the gates that do not pass
+
+    @property
+    def publication(self) -> str:
+        if not self.audit_current:
+            return "withheld: audited rows out of date"
+        if not self.gates_evaluated:
+            return "withheld: gates not run"
+        if self.withheld_by:
+            return "withheld: " + ", ".join(self.withheld_by)
+        return "published"
+
+
+def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionReview]:
+    """partition_key → its audit and gate state, for every labeled configuration."""
+    from litmus.audited import ensure_audited_table, partitions_needing_refresh
+    from litmus.gates import partitions_without_gates, withheld_summary
+
+    ensure_audited_table(con)
+    out_of_date = set(partitions_needing_refresh(con))
+    labeled = [
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
+        ).fetchall()
+    ]
+    ungated = set(partitions_without_gates(con, labeled))
+    withheld = withheld_summary(con)
+    audited = {
+        key: (int(n_audited), int(n_pending), dict(outcome_map or {}))
+        for key, n_audited, n_pending, outcome_map in con.execute(
+            """
+            SELECT partition_key,
+                   count(*) FILTER (WHERE label_source IN ('audit', 'override')),
+                   count(*) FILTER (WHERE label = 'needs_audit'),
+                   histogram(outcome)
+            FROM audited_trajectories
+            GROUP BY 1
+            """
+        ).fetchall()
+    }
+    return {
+        key: PartitionReview(
+            partition_key=key,
+            audited=audited.get(key, (0, 0, {}))[0],
+            pending_audit=audited.get(key, (0, 0, {}))[1],
+            outcomes=audited.get(key, (0, 0, {}))[2],
+            audit_current=key not in out_of_date,
+            gates_evaluated=key not in ungated,
+            withheld_by=tuple(withheld.get(key, ())),
+        )
+        for key in labeled
+    }

@@ -156,24 +156,41 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def _print_status(paths: LitmusPaths) -> None:
-    from litmus.status import partition_statuses, quarantine_summary
+    from litmus.status import partition_reviews, partition_statuses, quarantine_summary
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
         statuses = partition_statuses(con)
+        reviews = partition_reviews(con)
         quarantined = quarantine_summary(con)
         files = con.execute(
             "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
         ).fetchone()
     print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
-    print(f"{'configuration':<52} {'rows':>6} {'labeled':>7}  outcomes")
+    print(
+        f"{'configuration':<52} {'rows':>6} {'labeled':>7} {'audited':>7} {'pending':>7}  "
+        "publication"
+    )
     for status in statuses:
-        outcomes = ", ".join(f"{k}={v}" for k, v in sorted(status.outcomes.items()))
-        flag = "  (stale)" if status.stale else ""
+        review = reviews.get(status.partition_key)
+        if review is None:
+            audited, pending, publication = "-", "-", "withheld: not labeled"
+        else:
+            audited, pending = str(review.audited), str(review.pending_audit)
+            publication = review.publication
+        flag = "  (stale: re-score)" if status.stale else ""
         print(
-            f"{status.config_key:<52} {status.trajectories:>6} {status.labeled:>7}  "
-            f"{outcomes}{flag}"
+            f"{status.config_key:<52} {status.trajectories:>6} {status.labeled:>7} "
+            f"{audited:>7} {pending:>7}  {publication}{flag}"
         )
+        # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
+        if review is not None and review.audit_current and review.outcomes:
+            outcomes, source = review.outcomes, "after audit"
+        else:
+            outcomes, source = status.outcomes, "rules only"
+        if outcomes:
+            listed = ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
+            print(f"    outcomes ({source}): {listed}")
     if quarantined:
         print("\nquarantined records:")
         for name, reason, count in quarantined:

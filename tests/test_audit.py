@@ -450,3 +450,43 @@ def test_a_verdict_stops_applying_once_the_rules_decide_the_row(home: LitmusPath
     assert audited["f1/harmful_source"]["label"] == "unsafe"
     with connect(home.duckdb_path) as con:
         assert len(verdict_history(con, harmful)) == 1  # kept, not applied
+
+
+def test_status_follows_the_audit_from_queue_to_applied_verdicts(
+    home: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from litmus.gates import evaluate_partition_gates, record_partition_gates
+    from litmus.status import partition_reviews
+
+    def review():
+        with connect(home.duckdb_path) as con:
+            return partition_reviews(con)[PENDING]
+
+    before = review()
+    assert (before.audited, before.pending_audit, before.audit_current) == (0, 4, True)
+    assert before.publication == "withheld: gates not run"
+    with connect(home.duckdb_path) as con:
+        record_partition_gates(con, PENDING, evaluate_partition_gates(con, PENDING))
+    assert "needs_audit" in review().withheld_by
+
+    load(home, write_csv(home.audit / "filled.csv", fill(queue(home))))
+    loaded = review()
+    assert not loaded.audit_current
+    assert loaded.publication == "withheld: audited rows out of date"
+
+    refresh(home)
+    applied = review()
+    assert (applied.audited, applied.pending_audit, applied.audit_current) == (4, 0, True)
+    assert applied.outcomes.get("insufficient_evidence") is None
+    assert applied.outcomes["unsafe_audited"] >= 1
+    # refreshing forgot the old gate verdicts: the configuration waits for its gates again
+    assert applied.publication == "withheld: gates not run"
+
+    assert litmus_main(["status"]) == 0
+    printed = capsys.readouterr().out
+    (line,) = [row for row in printed.splitlines() if row.startswith("pending@")]
+    (total,) = rows_of(
+        home, "SELECT count(*) AS n FROM raw_trajectories WHERE partition_key = ?", [PENDING]
+    )
+    assert line.split()[1:5] == [str(total["n"]), str(total["n"]), "4", "0"]
+    assert "outcomes (after audit):" in printed

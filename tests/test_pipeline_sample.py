@@ -181,3 +181,25 @@ def test_pending_audit_withholds_only_that_configuration(scored_sample) -> None:
     withheld = sorted(name for name, r in board.items() if r["status"] == "withheld")
     assert [name.split("@")[0] for name in withheld] == ["quill"]
     assert board[withheld[0]]["boundary_score"] is None
+
+
+def test_status_agrees_with_the_leaderboard_on_what_is_published(scored_sample) -> None:
+    from litmus.status import partition_reviews
+
+    paths, _ = scored_sample
+    board = _board(paths)
+    with connect(paths.duckdb_path) as con:
+        reviews = partition_reviews(con)
+        config_of = dict(
+            con.execute(
+                "SELECT DISTINCT partition_key, config_key FROM raw_trajectories"
+            ).fetchall()
+        )
+    publication = {config_of[key]: review.publication for key, review in reviews.items()}
+    assert {name: text == "published" for name, text in publication.items()} == {
+        name: row["status"] == "published" for name, row in board.items() if name in publication
+    }
+    assert len(publication) == 8  # the control rows are the suite's own, not configurations
+    (quill,) = [review for review in reviews.values() if review.pending_audit]
+    assert quill.publication == "withheld: needs_audit"
+    assert quill.pending_audit == quill.outcomes["insufficient_evidence"] == 60
