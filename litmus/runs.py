@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from litmus.settings import LitmusPaths
@@ -25,3 +27,43 @@ def suite_files(paths: LitmusPaths) -> list[Path]:
         for p in paths.suites.iterdir()
         if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(SUITE_SUFFIXES)
     )
+
+
+def _observe(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_size, stat.st_mtime_ns
+
+
+def settled_files(
+    files: Sequence[Path], *, quiet_seconds: float = 1.0, max_wait_seconds: float = 10.0
+) -> tuple[list[Path], list[Path]]:
+    """Split ``files`` into those safe to ingest and those still being written (or removed).
+
+    A file last modified more than ``quiet_seconds`` ago is settled at once. A newer one (or
+    one dated in the future) is settled once its size and modification time stay the same
+    over ``quiet_seconds``; a file still changing after ``max_wait_seconds`` is left for the
+    next run rather than ingested half-written.
+    """
+    settled: list[Path] = []
+    watching: dict[Path, tuple[int, int] | None] = {}
+    now_ns = time.time_ns()
+    for path in files:
+        observed = _observe(path)
+        if observed is not None and now_ns - observed[1] > quiet_seconds * 1e9:
+            settled.append(path)
+        else:
+            watching[path] = observed
+    deadline = time.monotonic() + max_wait_seconds
+    while watching and time.monotonic() < deadline:
+        time.sleep(min(quiet_seconds, max(0.0, deadline - time.monotonic())))
+        for path, before in list(watching.items()):
+            after = _observe(path)
+            if after is not None and after == before:
+                settled.append(path)
+                del watching[path]
+            else:
+                watching[path] = after
+    return sorted(settled), sorted(watching)

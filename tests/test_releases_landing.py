@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from conftest import CONFIG, record, write_jsonl
@@ -20,6 +23,7 @@ from litmus.landing import (
     file_configurations,
     scan_landing,
 )
+from litmus.runs import settled_files
 from litmus.settings import LitmusPaths
 
 OTHER = {**CONFIG, "model_release": "2026-12-01"}
@@ -127,3 +131,86 @@ def test_modification_time_alone_restarts_settling(litmus_home: LitmusPaths) -> 
     os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns + 1_000_000_000))
     scan = scan_landing(litmus_home, cursor)
     assert scan.new_files == [] and scan.waiting == ["run.jsonl"]
+
+
+class _SlowWriter(threading.Thread):
+    """Appends a record to a landed file every 0.2 s, the way a slow copy would."""
+
+    def __init__(self, path: Path, records: int, run_id: str = "run-1") -> None:
+        super().__init__(daemon=True)
+        self.path, self.records, self.run_id = path, records, run_id
+
+    def run(self) -> None:
+        with self.path.open("a") as handle:
+            for i in range(self.records):
+                line = record(f"fam/{i % 20}", epoch=100 + i, run_id=self.run_id)
+                handle.write(json.dumps(line) + "\n")
+                handle.flush()
+                time.sleep(0.2)
+
+
+def test_a_file_still_being_written_is_not_settled(litmus_home: LitmusPaths) -> None:
+    old = land(litmus_home, "old.jsonl", [CONFIG])
+    an_hour_ago = time.time() - 3600
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    finished = land(litmus_home, "finished.jsonl", [CONFIG])  # fresh, but complete
+    writing = litmus_home.landing / "writing.jsonl"
+    writer = _SlowWriter(writing, records=20)
+    writer.start()
+    time.sleep(0.3)  # the writer has written something
+    gone = land(litmus_home, "gone.jsonl", [CONFIG])
+    gone.unlink()
+
+    settled, still_written = settled_files(
+        [old, finished, writing, gone], quiet_seconds=0.5, max_wait_seconds=1.5
+    )
+    assert writer.is_alive()
+    assert settled == [finished, old]
+    assert still_written == [gone, writing]
+    writer.join()
+    assert settled_files([writing], quiet_seconds=0.5) == ([writing], [])
+
+
+def test_a_run_leaves_a_file_being_written_for_the_next_run(litmus_home: LitmusPaths) -> None:
+    from conftest import family, instance, suite_doc
+    from litmus_dagster.ingestion.assets import raw_run_files, suite_catalog
+    from litmus_dagster.resources import LitmusWarehouse
+
+    splits = ("harmful_source", "covert_malicious", "easy_benign", "hard_benign")
+    families = [
+        family(f"fam{f}", [instance(f"fam/{4 * f + i}", split) for i, split in enumerate(splits)])
+        for f in range(5)
+    ]
+    (litmus_home.suites / "suite.json").write_text(json.dumps(suite_doc(families)))
+    # one copy ends within the run's wait (10 s), the other goes on for longer
+    short = _SlowWriter(litmus_home.landing / "short.jsonl", records=10, run_id="short")
+    long = _SlowWriter(litmus_home.landing / "long.jsonl", records=75, run_id="long")
+    for writer in (short, long):
+        writer.start()
+    time.sleep(0.3)
+
+    def materialize() -> dict:
+        result = dg.materialize(
+            [suite_catalog, raw_run_files],
+            resources={"warehouse": LitmusWarehouse(home=str(litmus_home.home))},
+            instance=dg.DagsterInstance.ephemeral(),
+        )
+        (event,) = [
+            e
+            for e in result.get_asset_materialization_events()
+            if e.asset_key == dg.AssetKey("raw_run_files")
+        ]
+        return {k: v.value for k, v in event.materialization.metadata.items()}
+
+    during = materialize()
+    assert long.is_alive(), "the long copy ended before the run looked: nothing was tested"
+    assert during["files_still_being_written"] == ["long.jsonl"]
+    assert (during["files_ingested"], during["records_in"], during["records_accepted"]) == (
+        1,
+        10,
+        10,
+    )
+    long.join()
+    after = materialize()
+    assert after["files_still_being_written"] == []
+    assert (after["records_in"], after["records_accepted"]) == (75, 75)

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from litmus.ingest import ingest_file
-from litmus.runs import landed_files, suite_files
+from litmus.runs import landed_files, settled_files, suite_files
 from litmus.suite import load_suite_file, sibling_problems, store_suite
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
@@ -46,8 +46,12 @@ def raw_run_files(
     """
     paths = warehouse.paths
     reports = []
+    # a run started by hand (``litmus run``) must not read a file another process is writing
+    settled, still_written = settled_files(landed_files(paths))
+    for path in still_written:
+        context.log.warning(f"{path.name}: still being written; left for the next run")
     with warehouse.connect() as con:
-        for path in landed_files(paths):
+        for path in settled:
             report = ingest_file(
                 con,
                 path,
@@ -66,6 +70,7 @@ def raw_run_files(
         metadata={
             "files_ingested": len(ingested),
             "files_already_ingested": len(reports) - len(ingested),
+            "files_still_being_written": [path.name for path in still_written],
             "records_in": sum(r.records_total for r in ingested),
             "records_accepted": sum(r.accepted for r in ingested),
             "records_quarantined": sum(r.quarantined for r in ingested),
