@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -110,6 +111,8 @@ def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 # How long a `litmus run` waits for another one in the same state folder to finish.
 PIPELINE_WAIT_S = 6 * 3600.0
+# Where `litmus run` writes what the pipeline's steps print (replaced by each run).
+STEP_LOG_NAME = "last_run.log"
 
 
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -120,11 +123,22 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     # One pipeline per state folder at a time: a second `litmus run` started meanwhile waits,
     # instead of racing the first one's Dagster instance setup or publishing from its
     # half-built tables. (Each warehouse step is also serialized by the warehouse lock.)
-    with writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S):
-        result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
+    step_log = paths.home / STEP_LOG_NAME
+    # dbt and Dagster steps print their own log lines; the terminal gets the progress lines
+    # (stderr) and the results, the step lines go to a file beside the warehouse
+    with (
+        writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S),
+        step_log.open("w", encoding="utf-8") as log,
+        contextlib.redirect_stdout(log),
+    ):
+        try:
+            result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
+        except BaseException:
+            _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
+            raise
     _say(
         f"done in {time.monotonic() - started:.1f}s: {len(result.ingested_partitions)} "
-        f"configuration(s), {len(result.scored_partitions)} labeled"
+        f"configuration(s), {len(result.scored_partitions)} labeled; step output in {step_log}"
     )
     _print_status(paths)
     _print_leaderboard(paths)

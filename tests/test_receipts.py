@@ -58,6 +58,7 @@ class Published:
     other_public_key: Path
     landed: dict[str, str]  # original file name → sha256
     runs: list[tuple[int, str]]  # (exit code, stderr) of each `litmus run`
+    stdouts: list[str]  # what each `litmus run` printed on standard output
 
     @property
     def receipt_path(self) -> Path:
@@ -103,6 +104,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Published:
             (process.returncode, err.decode())
             for process, (_, err) in zip(processes, outputs, strict=True)
         ],
+        stdouts=[out.decode() for out, _ in outputs],
     )
 
 
@@ -153,6 +155,16 @@ def test_two_litmus_runs_started_at_once_both_finish(published: Published) -> No
             "FROM raw_trajectories"
         ).fetchall()[0]
     assert (files, rows, distinct) == (CONFIGURATIONS, CONFIGURATIONS * 96, CONFIGURATIONS * 96)
+
+
+def test_a_run_prints_results_and_keeps_the_steps_output_in_a_file(published: Published) -> None:
+    step_log = published.paths.home / "last_run.log"
+    for stdout, (_, stderr) in zip(published.stdouts, published.runs, strict=True):
+        assert "| Rank | Configuration | Boundary score" in stdout  # the leaderboard
+        assert "publication" in stdout  # the status table
+        assert "Running with dbt" not in stdout
+        assert f"step output in {step_log}" in stderr
+    assert "Running with dbt" in step_log.read_text()
 
 
 def test_publication_writes_a_signed_receipt_of_everything(published: Published) -> None:
