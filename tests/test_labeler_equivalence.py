@@ -117,11 +117,14 @@ def scenario(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     suite = {"suite": "prop", "suite_version": "1", "families": families}
     records = []
     for index in range(draw(st.integers(1, 20))):
+        # two configurations over the same instances: each step must carry its own
+        # trajectory's partition and instance into the SQL path
+        model = draw(st.sampled_from(["m", "n"]))
         raw: dict[str, Any] = {
             "schema_version": 1,
-            "run_id": "r",
+            "run_id": f"r-{model}",
             "config": {
-                "model": "m",
+                "model": model,
                 "model_release": "1",
                 "harness": "h",
                 "harness_version": "1",
