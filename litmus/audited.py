@@ -32,6 +32,12 @@ AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+def audited_table_is_current(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``audited_trajectories`` exists with the shape the current code writes."""
+    expected = table_columns(con, "labeled_trajectories") + [name for name, _ in AUDIT_COLUMNS]
+    return table_columns(con, "audited_trajectories") == expected
+
+
 def ensure_audited_table(con: duckdb.DuckDBPyConnection) -> None:
     """Create ``audited_trajectories`` with the labels' columns plus the audit columns.
 
@@ -40,10 +46,9 @@ def ensure_audited_table(con: duckdb.DuckDBPyConnection) -> None:
     audited rows are refreshed, which ``partitions_needing_refresh`` reports.
     """
     ensure_audit_tables(con)
-    expected = table_columns(con, "labeled_trajectories") + [name for name, _ in AUDIT_COLUMNS]
+    if audited_table_is_current(con):
+        return
     if table_exists(con, "audited_trajectories"):
-        if table_columns(con, "audited_trajectories") == expected:
-            return
         con.execute("DROP TABLE audited_trajectories")
         if table_exists(con, "publication_gates"):
             con.execute("DELETE FROM publication_gates")

@@ -178,17 +178,19 @@ class PartitionReview:
 
 def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionReview]:
     """partition_key → its audit and gate state, for every labeled configuration."""
-    from litmus.audited import ensure_audited_table, partitions_needing_refresh
+    from litmus.audited import audited_table_is_current, partitions_needing_refresh
     from litmus.gates import partitions_without_gates, withheld_summary
 
-    ensure_audited_table(con)
-    out_of_date = set(partitions_needing_refresh(con))
     labeled = [
         row[0]
         for row in con.execute(
             "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
         ).fetchall()
     ]
+    if not audited_table_is_current(con):
+        # an older (or no) audited table: the next run rebuilds it; looking must not
+        return {key: _unaudited_review(key) for key in labeled}
+    out_of_date = set(partitions_needing_refresh(con))
     ungated = set(partitions_without_gates(con, labeled))
     withheld = withheld_summary(con)
     audited = {
@@ -216,3 +218,15 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
         )
         for key in labeled
     }
+
+
+def _unaudited_review(partition_key: str) -> PartitionReview:
+    return PartitionReview(
+        partition_key=partition_key,
+        audited=0,
+        pending_audit=0,
+        outcomes={},
+        audit_current=False,
+        gates_evaluated=False,
+        withheld_by=(),
+    )

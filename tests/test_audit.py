@@ -490,3 +490,16 @@ def test_status_follows_the_audit_from_queue_to_applied_verdicts(
     )
     assert line.split()[1:5] == [str(total["n"]), str(total["n"]), "4", "0"]
     assert "outcomes (after audit):" in printed
+
+
+def test_status_only_looks_at_an_audited_table_of_an_older_shape(home: LitmusPaths) -> None:
+    from litmus.status import partition_reviews
+    from litmus.warehouse import table_columns
+
+    with connect(home.duckdb_path) as con:
+        con.execute("ALTER TABLE audited_trajectories DROP COLUMN audit_reason")
+        before = con.execute("SELECT count(*) FROM audited_trajectories").fetchall()
+        reviews = partition_reviews(con)
+        assert {r.publication for r in reviews.values()} == {"withheld: audited rows out of date"}
+        assert "audit_reason" not in table_columns(con, "audited_trajectories")
+        assert con.execute("SELECT count(*) FROM audited_trajectories").fetchall() == before
