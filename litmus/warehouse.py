@@ -17,11 +17,17 @@ from pathlib import Path
 
 import duckdb
 
+from litmus.errors import LitmusError
+
 DEFAULT_LOCK_TIMEOUT_S = 900.0
 
 
 class WarehouseBusyError(RuntimeError):
     """Another process held the warehouse for longer than the allowed wait."""
+
+
+class WarehouseUpgradeError(LitmusError):
+    """A warehouse written by an older LITMUS that cannot be upgraded as it is."""
 
 
 @contextmanager
@@ -59,7 +65,10 @@ def connect(
     with writer_lock(path, timeout_s):
         con = duckdb.connect(str(path))
         try:
-            ensure_schema(con)
+            try:
+                ensure_schema(con)
+            except WarehouseUpgradeError as error:
+                raise WarehouseUpgradeError(f"{path}: {error}") from None
             yield con
         finally:
             con.close()
@@ -247,7 +256,9 @@ def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
     if not existing or len(present) == len(_STEP_CONTEXT_COLUMNS):
         return
     if present:
-        raise RuntimeError(f"cannot upgrade raw_steps: it has only some of {_STEP_CONTEXT_COLUMNS}")
+        raise WarehouseUpgradeError(
+            f"cannot upgrade raw_steps: it has only some of {_STEP_CONTEXT_COLUMNS}"
+        )
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute("ALTER TABLE raw_steps RENAME TO raw_steps_before_upgrade")
@@ -259,7 +270,7 @@ def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
             "FROM raw_steps_before_upgrade s JOIN raw_trajectories t USING (trajectory_id)"
         ).fetchall()[0][0]
         if after != before:
-            raise RuntimeError(
+            raise WarehouseUpgradeError(
                 f"cannot upgrade raw_steps: {before - after} steps have no trajectory"
             )
         con.execute("DROP TABLE raw_steps_before_upgrade")

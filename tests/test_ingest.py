@@ -16,7 +16,7 @@ from litmus.formats import Suite
 from litmus.ingest import file_sha256, ingest_file
 from litmus.labeler.sql import label_partition
 from litmus.suite import store_suite
-from litmus.warehouse import connect, table_columns
+from litmus.warehouse import WarehouseUpgradeError, connect, table_columns
 
 SUITE = suite_doc(
     [
@@ -242,7 +242,7 @@ def test_an_upgrade_that_would_lose_steps_changes_nothing(litmus_home) -> None:
             "VALUES ('no-such-trajectory', 0)"
         )
     with (
-        pytest.raises(RuntimeError, match="1 steps have no trajectory"),
+        pytest.raises(WarehouseUpgradeError, match=r"\.duckdb: .*: 1 steps have no trajectory"),
         connect(litmus_home.duckdb_path),
     ):
         pass
