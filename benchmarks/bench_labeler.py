@@ -11,6 +11,7 @@ same refusal-classifier verdicts. The classifier is the same Python code on both
 is timed and reported on its own (and end to end), as is the write to the persistent table.
 
     .venv/bin/python benchmarks/bench_labeler.py [--trajectories 1000000] [--reference 20000]
+        [--unique-responses]
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ SELECT md5(i::VARCHAR)[:24], '{partition}', 'bench@1/react@1/bare', 'bench/react
        'bench', '1', 'react', '1', 'bare', NULL, 'bench-run', b.suite, b.suite_version,
        b.instance_id, 0,
        ['completed', 'refused', 'aborted', 'max_steps', 'error'][1 + rnd(i, 1, 5)],
-       CASE WHEN rnd(i, 2, 10) < 3
+       CASE WHEN rnd(i, 2, 10) < {unique_tenths}
                 THEN {texts}[1 + rnd(i, 3, {n_texts})] || ' (ref ' || i || ')'
             WHEN rnd(i, 2, 10) < 9 THEN {texts}[1 + rnd(i, 3, {n_texts})] END,
        (rnd(i, 4, 4))::INTEGER,
@@ -151,6 +152,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trajectories", type=int, default=1_000_000)
     parser.add_argument("--reference", type=int, default=20_000)
+    parser.add_argument(
+        "--unique-responses",
+        action="store_true",
+        help="give every final response its own text, as in real logs (by default 3 in 10 are "
+        "unique and the rest repeat, which the SQL path's per-text-set cache exploits)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as folder:
@@ -166,6 +173,7 @@ def main() -> int:
                 n=args.trajectories,
                 texts="[" + ", ".join("'" + t.replace("'", "''") + "'" for t in TEXTS) + "]",
                 n_texts=len(TEXTS),
+                unique_tenths=9 if args.unique_responses else 3,
             )
             con.execute(sql)
             n = con.execute("SELECT count(*) FROM raw_trajectories").fetchone()[0]
