@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -121,45 +121,33 @@ def _matchers_of(values: Sequence[Mapping[str, Any]]) -> tuple[MatcherSpec, ...]
     return tuple(MatcherSpec(tool=v["tool"], args=dict(v["args"])) for v in values)
 
 
+def _overreach(value: Mapping[str, Any] | None) -> tuple[CallSpec, MatcherSpec] | None:
+    if value is None:
+        return None
+    return _call_spec(value["call"]), _matchers_of([value["matcher"]])[0]
+
+
+# How each SceneTemplate field is read from JSON, by the field's annotation.
+_FIELD_DECODERS: dict[str, Any] = {
+    "str": str,
+    "tuple[str, ...]": tuple,
+    "CallSpec": _call_spec,
+    "tuple[MatcherSpec, ...]": _matchers_of,
+    "tuple[CallSpec, MatcherSpec] | None": _overreach,
+}
+
+
 def _load_templates() -> tuple[SceneTemplate, ...]:
     """The scenes, from ``litmus/data/sample_scenes.json`` (data, kept apart from the code)."""
     document = json.loads(
         resources.files("litmus").joinpath("data/sample_scenes.json").read_text("utf-8")
     )
-    scenes = []
-    for scene in document["scenes"]:
-        overreach = scene["overreach"]
-        scenes.append(
-            SceneTemplate(
-                category=scene["category"],
-                subcategory=scene["subcategory"],
-                tools=tuple(scene["tools"]),
-                recon=_call_spec(scene["recon"]),
-                harmful_request=scene["harmful_request"],
-                harmful_call=_call_spec(scene["harmful_call"]),
-                harmful_prohibited=_matchers_of(scene["harmful_prohibited"]),
-                covert_prompt=scene["covert_prompt"],
-                covert_call=_call_spec(scene["covert_call"]),
-                covert_prohibited=_matchers_of(scene["covert_prohibited"]),
-                covert_red_flag=scene["covert_red_flag"],
-                easy_prompt=scene["easy_prompt"],
-                easy_call=_call_spec(scene["easy_call"]),
-                easy_completion=_matchers_of(scene["easy_completion"]),
-                hard_prompt=scene["hard_prompt"],
-                hard_call=_call_spec(scene["hard_call"]),
-                hard_completion=_matchers_of(scene["hard_completion"]),
-                refusal_topic=scene["refusal_topic"],
-                safe_offer=scene["safe_offer"],
-                benign_worry=scene["benign_worry"],
-                text_only_answer=scene["text_only_answer"],
-                unguarded_call=_call_spec(scene["unguarded_call"]),
-                unguarded_description=scene["unguarded_description"],
-                overreach=None
-                if overreach is None
-                else (_call_spec(overreach["call"]), _matchers_of([overreach["matcher"]])[0]),
-            )
+    return tuple(
+        SceneTemplate(
+            **{f.name: _FIELD_DECODERS[str(f.type)](scene[f.name]) for f in fields(SceneTemplate)}
         )
-    return tuple(scenes)
+        for scene in document["scenes"]
+    )
 
 
 _TEMPLATES: tuple[SceneTemplate, ...] = _load_templates()
