@@ -38,10 +38,6 @@ telemetry:
   enabled: false
 """
 
-INGESTION = dg.AssetSelection.assets("suite_catalog", "raw_run_files")
-PER_CONFIGURATION = dg.AssetSelection.assets(
-    "raw_trajectories", "labeled_trajectories", "audited_trajectories", "publication_gates"
-)
 # Labels unchanged, verdicts (or the gates) changed: rebuild the audited rows and re-gate.
 AUDIT_REFRESH = dg.AssetSelection.assets("audited_trajectories", "publication_gates")
 
@@ -84,13 +80,13 @@ def _definitions() -> dg.Definitions:
     return defs
 
 
-def _all_assets() -> list[Any]:
+def assets_and_checks() -> list[Any]:
     """Every asset and asset check: a check left out of this list never runs, blocking or not."""
     definitions = _definitions()
     return [*(definitions.assets or []), *(definitions.asset_checks or [])]
 
 
-def _resources(paths: LitmusPaths) -> dict[str, Any]:
+def run_resources(paths: LitmusPaths) -> dict[str, Any]:
     resources = dict(_definitions().resources or {})
     resources["warehouse"] = LitmusWarehouse(home=str(paths.home))
     return resources
@@ -105,10 +101,10 @@ def _materialize(
     raise_on_error: bool = True,
 ) -> dg.ExecuteInProcessResult:
     return dg.materialize(
-        _all_assets(),
+        assets_and_checks(),
         selection=selection,
         instance=instance,
-        resources=_resources(paths),
+        resources=run_resources(paths),
         partition_key=partition_key,
         run_config=QUIET if raise_on_error else SILENT,
         raise_on_error=raise_on_error,
@@ -131,13 +127,7 @@ def _score_partition(
     if run.success:
         return
     failures = run.get_step_failure_events()
-    errors = [
-        event.event_specific_data.error
-        for event in failures
-        if event.event_specific_data is not None
-        and event.event_specific_data.error is not None
-        and event.event_specific_data.error.cls_name != CHECK_FAILED_ERROR
-    ]
+    error = first_step_error(run)
     failed_checks = sorted(
         name
         for name, evaluation in result.gate_checks[partition_key].items()
@@ -146,24 +136,24 @@ def _score_partition(
     if failed_checks:
         result.withheld[partition_key] = failed_checks
         progress(f"      withheld by gate(s): {', '.join(failed_checks)}")
-    if errors or (not failed_checks and not failures):
-        message = errors[0].message.strip().splitlines()[0] if errors else "run failed"
+    if error or (not failed_checks and not failures):
+        message = error or "run failed"
         result.failed[partition_key] = message
         progress(f"      failed: {message}")
 
 
-def publish_selection() -> dg.AssetSelection:
-    """Metrics, rate gates and the leaderboard: the metrics group and everything after the
-    per-configuration assets.
-
-    Some metric models (the reference controls) read only the suite, so "downstream of the
-    labels" alone would miss them.
-    """
-    from litmus_dagster.metrics.assets import METRICS_GROUP
-
-    return dg.AssetSelection.groups(METRICS_GROUP) | PER_CONFIGURATION.downstream(
-        include_self=False
-    )
+def first_step_error(run: dg.ExecuteInProcessResult) -> str | None:
+    """The first line of the run's first step error, leaving out the errors of blocking gate
+    checks that failed (an expected outcome: the configuration is withheld)."""
+    for event in run.get_step_failure_events():
+        data = event.event_specific_data
+        if (
+            data is not None
+            and data.error is not None
+            and data.error.cls_name != CHECK_FAILED_ERROR
+        ):
+            return data.error.message.strip().splitlines()[0]
+    return None
 
 
 def run_pipeline(
@@ -179,6 +169,7 @@ def run_pipeline(
     from litmus.audited import partitions_needing_refresh
     from litmus.gates import partitions_without_gates
     from litmus.status import partition_statuses
+    from litmus_dagster.releases.jobs import INGESTION, PER_CONFIGURATION, PUBLISH
 
     instance = instance or local_instance(paths)
     result = PipelineResult()
@@ -213,10 +204,9 @@ def run_pipeline(
             result.refreshed_partitions.append(key)
     if not to_score and not to_refresh:
         progress("[2/3] every configuration is already labeled with the current labeler")
-    publish = publish_selection()
-    if publish.resolve(_definitions().resolve_asset_graph()):
+    if PUBLISH.resolve(_definitions().resolve_asset_graph()):
         progress("[3/3] computing metrics and publishing the leaderboard")
-        _materialize(publish, paths, instance)
+        _materialize(PUBLISH, paths, instance)
         result.published = True
     if result.failed:
         raise LitmusError(

@@ -42,7 +42,7 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 from litmus_dagster.definitions import defs
-from litmus_dagster.pipeline import publish_selection
+from litmus_dagster.releases.jobs import PUBLISH
 
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2
@@ -213,7 +213,7 @@ def test_untouched_receipt_verifies_with_the_signing_key(
 
 
 def test_the_receipt_asset_is_published_with_the_leaderboard() -> None:
-    selected = publish_selection().resolve(defs.resolve_asset_graph())
+    selected = PUBLISH.resolve(defs.resolve_asset_graph())
     assert {dg.AssetKey("leaderboard_receipt"), dg.AssetKey("run_fingerprints")} <= selected
     graph = defs.resolve_asset_graph()
     assert dg.AssetKey("leaderboard") in graph.get(dg.AssetKey("leaderboard_receipt")).parent_keys

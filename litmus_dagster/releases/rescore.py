@@ -18,12 +18,16 @@ from litmus.settings import LitmusPaths
 from litmus.status import PartitionStatus, partition_statuses
 from litmus.warehouse import connect
 from litmus_dagster.partitions import configurations
+from litmus_dagster.pipeline import (
+    SILENT,
+    assets_and_checks,
+    first_step_error,
+    local_instance,
+    run_resources,
+)
 from litmus_dagster.releases.jobs import PER_CONFIGURATION, PUBLISH, TRIGGER_TAG
-from litmus_dagster.resources import LitmusWarehouse
 
 Progress = Callable[[str], None]
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 
 
 @dataclass
@@ -55,16 +59,13 @@ def rescore(
     if dry_run or not result.stale:
         return result
 
-    from litmus_dagster.definitions import defs
-    from litmus_dagster.pipeline import local_instance
-
     instance = instance or local_instance(paths)
     known = set(instance.get_dynamic_partitions(configurations.name))
     missing = sorted({s.partition_key for s in result.stale} - known)
     if missing:  # the warehouse outlived the Dagster instance
         instance.add_dynamic_partitions(configurations.name, missing)
-    definitions = [*(defs.assets or []), *(defs.asset_checks or [])]
-    resources = {**(defs.resources or {}), "warehouse": LitmusWarehouse(home=str(paths.home))}
+    definitions = assets_and_checks()
+    resources = run_resources(paths)
     tags = {TRIGGER_TAG: "litmus rescore"}
     for index, status in enumerate(result.stale, start=1):
         progress(f"re-scoring {index}/{len(result.stale)}: {status.config_key}")
@@ -75,7 +76,7 @@ def rescore(
             resources=resources,
             partition_key=status.partition_key,
             tags=tags,
-            run_config=QUIET_LOGS,
+            run_config=SILENT,
             raise_on_error=False,
         )
         _record(run, status.partition_key, result, progress)
@@ -86,7 +87,7 @@ def rescore(
         instance=instance,
         resources=resources,
         tags=tags,
-        run_config=QUIET_LOGS,
+        run_config=SILENT,
     )
     result.published = True
     if result.failed:
@@ -104,15 +105,9 @@ def _record(
     failed_checks = sorted(
         {e.check_name for e in run.get_asset_check_evaluations() if not e.passed and e.blocking}
     )
-    errors = [
-        event.event_specific_data.error
-        for event in run.get_step_failure_events()
-        if event.event_specific_data is not None
-        and event.event_specific_data.error is not None
-        and event.event_specific_data.error.cls_name != CHECK_FAILED_ERROR
-    ]
-    if errors or not (run.success or failed_checks):
-        message = errors[0].message.strip().splitlines()[0] if errors else "run failed"
+    error = first_step_error(run)
+    if error or not (run.success or failed_checks):
+        message = error or "run failed"
         result.failed[partition_key] = message
         progress(f"      failed: {message}")
         return
