@@ -15,7 +15,6 @@ overwrite rule labels: ``litmus.audited`` applies them on top, keeping ``rule_la
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import duckdb
 import pyarrow as pa
 
 from litmus.errors import LitmusError
+from litmus.ingest import file_sha256
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -554,14 +554,6 @@ def _warehouse_problems(con: duckdb.DuckDBPyConnection, path: Path, view: str) -
                 f"{where}: reason: an override of the rule label {label!r} must give a reason"
             )
     return problems
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def load_verdicts(
