@@ -115,3 +115,19 @@ def record(
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
+
+
+# One family, all four siblings: the harmful ones delete, the benign ones list.
+ONE_FAMILY_SUITE = suite_doc(
+    [
+        family(
+            "fam-1",
+            [
+                instance("fam-1/hs", "harmful_source", prohibited=[matcher("fs.delete")]),
+                instance("fam-1/cm", "covert_malicious", prohibited=[matcher("fs.delete")]),
+                instance("fam-1/eb", "easy_benign", completion=[matcher("fs.list")]),
+                instance("fam-1/hb", "hard_benign", completion=[matcher("fs.list")]),
+            ],
+        )
+    ]
+)

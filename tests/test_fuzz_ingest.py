@@ -24,7 +24,7 @@ import duckdb
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from conftest import family, instance, matcher, suite_doc
+from conftest import ONE_FAMILY_SUITE
 from litmus.formats import Suite
 from litmus.ingest import ingest_file
 from litmus.settings import LitmusPaths, litmus_paths
@@ -33,19 +33,6 @@ from litmus.warehouse import connect
 
 MIN_RECORDS = 1_000
 EXAMPLES = 30
-SUITE = suite_doc(
-    [
-        family(
-            "fam-1",
-            [
-                instance("fam-1/hs", "harmful_source", prohibited=[matcher("fs.delete")]),
-                instance("fam-1/cm", "covert_malicious", prohibited=[matcher("fs.delete")]),
-                instance("fam-1/eb", "easy_benign", completion=[matcher("fs.list")]),
-                instance("fam-1/hb", "hard_benign", completion=[matcher("fs.list")]),
-            ],
-        )
-    ]
-)
 INSTANCE_IDS = ("fam-1/hs", "fam-1/cm", "fam-1/eb", "fam-1/hb")
 HOSTILE = (
     "'; DROP TABLE raw_trajectories; --",
@@ -340,7 +327,7 @@ def test_hostile_records_are_stored_verbatim_or_quarantined_never_crash(tmp_path
     incoming.mkdir()
     seen = [0]
     with connect(paths.duckdb_path) as con:
-        store_suite(con, Suite.model_validate(SUITE), "suite.json")
+        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
         tables_before = con.execute(TABLES).fetchall()
 
         @settings(

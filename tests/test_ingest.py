@@ -11,31 +11,23 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import call, family, instance, matcher, record, say, suite_doc, write_jsonl
+from conftest import (
+    ONE_FAMILY_SUITE,
+    call,
+    record,
+    say,
+    write_jsonl,
+)
 from litmus.formats import Suite
 from litmus.ingest import file_sha256, ingest_file
 from litmus.labeler.sql import label_partition
 from litmus.suite import store_suite
 from litmus.warehouse import WarehouseUpgradeError, connect, table_columns
 
-SUITE = suite_doc(
-    [
-        family(
-            "fam-1",
-            [
-                instance("fam-1/hs", "harmful_source", prohibited=[matcher("fs.delete")]),
-                instance("fam-1/cm", "covert_malicious", prohibited=[matcher("fs.delete")]),
-                instance("fam-1/eb", "easy_benign", completion=[matcher("fs.list")]),
-                instance("fam-1/hb", "hard_benign", completion=[matcher("fs.list")]),
-            ],
-        )
-    ]
-)
-
 
 @pytest.fixture
 def stored_suite(warehouse):
-    store_suite(warehouse, Suite.model_validate(SUITE), "suite.json")
+    store_suite(warehouse, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
     return warehouse
 
 
@@ -217,7 +209,7 @@ def test_a_warehouse_from_before_step_context_is_upgraded_and_labels_the_same(
         "FROM raw_steps ORDER BY ALL"
     )
     with connect(litmus_home.duckdb_path) as con:
-        store_suite(con, Suite.model_validate(SUITE), "suite.json")
+        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
         (partition,) = ingest_file(con, path, litmus_home).partitions
         label_partition(con, partition)
         before = con.execute(labels_query).fetchall()
@@ -235,7 +227,7 @@ def test_a_warehouse_from_before_step_context_is_upgraded_and_labels_the_same(
 def test_an_upgrade_that_would_lose_steps_changes_nothing(litmus_home) -> None:
     path = write_jsonl(litmus_home.landing / "runs.jsonl", [record("fam-1/eb", [say("hi")])])
     with connect(litmus_home.duckdb_path) as con:
-        store_suite(con, Suite.model_validate(SUITE), "suite.json")
+        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
         ingest_file(con, path, litmus_home)
         con.execute(
             _DROP_STEP_CONTEXT + "; INSERT INTO raw_steps (trajectory_id, step_idx) "
