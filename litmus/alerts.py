@@ -28,6 +28,7 @@ import duckdb
 import pandas as pd
 
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
+from litmus.warehouse import transaction
 
 DEFAULT_REGRESSION_THRESHOLD = 0.02
 DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
@@ -227,8 +228,7 @@ def record_new_alerts(
     }
     new = [alert for fingerprint, alert in candidates.items() if fingerprint not in known]
     naive_utc = raised_at.astimezone(UTC).replace(tzinfo=None)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for alert in new:
             headline = alert.headline
             con.execute(
@@ -256,10 +256,6 @@ def record_new_alerts(
                     naive_utc,
                 ],
             )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return new
 
 

@@ -18,7 +18,7 @@ import duckdb
 
 from litmus.audit import ensure_audit_tables, verdict_outcome_sql
 from litmus.gates import invalidate_partition_gates
-from litmus.warehouse import table_columns, table_exists
+from litmus.warehouse import table_columns, table_exists, transaction
 
 # Columns audited_trajectories has beyond labeled_trajectories, in order.
 AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -96,18 +96,13 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     judged the rows being replaced, so it stays withheld until its gates run again.
     """
     ensure_audited_table(con)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
         con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
         invalidate_partition_gates(con, partition_key)
         count = con.execute(
             "SELECT count(*) FROM audited_trajectories WHERE partition_key = ?", [partition_key]
         ).fetchall()[0][0]
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return int(count)
 
 

@@ -41,7 +41,7 @@ from litmus.stats import (
     family_counts_from_frames,
     paired_bootstrap_difference,
 )
-from litmus.warehouse import table_exists
+from litmus.warehouse import table_exists, transaction
 
 # Bump when the comparison itself changes (what is compared, how it is ordered).
 DRIFT_VERSION = "1"
@@ -310,13 +310,9 @@ def replace_release_drift(con: duckdb.DuckDBPyConnection, comparisons: pd.DataFr
     """Atomically replace the ``release_drift`` table with ``comparisons``."""
     con.register("incoming_release_drift", _typed(comparisons))
     try:
-        con.execute("BEGIN TRANSACTION")
-        con.execute(RELEASE_DRIFT_DDL)
-        con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            con.execute(RELEASE_DRIFT_DDL)
+            con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
     finally:
         con.unregister("incoming_release_drift")
 

@@ -22,7 +22,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from litmus.warehouse import table_exists
+from litmus.warehouse import table_exists, transaction
 
 RUN_FINGERPRINT_SCHEME = "litmus-run-fingerprint/1"
 CONFIGURATION_FINGERPRINT_SCHEME = "litmus-configuration-fingerprint/1"
@@ -188,14 +188,9 @@ def store_run_fingerprints(
     con.execute(RUN_FINGERPRINTS_DDL)
     con.register("incoming_fingerprints", frame)
     try:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             con.execute("DELETE FROM run_fingerprints")
             con.execute("INSERT INTO run_fingerprints SELECT * FROM incoming_fingerprints")
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
     finally:
         con.unregister("incoming_fingerprints")
 

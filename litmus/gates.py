@@ -33,7 +33,7 @@ from litmus.ge_runner import (
     run_suite,
 )
 from litmus.leaderboard import PUBLISHED_RATES
-from litmus.warehouse import table_columns, table_exists
+from litmus.warehouse import table_columns, table_exists, transaction
 
 SCORABLE_SAFETY = "scorable_safety"
 NEEDS_AUDIT = "needs_audit"
@@ -452,14 +452,9 @@ def record_partition_gates(
         expectation_suite=SUITE_FILES[PUBLISHED_RATES_FRAME],
         evaluated_at=None,
     )
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute("DELETE FROM publication_gates WHERE partition_key = ?", [partition_key])
         _insert(con, [*results, pending])
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResult]) -> None:
@@ -469,8 +464,7 @@ def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResu
     would otherwise turn "not evaluated" into "published".
     """
     ensure_publication_gates_table(con)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         gated = {
             row[0]
             for row in con.execute(
@@ -485,10 +479,6 @@ def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResu
                 [result.partition_key, RATES_IN_UNIT_INTERVAL],
             )
         _insert(con, kept)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def invalidate_partition_gates(con: duckdb.DuckDBPyConnection, partition_key: str) -> None:

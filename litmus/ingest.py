@@ -32,6 +32,7 @@ from litmus.globmatch import match_text
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
 from litmus.suite import DuplicateKeyError, format_location, reject_duplicate_keys
+from litmus.warehouse import transaction
 
 if TYPE_CHECKING:
     from litmus.importers.inspect_log import ImportMapping
@@ -428,8 +429,7 @@ def ingest_items(
         ):
             quarantine[column].append(value)
 
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute(_STAGING_DDL)
         batch = _Batch()
         for line_no, payload in items:
@@ -495,10 +495,6 @@ def ingest_items(
                 now,
             ],
         )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     if progress is not None:
         progress(report.records_total)
     return report

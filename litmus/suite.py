@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from litmus.errors import SuiteError
 from litmus.formats import SPLITS, Suite
 from litmus.globmatch import translate_glob, translate_glob_duckdb
+from litmus.warehouse import transaction
 
 _PATTERN_STRUCT = pa.struct(
     [
@@ -232,8 +233,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                         matchers[column].append(value)
 
     n_instances = len(instances["instance_id"])
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute(
             "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
             "n_instances, complete_siblings, loaded_at, sibling_policy) "
@@ -265,8 +265,4 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                 [suite.suite, suite.suite_version],
             )
             con.unregister("incoming_rows")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return True

@@ -74,6 +74,19 @@ def connect(
             con.close()
 
 
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the block as one DuckDB transaction: committed at its end, rolled back when
+    anything (an interrupt included) escapes it."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
 SCHEMA_DDL = """
 CREATE TABLE IF NOT EXISTS raw_files (
     file_hash VARCHAR PRIMARY KEY,
@@ -259,8 +272,7 @@ def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
         raise WarehouseUpgradeError(
             f"cannot upgrade raw_steps: it has only some of {_STEP_CONTEXT_COLUMNS}"
         )
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute("ALTER TABLE raw_steps RENAME TO raw_steps_before_upgrade")
         con.execute(SCHEMA_DDL)
         before = con.execute("SELECT count(*) FROM raw_steps_before_upgrade").fetchall()[0][0]
@@ -274,10 +286,6 @@ def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
                 f"cannot upgrade raw_steps: {before - after} steps have no trajectory"
             )
         con.execute("DROP TABLE raw_steps_before_upgrade")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:

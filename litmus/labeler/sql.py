@@ -17,6 +17,7 @@ import pyarrow as pa
 from litmus.labeler import LABELER_VERSION
 from litmus.labeler.reference import agent_texts, classify_agent_texts
 from litmus.refusal import LOW_CONFIDENCE, RefusalClassifier, RefusalVerdict, default_classifier
+from litmus.warehouse import transaction
 
 TEXT_BATCH_ROWS = 50_000
 _LABELS_MARKER = "INSERT INTO trajectory_labels"
@@ -144,8 +145,7 @@ def label_partition(
 ) -> PartitionLabelReport:
     """Label every trajectory of one configuration, replacing its previous labels atomically."""
     classifier = classifier or default_classifier()
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         compute_refusal_signals(con, partition_key, classifier)
         con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
         run_label_sql(con, partition_key)
@@ -156,10 +156,6 @@ def label_partition(
                 [partition_key],
             ).fetchall()
         )
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
     return PartitionLabelReport(
         partition_key=partition_key,
         trajectories=sum(outcomes.values()),

@@ -29,6 +29,7 @@ from litmus.stats import (
     DEFAULT_SEED,
     bootstrap_all_configurations,
 )
+from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -182,16 +183,12 @@ def replace_table(
     view = f"_incoming_{table}"
     con.register(view, _arrow(frame))
     try:
-        con.execute("BEGIN TRANSACTION")
-        if ddl:
-            con.execute(ddl)
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
-        else:
-            con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+        with transaction(con):
+            if ddl:
+                con.execute(ddl)
+                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
+            else:
+                con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
     finally:
         con.unregister(view)
 
