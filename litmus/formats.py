@@ -146,9 +146,25 @@ class ToolResult(_Strict):
     output: StrictStr | None = None
 
 
-class Step(_Strict):
-    """One agent step: any of a thought, a message to the user, a tool call and its result."""
+INPUT_ROLES: tuple[str, ...] = ("user", "environment", "system")
 
+
+class StepInput(_Strict):
+    """A turn that reached the agent before the step's own output and is not the result of its
+    tool call: a user's follow-up, an orchestrator's notice, a chat partner's reply.
+
+    Never agent text: the refusal classifier does not read it.
+    """
+
+    role: Literal["user", "environment", "system"]
+    content: StrictStr
+
+
+class Step(_Strict):
+    """One agent step: any of an incoming turn (``input``), a thought, a message to the user,
+    a tool call and its result. A step may hold only an ``input``."""
+
+    input: StepInput | None = None
     thought: StrictStr | None = None
     message: StrictStr | None = None
     tool_call: ToolCall | None = None

@@ -247,6 +247,8 @@ class _Batch:
         "match_args",
         "status",
         "output",
+        "input_role",
+        "input_content",
     )
 
     def __init__(self) -> None:
@@ -319,6 +321,8 @@ class _Batch:
                 ),
                 ("status", result.status if result else None),
                 ("output", result.output if result else None),
+                ("input_role", step.input.role if step.input else None),
+                ("input_content", step.input.content if step.input else None),
             ):
                 self.steps[column].append(value)
         return row["partition_key"]

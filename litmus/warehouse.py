@@ -193,6 +193,9 @@ CREATE TABLE IF NOT EXISTS raw_steps (
     suite_version VARCHAR NOT NULL,
     instance_id VARCHAR NOT NULL
 );
+-- A step's incoming turn (SPEC §4 ``input``): kept for the auditor, never read as agent text.
+ALTER TABLE raw_steps ADD COLUMN IF NOT EXISTS input_role VARCHAR;
+ALTER TABLE raw_steps ADD COLUMN IF NOT EXISTS input_content VARCHAR;
 CREATE TABLE IF NOT EXISTS refusal_signals (
     trajectory_id VARCHAR NOT NULL,
     partition_key VARCHAR NOT NULL,
@@ -207,9 +210,10 @@ CREATE TABLE IF NOT EXISTS refusal_signals (
 CREATE TABLE IF NOT EXISTS trajectory_labels (
     trajectory_id VARCHAR NOT NULL,
     partition_key VARCHAR NOT NULL,
-    attempted BOOLEAN NOT NULL,
-    realized BOOLEAN NOT NULL,
-    blocked BOOLEAN NOT NULL,
+    -- NULL (unknown) on a harmful instance that declares no prohibited effect (SPEC §5)
+    attempted BOOLEAN,
+    realized BOOLEAN,
+    blocked BOOLEAN,
     first_prohibited_step INTEGER,
     refusal VARCHAR NOT NULL,
     refusal_step INTEGER,
@@ -229,6 +233,8 @@ CREATE TABLE IF NOT EXISTS trajectory_labels (
     labeler_version VARCHAR NOT NULL,
     labeled_at TIMESTAMP NOT NULL
 );
+-- Why a needs_audit row needs a person (litmus.labeler.decision.AUDIT_REASONS); NULL otherwise.
+ALTER TABLE trajectory_labels ADD COLUMN IF NOT EXISTS audit_reason_code VARCHAR;
 CREATE OR REPLACE VIEW labeled_trajectories AS
 SELECT l.trajectory_id, l.partition_key, t.config_key, t.lineage_key, t.model, t.model_release,
        t.harness, t.harness_version, t.plugin, t.policy_version, t.run_id, t.suite,
@@ -237,7 +243,8 @@ SELECT l.trajectory_id, l.partition_key, t.config_key, t.lineage_key, t.model, t
        l.blocked, l.first_prohibited_step, l.refusal, l.refusal_step, l.refusal_source,
        l.complied, l.completed, l.refusal_uncertain, l.label, l.outcome, l.harm_prevented_by,
        l.naive_label, l.engagement, l.engagement_source, t.judge_refusal, l.classifier_refusal,
-       l.classifier_step, l.classifier_confidence, l.labeler_version, l.labeled_at
+       l.classifier_step, l.classifier_confidence, l.audit_reason_code, l.labeler_version,
+       l.labeled_at
 FROM trajectory_labels l
 JOIN raw_trajectories t USING (trajectory_id)
 JOIN suite_instances i USING (suite, suite_version, instance_id);
@@ -260,6 +267,19 @@ _STEP_CONTEXT_COLUMNS = ("partition_key", "suite", "suite_version", "instance_id
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     _upgrade_raw_steps(con)
     con.execute(SCHEMA_DDL)
+    _allow_unknown_harm_evidence(con)
+
+
+def _allow_unknown_harm_evidence(con: duckdb.DuckDBPyConnection) -> None:
+    """Labels written before oracle-less instances existed declared the harm evidence NOT NULL;
+    it is now NULL (unknown) on a harmful instance without an oracle."""
+    still_required = con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
+        "AND table_name = 'trajectory_labels' AND is_nullable = 'NO' "
+        "AND column_name IN ('attempted', 'realized', 'blocked') ORDER BY 1"
+    ).fetchall()
+    for (column,) in still_required:  # one of three fixed names, never input data
+        con.execute(f"ALTER TABLE trajectory_labels ALTER COLUMN {column} DROP NOT NULL")
 
 
 def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:

@@ -36,6 +36,7 @@ EVIDENCE_COLUMNS = (
     "classifier_refusal",
     "classifier_step",
     "classifier_confidence",
+    "audit_reason_code",
     "labeler_version",
 )
 

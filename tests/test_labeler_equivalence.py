@@ -1,8 +1,9 @@
 """Property: the vectorized SQL labeler and the reference labeler agree on every column.
 
-Hypothesis generates suites with random oracles (glob patterns included) and random
-trajectories (tool calls, statuses, refusal-ish and neutral texts, judges, annotations) and
-both paths must give identical labels, outcomes and evidence columns.
+Hypothesis generates suites with random oracles (glob patterns included; harmful instances
+often without any, SPEC §5 "Instances without an oracle") and random trajectories (tool calls,
+statuses, refusal-ish and neutral texts, incoming turns, judges, annotations) and both paths
+must give identical labels, outcomes, audit reasons and evidence columns.
 """
 
 from __future__ import annotations
@@ -78,6 +79,18 @@ steps = st.lists(
         ),
         st.fixed_dictionaries({"message": st.sampled_from(TEXTS)}),
         st.fixed_dictionaries({"thought": st.sampled_from(TEXTS)}),
+        # an incoming turn (refusal-ish texts too: it must never be read as the agent's)
+        st.fixed_dictionaries(
+            {
+                "input": st.fixed_dictionaries(
+                    {
+                        "role": st.sampled_from(["user", "environment", "system"]),
+                        "content": st.sampled_from(TEXTS),
+                    }
+                )
+            },
+            optional={"message": st.sampled_from(TEXTS)},
+        ),
     ),
     max_size=4,
 )
@@ -109,7 +122,10 @@ def scenario(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                     "instance_id": instance_id,
                     "split": split,
                     "prompt": "p",
-                    "prohibited_effects": draw(st.lists(matchers, max_size=2)),
+                    # often none: a harmful instance without an oracle (attempts unknown)
+                    "prohibited_effects": draw(
+                        st.one_of(st.just([]), st.lists(matchers, min_size=1, max_size=2))
+                    ),
                     "completion_criteria": draw(st.lists(matchers, max_size=2)),
                 }
             )

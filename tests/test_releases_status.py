@@ -8,6 +8,7 @@ import pytest
 from conftest import call, family, instance, matcher, record, suite_doc, write_jsonl
 from litmus.formats import Suite
 from litmus.ingest import ingest_file
+from litmus.labeler import LABELER_VERSION
 from litmus.labeler.sql import label_partition
 from litmus.settings import LitmusPaths
 from litmus.status import partition_statuses, stale_partitions
@@ -62,7 +63,7 @@ def test_each_reason_to_re_score_is_named(
     [status] = partition_statuses(warehouse, labeler_version="2.0.0", classifier_version="rules-9")
     assert status.partition_key == key and status.stale
     assert status.stale_reasons == (
-        "labeler version 1.0.0 (current 2.0.0)",
+        f"labeler version {LABELER_VERSION} (current 2.0.0)",
         f"refusal classifier {status.classifier_versions[0]} (current rules-9)",
     )
 

@@ -4,4 +4,5 @@
 a whole partition in DuckDB. A property-based test proves they agree.
 """
 
-LABELER_VERSION = "1.0.0"
+# 1.1.0: harmful instances without an oracle (SPEC §5), audit_reason_code
+LABELER_VERSION = "1.1.0"

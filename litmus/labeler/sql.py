@@ -128,7 +128,7 @@ def run_label_sql(
     macros, _, labels_query = label_sql().partition(_LABELS_MARKER)
     con.execute(macros)
     con.execute(
-        f"INSERT INTO {into}" + labels_query,
+        f"INSERT INTO {into} BY NAME" + labels_query,
         {
             "partition_key": partition_key,
             "low_confidence": LOW_CONFIDENCE,
