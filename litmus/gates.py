@@ -180,6 +180,7 @@ SELECT a.trajectory_id || ' (run ' || a.run_id || ', ' || a.instance_id || ', ep
        a.suite || '@' || a.suite_version AS suite_key,
        a.split, a.request_harm_class, i.declared_harm_class,
        a.label, a.outcome, a.label_source, a.rule_label, a.rule_outcome, a.naive_label,
+       a.audit_reason_code,
        coalesce(a.complied, false) AS complied,
        coalesce(a.attempted, false) AS attempted,
        coalesce(a.refusal IN ('refused', 'partial'), false) AS refused,

@@ -14,7 +14,7 @@ Re-scoring reads ``raw_trajectories`` in the warehouse, never the landed or raw-
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 
@@ -31,6 +31,7 @@ class PartitionStatus:
     outcomes: dict[str, int]
     classifier_versions: tuple[str, ...] = ()
     stale_reasons: tuple[str, ...] = ()
+    audit_reasons: dict[str, int] = field(default_factory=dict)  # needs_audit rows by reason
 
     @property
     def stale(self) -> bool:
@@ -84,20 +85,37 @@ def partition_statuses(
             FROM (SELECT partition_key, outcome, count(*) AS n
                   FROM trajectory_labels GROUP BY 1, 2)
             GROUP BY 1
+        ),
+        audit_reasons AS (
+            SELECT partition_key,
+                   histogram(coalesce(audit_reason_code, 'unstated')) AS m
+            FROM trajectory_labels WHERE label = 'needs_audit' GROUP BY 1
         )
         SELECT raw.partition_key, raw.config_key, raw.n, coalesce(labeled.n, 0),
                coalesce(labeled.versions, []), coalesce(signals.versions, []), outcomes.m,
-               coalesce(suite_reloaded.last_suite_load > labeled.first_labeled_at_utc, false)
+               coalesce(suite_reloaded.last_suite_load > labeled.first_labeled_at_utc, false),
+               audit_reasons.m
         FROM raw
         LEFT JOIN labeled USING (partition_key)
         LEFT JOIN signals USING (partition_key)
         LEFT JOIN suite_reloaded USING (partition_key)
         LEFT JOIN outcomes USING (partition_key)
+        LEFT JOIN audit_reasons USING (partition_key)
         ORDER BY raw.partition_key
         """
     ).fetchall()
     statuses = []
-    for key, config, n_raw, n_labeled, versions, classifiers, outcome_map, reloaded in rows:
+    for (
+        key,
+        config,
+        n_raw,
+        n_labeled,
+        versions,
+        classifiers,
+        outcome_map,
+        reloaded,
+        reason_map,
+    ) in rows:
         reasons = []
         if n_labeled != n_raw:
             reasons.append(f"{n_labeled} of {n_raw} trajectories labeled")
@@ -120,6 +138,7 @@ def partition_statuses(
                 outcomes=dict(outcome_map or {}),
                 classifier_versions=tuple(classifiers),
                 stale_reasons=tuple(reasons),
+                audit_reasons={k: int(v) for k, v in sorted((reason_map or {}).items())},
             )
         )
     return statuses
@@ -164,6 +183,7 @@ class PartitionReview:
     audit_current: bool  # the audited rows reflect the current labels and verdicts
     gates_evaluated: bool
     withheld_by: tuple[str, ...]  # the gates that do not pass
+    pending_reasons: dict[str, int] = field(default_factory=dict)  # pending rows by reason
 
     @property
     def publication(self) -> str:
@@ -194,13 +214,15 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
     ungated = set(partitions_without_gates(con, labeled))
     withheld = withheld_summary(con)
     audited = {
-        key: (int(n_audited), int(n_pending), dict(outcome_map or {}))
-        for key, n_audited, n_pending, outcome_map in con.execute(
+        key: (int(n_audited), int(n_pending), dict(outcome_map or {}), dict(reason_map or {}))
+        for key, n_audited, n_pending, outcome_map, reason_map in con.execute(
             """
             SELECT partition_key,
                    count(*) FILTER (WHERE label_source IN ('audit', 'override')),
                    count(*) FILTER (WHERE label = 'needs_audit'),
-                   histogram(outcome)
+                   histogram(outcome),
+                   histogram(coalesce(audit_reason_code, 'unstated'))
+                       FILTER (WHERE label = 'needs_audit')
             FROM audited_trajectories
             GROUP BY 1
             """
@@ -209,9 +231,12 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
     return {
         key: PartitionReview(
             partition_key=key,
-            audited=audited.get(key, (0, 0, {}))[0],
-            pending_audit=audited.get(key, (0, 0, {}))[1],
-            outcomes=audited.get(key, (0, 0, {}))[2],
+            audited=audited.get(key, (0, 0, {}, {}))[0],
+            pending_audit=audited.get(key, (0, 0, {}, {}))[1],
+            outcomes=audited.get(key, (0, 0, {}, {}))[2],
+            pending_reasons={
+                k: int(v) for k, v in sorted(audited.get(key, (0, 0, {}, {}))[3].items())
+            },
             audit_current=key not in out_of_date,
             gates_evaluated=key not in ungated,
             withheld_by=tuple(withheld.get(key, ())),

@@ -42,13 +42,15 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.suite import load_suite_file
+    from litmus.suite import load_suite_file, oracle_less_warning
 
     source = Path(args.file)
     suite = load_suite_file(source)  # validate before accepting it
     target = paths.suites / f"{suite.suite}@{suite.suite_version}{source.suffix.lower()}"
     shutil.copyfile(source, target)
     _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
+    if warning := oracle_less_warning(suite):
+        _say(f"warning: {warning}")
     return 0
 
 
@@ -205,6 +207,14 @@ def _print_status(paths: LitmusPaths) -> None:
         if outcomes:
             listed = ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
             print(f"    outcomes ({source}): {listed}")
+        # why the rows still waiting for a person need one (SPEC §5 needs_audit reasons)
+        if review is not None and review.audit_current:
+            reasons = review.pending_reasons
+        else:
+            reasons = status.audit_reasons
+        if reasons:
+            listed = ", ".join(f"{k}={v}" for k, v in reasons.items())
+            print(f"    needs_audit reasons: {listed}")
     if quarantined:
         print("\nquarantined records:")
         for name, reason, count in quarantined:

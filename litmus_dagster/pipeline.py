@@ -169,6 +169,7 @@ def run_pipeline(
     from litmus.audited import partitions_needing_refresh
     from litmus.gates import partitions_without_gates
     from litmus.status import partition_statuses
+    from litmus.suite import stored_oracle_less_warnings
     from litmus_dagster.releases.jobs import INGESTION, PER_CONFIGURATION, PUBLISH
 
     instance = instance or local_instance(paths)
@@ -178,6 +179,9 @@ def run_pipeline(
     partitions = instance.get_dynamic_partitions(configurations.name)
     with connect(paths.duckdb_path) as con:
         statuses = {s.partition_key: s for s in partition_statuses(con)}
+        oracle_less = stored_oracle_less_warnings(con)
+    for warning in oracle_less:  # accepted, never silently (SPEC §5)
+        progress(f"      warning: {warning}")
     to_score = [
         key for key in partitions if rescore_all or key not in statuses or statuses[key].stale
     ]

@@ -127,7 +127,8 @@ def _seed(paths: LitmusPaths) -> None:
     with connect(paths.duckdb_path) as con:
         # a buggy labeler that "defaults" harmful compliance without evidence to safe
         con.execute(
-            "UPDATE trajectory_labels SET label = 'safe', outcome = 'safe_incapable' "
+            "UPDATE trajectory_labels SET label = 'safe', outcome = 'safe_incapable', "
+            "audit_reason_code = NULL "
             "WHERE partition_key = ? AND label = 'needs_audit'",
             [partition_key_of("default-label")],
         )

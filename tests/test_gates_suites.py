@@ -147,3 +147,44 @@ def test_complete_policy_names_the_family_and_its_missing_split(small_world: Lit
         GATE_MESSAGES[SIBLING_CONSISTENCY],
         ("gapped-suite@1 family g2 lacks covert_malicious",),
     )
+
+
+def test_audit_reason_column_is_gated_by_label_values(small_world: LitmusPaths) -> None:
+    """Every row the rules sent to audit names an allowed reason, and no other row has one."""
+    key = partition_key_of("partial")
+    with connect(small_world.duckdb_path) as con:
+        [target] = con.execute(
+            "SELECT trajectory_id FROM audited_trajectories WHERE partition_key = ? "
+            "AND label_source = 'rule' AND rule_label <> 'needs_audit' ORDER BY 1 LIMIT 1",
+            [key],
+        ).fetchall()
+        tampered = {
+            "a reason on a decided row": (
+                "UPDATE audited_trajectories SET audit_reason_code = 'refusal_with_actions' "
+                "WHERE trajectory_id = ?"
+            ),
+            "a needs_audit row without a reason": (
+                "UPDATE audited_trajectories SET label = 'needs_audit', rule_label = "
+                "'needs_audit', outcome = 'insufficient_evidence', rule_outcome = "
+                "'insufficient_evidence', audit_reason_code = NULL WHERE trajectory_id = ?"
+            ),
+            "an unknown reason": (
+                "UPDATE audited_trajectories SET label = 'needs_audit', rule_label = "
+                "'needs_audit', outcome = 'insufficient_evidence', rule_outcome = "
+                "'insufficient_evidence', audit_reason_code = 'looked_odd' WHERE trajectory_id = ?"
+            ),
+        }
+        failed: dict[str, list[str]] = {}
+        for name, update in tampered.items():
+            con.execute("BEGIN TRANSACTION")
+            try:
+                con.execute(update, [target[0]])
+                results = evaluate_partition_gates(con, key)
+            finally:
+                con.execute("ROLLBACK")
+            failed[name] = sorted(r.gate for r in results if not r.passed)
+        untouched = evaluate_partition_gates(con, key)
+    assert all(r.passed for r in untouched)
+    assert failed["a reason on a decided row"] == ["label_values"]
+    assert "label_values" in failed["a needs_audit row without a reason"]
+    assert "label_values" in failed["an unknown reason"]

@@ -8,7 +8,7 @@ with ``litmus/sql/label_partition.sql``. The partition is replaced in one transa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 
 import duckdb
@@ -30,6 +30,7 @@ class PartitionLabelReport:
     outcomes: dict[str, int]
     needs_audit: int
     classifier_version: str
+    audit_reasons: dict[str, int] = field(default_factory=dict)  # needs_audit rows by reason
     labeler_version: str = LABELER_VERSION
 
 
@@ -156,10 +157,18 @@ def label_partition(
                 [partition_key],
             ).fetchall()
         )
+        audit_reasons = dict(
+            con.execute(
+                "SELECT audit_reason_code, count(*) FROM trajectory_labels "
+                "WHERE partition_key = ? AND label = 'needs_audit' GROUP BY 1 ORDER BY 1",
+                [partition_key],
+            ).fetchall()
+        )
     return PartitionLabelReport(
         partition_key=partition_key,
         trajectories=sum(outcomes.values()),
         outcomes=outcomes,
         needs_audit=outcomes.get("insufficient_evidence", 0),
         classifier_version=classifier.version,
+        audit_reasons=audit_reasons,
     )

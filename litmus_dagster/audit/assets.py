@@ -25,7 +25,14 @@ audit_verdicts = dg.AssetSpec(
     ),
 )
 
-PREVIEW_COLUMNS = ["configuration", "trajectory_id", "split", "rule_outcome", "why_needs_audit"]
+PREVIEW_COLUMNS = [
+    "configuration",
+    "trajectory_id",
+    "split",
+    "rule_outcome",
+    "audit_reason_code",
+    "why_needs_audit",
+]
 
 
 @dg.asset(
@@ -50,12 +57,18 @@ def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     by_configuration = (
         frame.groupby("configuration").size().sort_index().to_dict() if len(frame) else {}
     )
+    by_reason = (
+        frame.groupby("audit_reason_code").size().sort_index().to_dict() if len(frame) else {}
+    )
     preview = frame.head(20)
     return dg.MaterializeResult(
         metadata={
             "rows": len(frame),
             "by_configuration": dg.MetadataValue.json(
                 {key: int(value) for key, value in by_configuration.items()}
+            ),
+            "by_reason": dg.MetadataValue.json(
+                {key: int(value) for key, value in by_reason.items()}
             ),
             "preview": dg.MetadataValue.md(_markdown(preview)),
             "export": "litmus audit export [--format csv|jsonl] [--out FILE]",

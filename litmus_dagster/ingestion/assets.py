@@ -4,7 +4,13 @@ import dagster as dg
 
 from litmus.ingest import ingest_file
 from litmus.runs import landed_files, settled_files, suite_files
-from litmus.suite import load_suite_file, sibling_problems, store_suite
+from litmus.suite import (
+    load_suite_file,
+    oracle_less_harmful_instances,
+    oracle_less_warning,
+    sibling_problems,
+    store_suite,
+)
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -16,6 +22,7 @@ def suite_catalog(
     """Benchmark suites (SPEC §3) from ``<home>/suites``, validated, stored with their oracles."""
     paths = warehouse.paths
     stored, unchanged, incomplete = [], [], []
+    oracle_less: dict[str, int] = {}
     with warehouse.connect() as con:
         for path in suite_files(paths):
             suite = load_suite_file(path)
@@ -24,6 +31,11 @@ def suite_catalog(
             )
             if sibling_problems(suite):
                 incomplete.append(f"{suite.suite}@{suite.suite_version} ({suite.sibling_policy})")
+            if warning := oracle_less_warning(suite):  # accepted, never silently
+                context.log.warning(warning)
+                oracle_less[f"{suite.suite}@{suite.suite_version}"] = len(
+                    oracle_less_harmful_instances(suite)
+                )
         n_instances = con.execute("SELECT count(*) FROM suite_instances").fetchone()[0]
     context.log.info(f"suites stored: {stored or 'none'}; unchanged: {unchanged or 'none'}")
     return dg.MaterializeResult(
@@ -31,6 +43,7 @@ def suite_catalog(
             "suites_stored": stored,
             "suites_unchanged": unchanged,
             "suites_with_missing_siblings": incomplete,
+            "oracle_less_harmful_instances": dg.MetadataValue.json(oracle_less),
             "instances_in_warehouse": int(n_instances),
         }
     )

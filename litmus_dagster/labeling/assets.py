@@ -40,6 +40,7 @@ def labeled_trajectories(
             "trajectories": report.trajectories,
             "outcomes": dg.MetadataValue.json(report.outcomes),
             "needs_audit": report.needs_audit,
+            "needs_audit_reasons": dg.MetadataValue.json(report.audit_reasons),
             "naive_unsafe": int(naive_unsafe[0]),
             "corrected_unsafe": int(naive_unsafe[1]),
             "labeler_version": report.labeler_version,
