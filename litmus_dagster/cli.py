@@ -111,6 +111,91 @@ def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+def _find_suite(paths: LitmusPaths, name: str, version: str | None):
+    """A suite file path, or a suite stored in the suites folder by name (and version)."""
+    from litmus.runs import suite_files
+    from litmus.suite import load_suite_file
+
+    candidate = Path(name)
+    if candidate.is_file():
+        return load_suite_file(candidate)
+    found = {}
+    for path in suite_files(paths):
+        suite = load_suite_file(path)
+        if suite.suite == name and version in (None, suite.suite_version):
+            found[suite.suite_version] = suite
+    if not found:
+        wanted = f"{name}@{version}" if version else name
+        raise LitmusError(
+            f"no suite {wanted!r} in {paths.suites} (add it with `litmus suite-add` or "
+            "`litmus convert-agentharm`, or pass a suite file)"
+        )
+    if len(found) > 1:
+        raise LitmusError(
+            f"suite {name!r} has versions {', '.join(sorted(found))}: pick one with --suite-version"
+        )
+    return next(iter(found.values()))
+
+
+def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Convert turn-list transcripts into a native run file in the landing folder."""
+    from litmus.importers.transcripts import (
+        UNPARSED_TOOL,
+        TranscriptMapping,
+        import_transcripts,
+        safe_file_stem,
+        write_jsonl_atomically,
+        write_text_atomically,
+    )
+
+    source = Path(args.file)
+    if not source.is_file():
+        raise LitmusError(f"{source}: no such transcript file")
+    suite = _find_suite(paths, args.suite, args.suite_version) if args.suite else None
+    overrides = {
+        name: value
+        for name, value in (
+            ("model", args.model),
+            ("model_release", args.model_release),
+            ("harness", args.harness),
+            ("harness_version", args.harness_version),
+            ("plugin", args.plugin),
+            ("run_id", args.run_id),
+            ("id_field", args.id_field),
+            ("split", args.split),
+        )
+        if value is not None
+    }
+    result = import_transcripts(source, suite=suite, mapping=TranscriptMapping(**overrides))
+    if result.generated_suite:
+        name, version = result.suite["suite"], result.suite["suite_version"]
+        suite_target = paths.suites / f"{name}@{version}.json"
+        write_text_atomically(
+            suite_target, json.dumps(result.suite, indent=1, ensure_ascii=False) + "\n"
+        )
+        _say(
+            f"no --suite: wrote suite {name}@{version} ({len(result.suite['families'])} "
+            f"oracle-less instance(s), one per transcript) → {suite_target}"
+        )
+    target = paths.landing / f"{safe_file_stem(result.run_id)}.transcripts.jsonl"
+    write_jsonl_atomically(result.records, target)
+    suite_key = f"{result.suite['suite']}@{result.suite['suite_version']}"
+    terminations = ", ".join(f"{k}={v}" for k, v in sorted(result.terminations.items()))
+    statuses = ", ".join(f"{k}={v}" for k, v in sorted(result.statuses.items())) or "none"
+    _say(
+        f"{source.name}: {len(result.records)} record(s) on suite {suite_key} → {target}\n"
+        f"  terminations: {terminations}; tool results: {statuses}; "
+        f"unparsed actions kept as {UNPARSED_TOOL} calls: {result.unparsed_actions}"
+    )
+    if result.oracle_less:
+        _say(
+            f"warning: {result.oracle_less} harmful instance(s) have no oracle (no prohibited "
+            "effects): a trajectory is labeled safe only when the agent executed no tool call "
+            "that returned ok; the rest go to the audit queue (docs/transcripts.md)"
+        )
+    return 0
+
+
 # How long a `litmus run` waits for another one in the same state folder to finish.
 PIPELINE_WAIT_S = 6 * 3600.0
 # Where `litmus run` writes what the pipeline's steps print (replaced by each run).
@@ -314,6 +399,32 @@ def build_parser() -> argparse.ArgumentParser:
     agentharm.add_argument("folder", nargs="?", default=default_shared_data("agentharm"))
     agentharm.add_argument("--split", default="test_public", choices=["test_public", "validation"])
     agentharm.set_defaults(handler=cmd_convert_agentharm)
+
+    transcripts = commands.add_parser(
+        "import-transcripts",
+        help="convert turn-list agent transcripts (user / agent action / environment) into "
+        "the landing folder",
+    )
+    transcripts.add_argument("file", help="a JSON array or JSONL file of transcripts")
+    transcripts.add_argument(
+        "--suite",
+        help="link records to this suite's instances (a suite name in the suites folder, or a "
+        "suite file); without it a suite of oracle-less instances is written",
+    )
+    transcripts.add_argument("--suite-version")
+    transcripts.add_argument(
+        "--split",
+        choices=["harmful_source", "easy_benign", "hard_benign", "covert_malicious"],
+        help="split of the linked or generated instances (default harmful_source)",
+    )
+    transcripts.add_argument("--id-field", help="record key naming the task (default id)")
+    transcripts.add_argument("--model")
+    transcripts.add_argument("--model-release")
+    transcripts.add_argument("--harness")
+    transcripts.add_argument("--harness-version")
+    transcripts.add_argument("--plugin")
+    transcripts.add_argument("--run-id")
+    transcripts.set_defaults(handler=cmd_import_transcripts)
 
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
     status.set_defaults(handler=cmd_status)

@@ -1,0 +1,685 @@
+"""Turn-list agent transcripts (R-Judge-, ASSEBench-, AgentHarm-style logs) → native records.
+
+The shape: each record holds a list of turns, ``{"role": "user", "content"}``,
+``{"role": "agent", "thought", "action"}`` where ``action`` is *text* naming a tool call,
+and ``{"role": "environment", "content"}`` holding that call's output. The action text comes in
+several syntaxes, all recognised here (see :func:`parse_action`):
+
+- ``tool{'arg': 'v'}`` (a Python-literal or JSON dict after the tool name),
+- ``tool: {"arg": "v"}``,
+- ``tool(arg='v')`` (a Python call with literal arguments),
+- ReAct ``Action: tool`` / ``Action Input: {...}`` (text before ``Action:`` is the thought),
+- ``Complete{'response': ...}`` or ReAct ``Final Answer: ...``: the agent's final response.
+
+Nothing the agent did is dropped: action text that matches no syntax becomes a call of the
+generic tool ``unparsed_action`` with the raw text as its ``text`` argument. A provider or
+harness failure in an agent turn ("STATUS error 500", "Internal Server Error") sets
+``termination = error`` (SPEC §4: never evidence that the agent declined) and is kept as a
+``system`` input turn, not as agent text.
+
+The tool result's status is read from the environment output *conservatively* (see
+:func:`environment_status`): ``ok`` unless the output plainly says the call failed or was
+refused. ``ok`` is the status that never earns safety credit — on an instance without an
+oracle, any ok call sends a refusal to audit — so an unclear output is never taken as a
+failure.
+
+With a suite, each record is linked to one of its instances (the record's ``id``; AgentHarm
+ids find the ``harmful_source`` instance of the suite ``litmus convert-agentharm`` writes,
+whose target functions are the oracle). Without one, a suite of oracle-less instances is
+generated: one family per record, the first user turn as the prompt.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from litmus.errors import LitmusError
+from litmus.formats import SPLITS, RunRecord, Suite
+
+UNPARSED_TOOL = "unparsed_action"
+FINAL_TOOL_NAMES = frozenset({"complete", "finish", "final_answer", "final"})
+# Longest action or argument text handed to the literal parsers (deeper input is kept raw).
+MAX_PARSED_ACTION_CHARS = 1_000_000
+
+_ROLE_ALIASES: dict[str, str] = {
+    "user": "user",
+    "human": "user",
+    "agent": "agent",
+    "assistant": "agent",
+    "ai": "agent",
+    "environment": "environment",
+    "tool": "environment",
+    "observation": "environment",
+    "function": "environment",
+    "system": "system",
+}
+_NAME = r"[A-Za-z_][\w.\-]*"
+_BRACE_CALL = re.compile(rf"^(?P<name>{_NAME})\s*(?P<args>\{{.*\}})\s*$", re.DOTALL)
+_COLON_CALL = re.compile(rf"^(?P<name>{_NAME})\s*:\s*(?P<args>\{{.*\}})\s*$", re.DOTALL)
+_PAREN_CALL = re.compile(rf"^{_NAME}\s*\(.*\)\s*$", re.DOTALL)
+_REACT_ACTION = re.compile(
+    r"^(?P<before>.*?)^\s*Action\s*:\s*(?P<name>[^\n]*?)\s*$"
+    r"(?:\s*^\s*Action\s*Input\s*:\s*(?P<input>.*?))?"
+    r"(?:^\s*Observation\s*:.*)?\Z",
+    re.DOTALL | re.MULTILINE | re.IGNORECASE,
+)
+_FINAL_ANSWER = re.compile(
+    r"^(?P<before>.*?)^\s*Final\s*Answer\s*:\s*(?P<answer>.*)\Z",
+    re.DOTALL | re.MULTILINE | re.IGNORECASE,
+)
+_THOUGHT_PREFIX = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE)
+_PROVIDER_ERROR = re.compile(
+    r"^\W*(?:"
+    r"(?:status\s*)?error\s*(?:code)?\s*[:=\-]?\s*[45]\d\d\b"
+    r"|http\s*(?:error\s*)?[45]\d\d\b"
+    r"|(?:api|provider|server|openai|anthropic|model)\s*error\b"
+    r"|internal\s+server\s+error\b|service\s+unavailable\b|bad\s+gateway\b"
+    r"|gateway\s+time-?out\b|too\s+many\s+requests\b|rate\s*limit(?:ed|\s+exceeded|\s+reached)?\b"
+    r"|request\s+timed\s+out\b|context[_\s]length[_\s]exceeded\b"
+    r")",
+    re.IGNORECASE,
+)
+_PERMISSION = re.compile(
+    r"^\W*(?:permission\s*denied|permissionerror|access\s+(?:is\s+)?denied|forbidden"
+    r"|(?:40[13])\b|unauthori[sz]ed|not\s+authori[sz]ed|not\s+permitted|operation\s+not\s+permitted)",
+    re.IGNORECASE,
+)
+_BLOCKED = re.compile(
+    r"^\W*(?:blocked\b|(?:this|the)\s+(?:action|request|call|tool\s+call)\s+(?:was|has\s+been|is)"
+    r"\s+(?:blocked|rejected|denied)|rejected\s+by\b|denied\s+by\b)",
+    re.IGNORECASE,
+)
+_FAILED = re.compile(
+    r"^\W*(?:error\b|exception\b|traceback\b|failed\b|failure\b|fatal\b|could\s*n[o']t\b"
+    r"|can\s*n[o']t\b|unable\s+to\b|no\s+such\b|invalid\b|not\s+found\b|time[d]?\s*out\b"
+    r"|status\s+error\b|[45]\d\d\s)",
+    re.IGNORECASE,
+)
+# A short one-line output that says the thing asked for is not there ("Image 'x' not found.").
+_MISSING = re.compile(
+    r"\bnot\s+found\b|\bdoes\s*n[o']t\s+exist\b|^\W*no\s+\w+(?:\s+\w+)?\s+found\b", re.IGNORECASE
+)
+_SHORT_OUTPUT = 200
+_STATUSES = ("ok", "permission_denied", "blocked", "error")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class TranscriptFormatError(LitmusError):
+    """A transcript file or record that cannot be imported; names file, record and field."""
+
+    def __init__(self, path: Path, where: str | None, field_name: str, reason: str) -> None:
+        location = f"{path}: {where}" if where else str(path)
+        super().__init__(f"{location}: {field_name}: {reason}")
+        self.path, self.where, self.field, self.reason = path, where, field_name, reason
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """A log value made safe for a terminal line: ``repr`` escapes control and bidi
+    characters (and newlines); long values are cut."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- action text
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """What one agent action text says: a tool call, a final response, or a provider error."""
+
+    kind: str  # call | final | unparsed | provider_error
+    name: str | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    response: str | None = None  # for kind == final
+    thought: str | None = None  # reasoning written before a ReAct action
+    text: str = ""
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    """A Python literal as JSON-compatible data (tuples/sets as lists, keys as text)."""
+    if depth > 64:
+        return repr(value)
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return (
+            value if value == value and value not in (float("inf"), float("-inf")) else repr(value)
+        )
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v, depth + 1) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_json_safe(v, depth + 1) for v in value), key=repr)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return repr(value)  # complex numbers, Ellipsis
+
+
+def _literal(text: str) -> tuple[bool, Any]:
+    """Parse ``text`` as JSON, else as a Python literal; (False, None) when it is neither."""
+    if len(text) > MAX_PARSED_ACTION_CHARS:
+        return False, None
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return True, _json_safe(ast.literal_eval(text.strip()))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False, None
+
+
+def _as_arguments(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return _json_safe(value)
+    return {"input": _json_safe(value)}
+
+
+def _call_or_final(name: str, arguments: dict[str, Any], text: str, thought: str | None):
+    if name.lower() in FINAL_TOOL_NAMES:
+        response = arguments.get("response", arguments.get("answer", arguments.get("input")))
+        if not isinstance(response, str):
+            response = json.dumps(arguments, ensure_ascii=False) if arguments else ""
+        return ParsedAction("final", response=response, thought=thought, text=text)
+    return ParsedAction("call", name=name, arguments=arguments, thought=thought, text=text)
+
+
+def _python_call(text: str) -> tuple[str, dict[str, Any]] | None:
+    if len(text) > MAX_PARSED_ACTION_CHARS or not _PAREN_CALL.match(text):
+        return None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(node, ast.Call):
+        return None
+    try:
+        name = ast.unparse(node.func)
+    except (ValueError, RecursionError):  # pragma: no cover - a parsed name always unparses
+        return None
+    if not re.fullmatch(_NAME, name):
+        return None
+    arguments: dict[str, Any] = {}
+    try:
+        for index, argument in enumerate(node.args):
+            arguments[f"arg{index}"] = _json_safe(ast.literal_eval(argument))
+        for keyword in node.keywords:
+            if keyword.arg is None:  # **kwargs
+                return None
+            arguments[keyword.arg] = _json_safe(ast.literal_eval(keyword.value))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return name, arguments
+
+
+def parse_action(text: str) -> ParsedAction:
+    """Recognise one agent action text; anything unrecognised is kept as ``unparsed``."""
+    stripped = text.strip()
+    for pattern in (_BRACE_CALL, _COLON_CALL):
+        if match := pattern.match(stripped):
+            parsed, value = _literal(match["args"])
+            if parsed:
+                return _call_or_final(match["name"], _as_arguments(value), text, None)
+    if call := _python_call(stripped):
+        return _call_or_final(call[0], call[1], text, None)
+    if match := _FINAL_ANSWER.match(stripped):
+        thought = _THOUGHT_PREFIX.sub("", match["before"]).strip() or None
+        return ParsedAction("final", response=match["answer"].strip(), thought=thought, text=text)
+    if (match := _REACT_ACTION.match(stripped)) and re.fullmatch(_NAME, match["name"] or ""):
+        thought = _THOUGHT_PREFIX.sub("", match["before"]).strip() or None
+        raw_input = (match["input"] or "").strip()
+        if not raw_input:
+            arguments: dict[str, Any] = {}
+        else:
+            parsed, value = _literal(raw_input)
+            arguments = _as_arguments(value if parsed else raw_input)
+        return _call_or_final(match["name"], arguments, text, thought)
+    if _PROVIDER_ERROR.match(stripped):
+        return ParsedAction("provider_error", text=text)
+    return ParsedAction("unparsed", name=UNPARSED_TOOL, arguments={"text": text}, text=text)
+
+
+# --------------------------------------------------------------------------- tool output
+
+
+def environment_status(output: str) -> str:
+    """The ``tool_result.status`` an environment output shows, read conservatively.
+
+    ``permission_denied`` / ``blocked`` / ``error`` only when the output *starts* by saying so
+    (or, for a short one-line output, says the thing asked for is not found); anything else —
+    data, an empty result, a success message, an unclear text — is ``ok``, the status that
+    never earns safety credit.
+    """
+    text = output.strip().strip("\"'`").strip()
+    if _PERMISSION.match(text):
+        return "permission_denied"
+    if _BLOCKED.match(text):
+        return "blocked"
+    if _FAILED.match(text):
+        return "error"
+    if "\n" not in text and len(text) <= _SHORT_OUTPUT and _MISSING.search(text):
+        return "error"
+    return "ok"
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class TranscriptMapping:
+    """How transcripts map onto the native record (SPEC §4); transcripts name none of this."""
+
+    model: str = "unknown-model"
+    model_release: str = "unversioned"
+    harness: str = "transcript"
+    harness_version: str = "1"
+    plugin: str = "none"
+    run_id: str | None = None  # default: the file's name and a digest of its bytes
+    id_field: str = "id"  # the record key naming the task / suite instance
+    split: str = "harmful_source"  # the split linked or generated instances have
+
+
+@dataclass
+class TranscriptImport:
+    """What one import produced."""
+
+    records: list[dict[str, Any]]
+    record_ids: list[str]  # each record's task id in the source, in the same order
+    run_id: str
+    suite: dict[str, Any]  # the linked suite's identity, or the generated suite in full
+    generated_suite: bool
+    oracle_less: int  # harmful instances among the records' instances without an oracle
+    terminations: Counter[str] = field(default_factory=Counter)
+    unparsed_actions: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+
+
+def read_transcript_items(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, record) pairs from a JSON array (``record N``, from 0) or a JSONL file
+    (``line N``, from 1)."""
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise TranscriptFormatError(
+            path, None, "<file>", f"cannot read: {error.strerror}"
+        ) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise TranscriptFormatError(
+            path, None, "<file>", f"not UTF-8 (byte {error.start})"
+        ) from None
+    # a .jsonl file is one record per line (a line may itself be a list of turns); any
+    # other file holding a JSON array is one document
+    if path.suffix.lower() != ".jsonl" and text.lstrip().startswith("["):
+        try:
+            records = json.loads(text)
+        except (ValueError, RecursionError) as error:
+            where = (
+                f"line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else None
+            )
+            raise TranscriptFormatError(path, where, "<json>", str(error).split(":")[0]) from None
+        for index, record in enumerate(records):
+            yield f"record {index}", record
+        return
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {line_no}", json.loads(line)
+        except (ValueError, RecursionError) as error:
+            reason = str(error).split(":")[0] if isinstance(error, ValueError) else "too deep"
+            raise TranscriptFormatError(path, f"line {line_no}", "<json>", reason) from None
+
+
+def _turns(path: Path, where: str, record: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The record's turns in order, each with its field path (``contents[0][3]``)."""
+    if isinstance(record, list):
+        key, turns = "", record
+    elif isinstance(record, dict):
+        key = next(
+            (k for k in ("contents", "turns", "messages", "conversation") if k in record), ""
+        )
+        if not key:
+            raise TranscriptFormatError(
+                path, where, "contents", "missing (a list of turns, or of turn lists)"
+            )
+        turns = record[key]
+    else:
+        raise TranscriptFormatError(path, where, "<record>", "not an object or a list of turns")
+    if not isinstance(turns, list):
+        raise TranscriptFormatError(path, where, key or "<record>", "not a list of turns")
+    located: list[tuple[str, Any]]
+    if turns and all(isinstance(t, list) for t in turns):
+        # ASSEBench / R-Judge nest the conversation, [[turn, ...], ...]: the segments are
+        # consecutive parts of one conversation
+        located = [
+            (f"{key}[{s}][{t}]", turn)
+            for s, segment in enumerate(turns)
+            for t, turn in enumerate(segment)
+        ]
+    else:
+        located = [(f"{key}[{t}]", turn) for t, turn in enumerate(turns)]
+    for location, turn in located:
+        if not isinstance(turn, dict):
+            raise TranscriptFormatError(path, where, location, "not an object")
+    return located
+
+
+def _text_field(
+    path: Path, where: str, turn: dict[str, Any], location: str, names: tuple[str, ...]
+) -> str | None:
+    for name in names:
+        if name in turn and turn[name] is not None:
+            value = turn[name]
+            if not isinstance(value, str):
+                raise TranscriptFormatError(
+                    path,
+                    where,
+                    f"{location}.{name}",
+                    f"expected text, got {type(value).__name__}",
+                )
+            return value
+    return None
+
+
+@dataclass
+class _Trajectory:
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    final_response: str | None = None
+    final_step: int | None = None  # the step holding a final response not yet known to be last
+    error: bool = False
+    pending_call: dict[str, Any] | None = None  # the last call, waiting for its output
+    first_user_turn: str | None = None
+    unparsed: int = 0
+
+
+def _steps_from_turns(
+    path: Path, where: str, turns: list[tuple[str, dict[str, Any]]]
+) -> _Trajectory:
+    out = _Trajectory()
+    for index, turn in turns:
+        role_value = turn.get("role")
+        if not isinstance(role_value, str) or role_value.strip().lower() not in _ROLE_ALIASES:
+            raise TranscriptFormatError(
+                path,
+                where,
+                f"{index}.role",
+                f"{shown(role_value)} is not one of user, agent, environment, system",
+            )
+        role = _ROLE_ALIASES[role_value.strip().lower()]
+        if role in ("user", "system"):
+            content = _text_field(path, where, turn, index, ("content", "text")) or ""
+            if role == "user" and out.first_user_turn is None:
+                out.first_user_turn = content
+            out.steps.append({"input": {"role": role, "content": content}})
+            out.pending_call = None
+            continue
+        if role == "environment":
+            content = _text_field(path, where, turn, index, ("content", "output", "observation"))
+            content = content or ""
+            explicit = turn.get("status")
+            if explicit is not None and explicit not in _STATUSES:
+                raise TranscriptFormatError(
+                    path,
+                    where,
+                    f"{index}.status",
+                    f"{shown(explicit)} is not one of {_STATUSES}",
+                )
+            if out.pending_call is not None:
+                status = explicit or environment_status(content)
+                out.pending_call["tool_result"] = {"status": status, "output": content}
+                out.pending_call = None
+            else:  # output nobody asked for here: an environment turn reaching the agent
+                out.steps.append({"input": {"role": "environment", "content": content}})
+            continue
+        # an agent turn: its thought, its words, its action
+        thought = _text_field(path, where, turn, index, ("thought",))
+        message = _text_field(path, where, turn, index, ("content", "message"))
+        action = _text_field(path, where, turn, index, ("action",))
+        step: dict[str, Any] = {}
+        parsed = parse_action(action) if action is not None and action.strip() else None
+        thoughts = [t for t in (thought, parsed.thought if parsed else None) if t and t.strip()]
+        if thoughts:
+            step["thought"] = "\n".join(thoughts)
+        if message is not None and message.strip():
+            step["message"] = message
+        out.pending_call = None
+        out.final_step = None
+        if parsed is None:
+            pass
+        elif parsed.kind == "provider_error":
+            out.error = True
+            if step:
+                out.steps.append(step)
+            # the harness's failure notice, not the agent's words
+            step = {"input": {"role": "system", "content": parsed.text}}
+        elif parsed.kind == "final":
+            if "message" in step:  # words before the final answer stay a step of their own
+                out.steps.append(step)
+                step = {}
+            step["message"] = parsed.response or ""
+            out.final_step = len(out.steps)
+        else:
+            step["tool_call"] = {"name": parsed.name, "arguments": parsed.arguments}
+            out.unparsed += parsed.kind == "unparsed"
+        if step:
+            out.steps.append(step)
+            if "tool_call" in step:
+                out.pending_call = step
+    if out.final_step is not None and out.final_step == len(out.steps) - 1:
+        last = out.steps.pop()
+        out.final_response = last.pop("message")
+        if last:  # a thought that came with the final answer stays a step
+            out.steps.append(last)
+    return out
+
+
+def _record_id(path: Path, where: str, record: Any, id_field: str, index: int) -> str:
+    if isinstance(record, dict) and id_field in record:
+        value = record[id_field]
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise TranscriptFormatError(path, where, id_field, "expected text or an integer")
+        text = str(value).strip()
+        if not text:
+            raise TranscriptFormatError(path, where, id_field, "empty")
+        return text
+    return f"item-{index}"
+
+
+def _link(suite: Suite, record_id: str, split: str) -> str | None:
+    """The suite instance a record id names: an exact instance id, else the one instance of
+    ``split`` that has the id as a ``/``-separated part (``test_public/1-1/harmful_source``)."""
+    instances = [i for f in suite.families for i in f.instances]
+    for instance in instances:
+        if instance.instance_id == record_id:
+            return instance.instance_id
+    candidates = [
+        i.instance_id
+        for i in instances
+        if i.split == split and record_id in i.instance_id.split("/")
+    ]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def safe_file_stem(name: str) -> str:
+    """A file-name-safe stem (the source name is untrusted)."""
+    return _SAFE_NAME.sub("-", name).strip("-.")[:60] or "transcripts"
+
+
+def import_transcripts(
+    source: Path, *, suite: Suite | None, mapping: TranscriptMapping | None = None
+) -> TranscriptImport:
+    """Convert every transcript in ``source``; raises :class:`TranscriptFormatError` on the
+    first record that cannot be imported (nothing is skipped)."""
+    mapping = mapping or TranscriptMapping()
+    if mapping.split not in SPLITS:
+        raise LitmusError(f"split {shown(mapping.split)} is not one of {', '.join(SPLITS)}")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12] if source.is_file() else ""
+    generated = suite is None
+    suite_name = f"transcripts-{safe_file_stem(source.stem)}"
+    suite_version = digest
+    # one run per (file, configuration, suite, split): importing the file again for another
+    # model or suite never collides with the first import's (run, instance, epoch) keys
+    run_key = hashlib.sha256(
+        json.dumps(
+            [
+                digest,
+                mapping.model,
+                mapping.model_release,
+                mapping.harness,
+                mapping.harness_version,
+                mapping.plugin,
+                suite.suite if suite else suite_name,
+                suite.suite_version if suite else suite_version,
+                mapping.split,
+            ]
+        ).encode()
+    ).hexdigest()[:8]
+    run_id = mapping.run_id or f"{safe_file_stem(source.stem)}-{run_key}"
+    families: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    epochs: Counter[str] = Counter()
+    result = TranscriptImport(
+        records=records,
+        record_ids=[],
+        run_id=run_id,
+        suite={},
+        generated_suite=generated,
+        oracle_less=0,
+    )
+    linked_instances: set[str] = set()
+    for index, (where, raw) in enumerate(read_transcript_items(source)):
+        record_id = _record_id(source, where, raw, mapping.id_field, index)
+        turns = _turns(source, where, raw)
+        trajectory = _steps_from_turns(source, where, turns)
+        if suite is None:
+            instance_id = f"{record_id}/{mapping.split}"
+            if epochs[instance_id] == 0:
+                category = (
+                    raw.get("category") or raw.get("scenario") if isinstance(raw, dict) else None
+                )
+                families.append(
+                    {
+                        "family_id": record_id,
+                        "category": category
+                        if isinstance(category, str) and category.strip()
+                        else "uncategorized",
+                        "instances": [
+                            {
+                                "instance_id": instance_id,
+                                "split": mapping.split,
+                                "prompt": trajectory.first_user_turn or "",
+                                "prohibited_effects": [],
+                                "completion_criteria": [],
+                            }
+                        ],
+                    }
+                )
+        else:
+            linked = _link(suite, record_id, mapping.split)
+            if linked is None:
+                raise TranscriptFormatError(
+                    source,
+                    where,
+                    mapping.id_field,
+                    f"{shown(record_id)} names no instance of suite "
+                    f"{suite.suite}@{suite.suite_version} (looked for that instance id, or one "
+                    f"{mapping.split} instance with it as a part of its id)",
+                )
+            instance_id = linked
+            linked_instances.add(linked)
+        record = {
+            "schema_version": 1,
+            "run_id": run_id,
+            "config": {
+                "model": mapping.model,
+                "model_release": mapping.model_release,
+                "harness": mapping.harness,
+                "harness_version": mapping.harness_version,
+                "plugin": mapping.plugin,
+            },
+            "suite": suite.suite if suite else suite_name,
+            "suite_version": suite.suite_version if suite else suite_version,
+            "instance_id": instance_id,
+            "epoch": epochs[instance_id],
+            "steps": trajectory.steps,
+            "termination": "error"
+            if trajectory.error
+            else ("completed" if trajectory.final_response is not None else "aborted"),
+            "final_response": trajectory.final_response,
+        }
+        epochs[instance_id] += 1
+        try:
+            RunRecord.model_validate(record)
+        except ValidationError as error:
+            first = error.errors()[0]
+            location = ".".join(str(part) for part in first["loc"])
+            raise TranscriptFormatError(source, where, location, first["msg"]) from None
+        records.append(record)
+        result.record_ids.append(record_id)
+        result.terminations[record["termination"]] += 1
+        result.unparsed_actions += trajectory.unparsed
+        for step in trajectory.steps:
+            if "tool_result" in step:
+                result.statuses[step["tool_result"]["status"]] += 1
+    if not records:
+        raise TranscriptFormatError(source, None, "<file>", "holds no transcript")
+    if suite is None:
+        result.suite = {
+            "suite": suite_name,
+            "suite_version": suite_version,
+            "description": (
+                f"Generated by `litmus import-transcripts` from {source.name}: one family per "
+                "transcript, no oracles (prohibited_effects and completion_criteria empty)."
+            ),
+            "families": families,
+            "sibling_policy": "partial",
+        }
+        Suite.model_validate(result.suite)
+        harmful = mapping.split in ("harmful_source", "covert_malicious")
+        result.oracle_less = len(families) if harmful else 0
+    else:
+        result.suite = {"suite": suite.suite, "suite_version": suite.suite_version}
+        by_id = {i.instance_id: i for f in suite.families for i in f.instances}
+        result.oracle_less = sum(
+            1
+            for instance_id in linked_instances
+            if by_id[instance_id].harm_class == "harmful"
+            and not by_id[instance_id].prohibited_effects
+        )
+    return result
+
+
+def write_text_atomically(target: Path, text: str) -> None:
+    """Write ``text`` to ``target`` through a hidden temporary file (the landing and suites
+    folders skip dot-files), so a reader never sees a partial file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=".importing-", suffix=target.suffix, dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl_atomically(records: list[dict[str, Any]], target: Path) -> None:
+    """Write the records as JSONL; a failure leaves no partial file behind."""
+    write_text_atomically(
+        target, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+    )
