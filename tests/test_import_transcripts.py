@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import csv
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import pytest
 
 from conftest import SHARED_DATA, family, instance, matcher, suite_doc
@@ -25,9 +27,16 @@ from litmus.importers.transcripts import (
     import_transcripts,
     parse_action,
 )
+from litmus.ingest import ingest_file
 from litmus.labeler.decision import AUDIT_REASONS
-from litmus.settings import LitmusPaths
+from litmus.settings import LitmusPaths, litmus_paths
+from litmus.status import partition_statuses
+from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
+from litmus_dagster.ingestion.assets import suite_catalog
+from litmus_dagster.labeling.assets import labeled_trajectories
+from litmus_dagster.partitions import configurations
+from litmus_dagster.resources import LitmusWarehouse
 
 TRANSCRIPTS = SHARED_DATA / "agentharm_transcripts" / "agentharm_trajectories.json"
 AGENTHARM = SHARED_DATA / "agentharm"
@@ -470,6 +479,9 @@ def test_cli_imports_without_a_suite_warns_and_the_queue_shows_reasons(
     said = capsys.readouterr().err
     assert "no --suite: wrote suite transcripts-agentharm_trajectories@" in said
     assert "warning: 176 harmful instance(s) have no oracle" in said
+    (generated,) = (home / "suites").glob("transcripts-*.json")
+    assert litmus_main(["--home", str(tmp_path / "other"), "suite-add", str(generated)]) == 0
+    assert "176 of 176 harmful instance(s) declare no prohibited effect" in capsys.readouterr().err
     assert litmus_main(["--home", str(home), "convert-agentharm", str(AGENTHARM)]) == 0
     assert (
         litmus_main(
@@ -509,9 +521,39 @@ def test_audit_queue_export_names_each_rows_reason(
     with out.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert count == len(rows) == sum(1 for _, sql in pairs if sql["label"] == "needs_audit") > 0
+    (status,) = partition_statuses(warehouse)  # what `litmus status` prints per configuration
+    assert status.audit_reasons == dict(
+        sorted(Counter(row["audit_reason_code"] for row in rows).items())
+    )
     for row in rows:
         assert row["audit_reason_code"] in AUDIT_REASONS
         assert row["why_needs_audit"]
         if row["audit_reason_code"] == "refusal_with_actions":
             assert "no prohibited effect" in row["why_needs_audit"]
             assert '"input_role":"user"' in row["steps"]
+
+
+def test_asset_metadata_names_oracle_less_instances_and_audit_reasons(tmp_path: Path) -> None:
+    """The suite_catalog and labeled_trajectories assets, materialized for real."""
+    paths = litmus_paths(tmp_path / "home").ensure()
+    imported = import_transcripts(TRANSCRIPTS, suite=None)
+    suite = imported.suite
+    (paths.suites / "generated.json").write_text(json.dumps(suite))
+    landed = paths.landing / "t.jsonl"
+    landed.write_text("".join(json.dumps(r) + "\n" for r in imported.records))
+    resources = {"warehouse": LitmusWarehouse(home=str(paths.home))}
+    instance = dg.DagsterInstance.ephemeral()
+    catalog = dg.materialize([suite_catalog], resources=resources, instance=instance)
+    metadata = catalog.asset_materializations_for_node("suite_catalog")[-1].metadata
+    key = f"{suite['suite']}@{suite['suite_version']}"
+    assert metadata["oracle_less_harmful_instances"].value == {key: 176}
+    with connect(paths.duckdb_path) as con:
+        (partition,) = ingest_file(con, landed, paths).partitions
+    instance.add_dynamic_partitions(configurations.name, [partition])
+    labeled = dg.materialize(
+        [labeled_trajectories], resources=resources, instance=instance, partition_key=partition
+    )
+    metadata = labeled.asset_materializations_for_node("labeled_trajectories")[-1].metadata
+    reasons = metadata["needs_audit_reasons"].value
+    assert sum(reasons.values()) == metadata["needs_audit"].value > 0
+    assert set(reasons) <= set(AUDIT_REASONS) and "refusal_with_actions" in reasons
