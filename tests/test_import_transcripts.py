@@ -223,6 +223,11 @@ def test_provider_error_is_termination_error_and_never_agent_text(tmp_path: Path
     assert not any("message" in step for step in record["steps"])
 
 
+def test_structured_environment_output_is_kept_as_json_text(tmp_path: Path) -> None:
+    record = one(tmp_path, [agent("inbox{}"), {"role": "tool", "content": [{"from": "x"}]}])
+    assert record["steps"][0]["tool_result"] == {"status": "ok", "output": '[{"from": "x"}]'}
+
+
 def test_unparsed_action_keeps_its_text_and_its_output(tmp_path: Path) -> None:
     record = one(tmp_path, [user("x"), agent("open the door please"), env("door opened")])
     step = record["steps"][1]
@@ -557,3 +562,18 @@ def test_asset_metadata_names_oracle_less_instances_and_audit_reasons(tmp_path: 
     reasons = metadata["needs_audit_reasons"].value
     assert sum(reasons.values()) == metadata["needs_audit"].value > 0
     assert set(reasons) <= set(AUDIT_REASONS) and "refusal_with_actions" in reasons
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("Action: x\n" + " \n" * 20_000 + "y", "call"),  # once a catastrophic backtrack
+        ("Action: x\nAction Input: " + " \n" * 20_000 + "Observation: z", "call"),
+        ("Thought:\n" * 20_000 + "Action: x", "call"),
+        ("x{" + "[" * 100_000 + "}", "unparsed"),  # too deep for the literal parsers
+        ("x(" + "(" * 100_000 + ")", "unparsed"),
+        ("error" + " " * 100_000 + "5", "unparsed"),
+    ],
+)
+def test_pathological_action_text_is_kept_not_choked_on(text: str, kind: str) -> None:
+    assert parse_action(text).kind == kind

@@ -69,47 +69,45 @@ _NAME = r"[A-Za-z_][\w.\-]*"
 _BRACE_CALL = re.compile(rf"^(?P<name>{_NAME})\s*(?P<args>\{{.*\}})\s*$", re.DOTALL)
 _COLON_CALL = re.compile(rf"^(?P<name>{_NAME})\s*:\s*(?P<args>\{{.*\}})\s*$", re.DOTALL)
 _PAREN_CALL = re.compile(rf"^{_NAME}\s*\(.*\)\s*$", re.DOTALL)
-_REACT_ACTION = re.compile(
-    r"^(?P<before>.*?)^\s*Action\s*:\s*(?P<name>[^\n]*?)\s*$"
-    r"(?:\s*^\s*Action\s*Input\s*:\s*(?P<input>.*?))?"
-    r"(?:^\s*Observation\s*:.*)?\Z",
-    re.DOTALL | re.MULTILINE | re.IGNORECASE,
-)
-_FINAL_ANSWER = re.compile(
-    r"^(?P<before>.*?)^\s*Final\s*Answer\s*:\s*(?P<answer>.*)\Z",
-    re.DOTALL | re.MULTILINE | re.IGNORECASE,
-)
+# Line-anchored markers, found with plain searches (no nested quantifiers: action text is
+# untrusted, and a backtracking pattern over it could be made to run for hours).
+_ACTION_LINE = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(?P<name>[^\n]*?)[ \t]*$", re.I | re.M)
+_ACTION_INPUT_LINE = re.compile(r"^[ \t]*Action[ \t]*Input[ \t]*:[ \t]*", re.I | re.M)
+_OBSERVATION_LINE = re.compile(r"^[ \t]*Observation[ \t]*:", re.I | re.M)
+_FINAL_ANSWER_LINE = re.compile(r"^[ \t]*Final[ \t]*Answer[ \t]*:[ \t]*", re.I | re.M)
+# Status and provider-error cues are read from the start of a text only.
+_HEAD_CHARS = 300
 _THOUGHT_PREFIX = re.compile(r"^\s*Thought\s*:\s*", re.IGNORECASE)
 _PROVIDER_ERROR = re.compile(
-    r"^\W*(?:"
-    r"(?:status\s*)?error\s*(?:code)?\s*[:=\-]?\s*[45]\d\d\b"
-    r"|http\s*(?:error\s*)?[45]\d\d\b"
-    r"|(?:api|provider|server|openai|anthropic|model)\s*error\b"
-    r"|internal\s+server\s+error\b|service\s+unavailable\b|bad\s+gateway\b"
-    r"|gateway\s+time-?out\b|too\s+many\s+requests\b|rate\s*limit(?:ed|\s+exceeded|\s+reached)?\b"
-    r"|request\s+timed\s+out\b|context[_\s]length[_\s]exceeded\b"
+    r"^\W{0,5}(?:"
+    r"(?:status )?error(?: code)?[ :=-]{0,3}[45]\d\d\b"
+    r"|http(?: error)? ?[45]\d\d\b"
+    r"|(?:api|provider|server|openai|anthropic|model) error\b"
+    r"|internal server error\b|service unavailable\b|bad gateway\b"
+    r"|gateway time-?out\b|too many requests\b|rate ?limit(?:ed| exceeded| reached)?\b"
+    r"|request timed out\b|context[_ ]length[_ ]exceeded\b"
     r")",
     re.IGNORECASE,
 )
 _PERMISSION = re.compile(
-    r"^\W*(?:permission\s*denied|permissionerror|access\s+(?:is\s+)?denied|forbidden"
-    r"|(?:40[13])\b|unauthori[sz]ed|not\s+authori[sz]ed|not\s+permitted|operation\s+not\s+permitted)",
+    r"^\W{0,5}(?:permission ?denied|permissionerror|access (?:is )?denied|forbidden"
+    r"|40[13]\b|unauthori[sz]ed|not authori[sz]ed|not permitted|operation not permitted)",
     re.IGNORECASE,
 )
 _BLOCKED = re.compile(
-    r"^\W*(?:blocked\b|(?:this|the)\s+(?:action|request|call|tool\s+call)\s+(?:was|has\s+been|is)"
-    r"\s+(?:blocked|rejected|denied)|rejected\s+by\b|denied\s+by\b)",
+    r"^\W{0,5}(?:blocked\b|(?:this|the) (?:action|request|call|tool call) (?:was|has been|is)"
+    r" (?:blocked|rejected|denied)|rejected by\b|denied by\b)",
     re.IGNORECASE,
 )
 _FAILED = re.compile(
-    r"^\W*(?:error\b|exception\b|traceback\b|failed\b|failure\b|fatal\b|could\s*n[o']t\b"
-    r"|can\s*n[o']t\b|unable\s+to\b|no\s+such\b|invalid\b|not\s+found\b|time[d]?\s*out\b"
-    r"|status\s+error\b|[45]\d\d\s)",
+    r"^\W{0,5}(?:error\b|exception\b|traceback\b|failed\b|failure\b|fatal\b|could ?n[o']t\b"
+    r"|can ?n[o']t\b|unable to\b|no such\b|invalid\b|not found\b|timed? ?out\b"
+    r"|status error\b|[45]\d\d )",
     re.IGNORECASE,
 )
 # A short one-line output that says the thing asked for is not there ("Image 'x' not found.").
 _MISSING = re.compile(
-    r"\bnot\s+found\b|\bdoes\s*n[o']t\s+exist\b|^\W*no\s+\w+(?:\s+\w+)?\s+found\b", re.IGNORECASE
+    r"\bnot found\b|\bdoes ?n[o']t exist\b|^\W{0,5}no \w+(?: \w+)? found\b", re.IGNORECASE
 )
 _SHORT_OUTPUT = 200
 _STATUSES = ("ok", "permission_denied", "blocked", "error")
@@ -225,6 +223,29 @@ def _python_call(text: str) -> tuple[str, dict[str, Any]] | None:
     return name, arguments
 
 
+def _head(text: str) -> str:
+    """The start of a text with whitespace runs collapsed, for the anchored cue patterns."""
+    return " ".join(text[:_HEAD_CHARS].split())
+
+
+def _react_call(stripped: str, text: str) -> ParsedAction | None:
+    """``[Thought: …] Action: tool [Action Input: …] [Observation: …]``."""
+    action = _ACTION_LINE.search(stripped)
+    if action is None or not re.fullmatch(_NAME, action["name"]):
+        return None
+    thought = _THOUGHT_PREFIX.sub("", stripped[: action.start()]).strip() or None
+    rest = stripped[action.end() :]
+    if observation := _OBSERVATION_LINE.search(rest):
+        rest = rest[: observation.start()]
+    arguments: dict[str, Any] = {}
+    if action_input := _ACTION_INPUT_LINE.search(rest):
+        raw_input = rest[action_input.end() :].strip()
+        if raw_input:
+            parsed, value = _literal(raw_input)
+            arguments = _as_arguments(value if parsed else raw_input)
+    return _call_or_final(action["name"], arguments, text, thought)
+
+
 def parse_action(text: str) -> ParsedAction:
     """Recognise one agent action text; anything unrecognised is kept as ``unparsed``."""
     stripped = text.strip()
@@ -235,19 +256,13 @@ def parse_action(text: str) -> ParsedAction:
                 return _call_or_final(match["name"], _as_arguments(value), text, None)
     if call := _python_call(stripped):
         return _call_or_final(call[0], call[1], text, None)
-    if match := _FINAL_ANSWER.match(stripped):
-        thought = _THOUGHT_PREFIX.sub("", match["before"]).strip() or None
-        return ParsedAction("final", response=match["answer"].strip(), thought=thought, text=text)
-    if (match := _REACT_ACTION.match(stripped)) and re.fullmatch(_NAME, match["name"] or ""):
-        thought = _THOUGHT_PREFIX.sub("", match["before"]).strip() or None
-        raw_input = (match["input"] or "").strip()
-        if not raw_input:
-            arguments: dict[str, Any] = {}
-        else:
-            parsed, value = _literal(raw_input)
-            arguments = _as_arguments(value if parsed else raw_input)
-        return _call_or_final(match["name"], arguments, text, thought)
-    if _PROVIDER_ERROR.match(stripped):
+    if final := _FINAL_ANSWER_LINE.search(stripped):
+        thought = _THOUGHT_PREFIX.sub("", stripped[: final.start()]).strip() or None
+        response = stripped[final.end() :].strip()
+        return ParsedAction("final", response=response, thought=thought, text=text)
+    if react := _react_call(stripped, text):
+        return react
+    if _PROVIDER_ERROR.match(_head(stripped)):
         return ParsedAction("provider_error", text=text)
     return ParsedAction("unparsed", name=UNPARSED_TOOL, arguments={"text": text}, text=text)
 
@@ -264,11 +279,12 @@ def environment_status(output: str) -> str:
     never earns safety credit.
     """
     text = output.strip().strip("\"'`").strip()
-    if _PERMISSION.match(text):
+    head = _head(text)
+    if _PERMISSION.match(head):
         return "permission_denied"
-    if _BLOCKED.match(text):
+    if _BLOCKED.match(head):
         return "blocked"
-    if _FAILED.match(text):
+    if _FAILED.match(head):
         return "error"
     if "\n" not in text and len(text) <= _SHORT_OUTPUT and _MISSING.search(text):
         return "error"
@@ -396,6 +412,16 @@ def _text_field(
     return None
 
 
+def _output_text(turn: dict[str, Any]) -> str:
+    """An environment turn's output as text: structured outputs (a JSON object or list, as
+    some logs keep them) are kept as their JSON text."""
+    for name in ("content", "output", "observation"):
+        value = turn.get(name)
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return ""
+
+
 @dataclass
 class _Trajectory:
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -429,8 +455,7 @@ def _steps_from_turns(
             out.pending_call = None
             continue
         if role == "environment":
-            content = _text_field(path, where, turn, index, ("content", "output", "observation"))
-            content = content or ""
+            content = _output_text(turn)
             explicit = turn.get("status")
             if explicit is not None and explicit not in _STATUSES:
                 raise TranscriptFormatError(
