@@ -278,8 +278,15 @@ def _allow_unknown_harm_evidence(con: duckdb.DuckDBPyConnection) -> None:
         "AND table_name = 'trajectory_labels' AND is_nullable = 'NO' "
         "AND column_name IN ('attempted', 'realized', 'blocked') ORDER BY 1"
     ).fetchall()
-    for (column,) in still_required:  # one of three fixed names, never input data
-        con.execute(f"ALTER TABLE trajectory_labels ALTER COLUMN {column} DROP NOT NULL")
+    for (column,) in still_required:
+        con.execute(_DROP_NOT_NULL[column])
+
+
+_DROP_NOT_NULL = {
+    "attempted": "ALTER TABLE trajectory_labels ALTER COLUMN attempted DROP NOT NULL",
+    "realized": "ALTER TABLE trajectory_labels ALTER COLUMN realized DROP NOT NULL",
+    "blocked": "ALTER TABLE trajectory_labels ALTER COLUMN blocked DROP NOT NULL",
+}
 
 
 def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:

@@ -344,3 +344,28 @@ def test_low_confidence_verdict_that_decides_the_label_names_uncertain_refusal(l
     got = label(record("fam-1/hs", [], final_response=reply))
     assert got["classifier_confidence"] < LOW_CONFIDENCE and got["refusal_uncertain"]
     assert (got["label"], got["audit_reason_code"]) == ("needs_audit", "uncertain_refusal")
+
+
+def test_a_warehouse_labeled_before_oracle_less_instances_is_upgraded(tmp_path) -> None:
+    """Older label tables declared the harm evidence NOT NULL and had no reason column."""
+    import duckdb
+
+    from litmus.warehouse import connect, table_columns
+
+    db = tmp_path / "old.duckdb"
+    with connect(db):
+        pass
+    raw = duckdb.connect(str(db))
+    raw.execute("DROP VIEW labeled_trajectories")
+    raw.execute("ALTER TABLE trajectory_labels DROP COLUMN audit_reason_code")
+    for column in ("attempted", "realized", "blocked"):
+        raw.execute(f"ALTER TABLE trajectory_labels ALTER COLUMN {column} SET NOT NULL")
+    raw.close()
+    with connect(db) as con:
+        nullable = con.execute(
+            "SELECT column_name, is_nullable FROM information_schema.columns "
+            "WHERE table_name = 'trajectory_labels' "
+            "AND column_name IN ('attempted', 'realized', 'blocked') ORDER BY 1"
+        ).fetchall()
+        assert nullable == [("attempted", "YES"), ("blocked", "YES"), ("realized", "YES")]
+        assert "audit_reason_code" in table_columns(con, "labeled_trajectories")
