@@ -93,7 +93,8 @@ SELECT t.trajectory_id, s.step_idx, NULL,
                                    END]) END,
        ['ok', 'ok', 'permission_denied', 'blocked', 'error'][
            1 + rnd3(t.source_line, s.step_idx, 3, 5)],
-       'output', t.partition_key, t.suite, t.suite_version, t.instance_id
+       'output', t.partition_key, t.suite, t.suite_version, t.instance_id,
+       NULL, NULL  -- no incoming turns (input_role, input_content)
 FROM raw_trajectories t, range(t.n_steps) s(step_idx)
 LEFT JOIN bench_calls c
   ON c.instance_id = t.instance_id AND c.k = rnd3(t.source_line, s.step_idx, 4, 3);

@@ -91,9 +91,15 @@ oracle_evidence AS (
     GROUP BY trajectory_id
 ),
 ok_calls AS (  -- trajectories with some tool call (any tool) that returned ok
-    SELECT DISTINCT trajectory_id
-    FROM raw_steps
-    WHERE partition_key = $partition_key AND tool_name IS NOT NULL AND status = 'ok'
+    -- only read for oracle-less harmful instances: a suite with oracles everywhere makes the
+    -- build side empty and the step scan is skipped
+    SELECT DISTINCT s.trajectory_id
+    FROM raw_steps s
+    SEMI JOIN (SELECT suite, suite_version, instance_id FROM suite_instances
+               WHERE request_harm_class = 'harmful' AND n_prohibited = 0) o
+      ON o.suite = s.suite AND o.suite_version = s.suite_version
+     AND o.instance_id = s.instance_id
+    WHERE s.partition_key = $partition_key AND s.tool_name IS NOT NULL AND s.status = 'ok'
 ),
 evidence AS (
     SELECT t.*,
