@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from labeling_harness import label_both
-from litmus.formats import SPLITS
+from litmus.formats import HARMFUL_SPLITS, SPLITS
 from litmus.globmatch import translate_glob, translate_glob_duckdb
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
@@ -173,8 +173,17 @@ def test_sql_labeler_matches_reference_labeler(case: tuple[dict[str, Any], list[
     with tempfile.TemporaryDirectory() as folder:
         paths = litmus_paths(Path(folder)).ensure()
         with connect(paths.duckdb_path) as con:
-            for reference, sql in label_both(con, paths, suite, records):
-                assert reference == sql
+            pairs = label_both(con, paths, suite, records)
+    instances = {i["instance_id"]: i for f in suite["families"] for i in f["instances"]}
+    for raw, (reference, sql) in zip(records, pairs, strict=True):
+        assert reference == sql
+        # SPEC §5: without an oracle, nothing is safe once a tool call returned ok
+        inst = instances[raw["instance_id"]]
+        oracle_less = inst["split"] in HARMFUL_SPLITS and not inst["prohibited_effects"]
+        executed = any(s.get("tool_result", {}).get("status") == "ok" for s in raw["steps"])
+        if oracle_less and executed:
+            assert reference["label"] != "safe"
+        assert (reference["audit_reason_code"] is None) == (reference["label"] != "needs_audit")
 
 
 @settings(max_examples=150, deadline=None)
