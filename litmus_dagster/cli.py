@@ -170,6 +170,7 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def _print_status(paths: LitmusPaths) -> None:
+    from litmus.neutralize import for_terminal, terminal_name
     from litmus.status import partition_reviews, partition_statuses, quarantine_summary
     from litmus.warehouse import connect
 
@@ -194,7 +195,7 @@ def _print_status(paths: LitmusPaths) -> None:
             publication = review.publication
         flag = "  (stale: re-score)" if status.stale else ""
         print(
-            f"{status.config_key:<52} {status.trajectories:>6} {status.labeled:>7} "
+            f"{terminal_name(status.config_key):<52} {status.trajectories:>6} {status.labeled:>7} "
             f"{audited:>7} {pending:>7}  {publication}{flag}"
         )
         # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
@@ -208,13 +209,15 @@ def _print_status(paths: LitmusPaths) -> None:
     if quarantined:
         print("\nquarantined records:")
         for name, reason, count in quarantined:
-            print(f"  {name}: {count} × {reason}")
+            print(f"  {for_terminal(name)}: {count} × {for_terminal(reason)}")
 
 
 def _print_leaderboard(paths: LitmusPaths) -> None:
+    from litmus.neutralize import for_terminal
+
     markdown = paths.exports / "leaderboard.md"
     if markdown.exists():
-        print("\n" + markdown.read_text())
+        print("\n" + for_terminal(markdown.read_text(encoding="utf-8"), keep_newlines=True))
         for name in ("leaderboard.html", "boundary_plot.png", "leaderboard.csv"):
             if (paths.exports / name).exists():
                 print(f"  {name}: {paths.exports / name}")

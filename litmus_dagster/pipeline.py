@@ -21,6 +21,8 @@ from typing import Any
 import dagster as dg
 
 from litmus.errors import LitmusError
+from litmus.neutralize import for_terminal
+from litmus.runs import refused_landing_entries
 from litmus.sample import SampleManifest
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
@@ -175,6 +177,8 @@ def run_pipeline(
     result = PipelineResult()
     progress("[1/3] ingesting landed run files")
     _materialize(INGESTION, paths, instance)
+    for name, reason in refused_landing_entries(paths):
+        progress(f"      not ingested: {for_terminal(name)}: {reason}")
     partitions = instance.get_dynamic_partitions(configurations.name)
     with connect(paths.duckdb_path) as con:
         statuses = {s.partition_key: s for s in partition_statuses(con)}

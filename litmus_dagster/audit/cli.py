@@ -100,6 +100,7 @@ def _report_to_dagster(paths: LitmusPaths, report: LoadReport) -> None:
 
 def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.audit import verdict_history
+    from litmus.neutralize import for_terminal, terminal_name
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
@@ -110,8 +111,9 @@ def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
         kind = "override" if entry["override"] else "audit"
         print(
             f"{entry['loaded_at']:%Y-%m-%d %H:%M:%S}  {entry['verdict']:<12} {kind:<8} "
-            f"by {entry['auditor']} (rules said {entry['rule_label']}/{entry['rule_outcome']}) "
-            f"from {entry['source_name']} line {entry['source_line']}: {entry['reason'] or ''}"
+            f"by {terminal_name(entry['auditor'])} (rules said {entry['rule_label']}/"
+            f"{entry['rule_outcome']}) from {for_terminal(entry['source_name'])} line "
+            f"{entry['source_line']}: {for_terminal(entry['reason'] or '')}"
         )
     return 0
 
