@@ -42,11 +42,14 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.neutralize import safe_file_name
     from litmus.suite import load_suite_file
 
     source = Path(args.file)
     suite = load_suite_file(source)  # validate before accepting it
-    target = paths.suites / f"{suite.suite}@{suite.suite_version}{source.suffix.lower()}"
+    # the name comes from the (untrusted) file: it never becomes a path outside suites/
+    name = safe_file_name(f"{suite.suite}@{suite.suite_version}", source.suffix.lower())
+    target = paths.suites / name
     shutil.copyfile(source, target)
     _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
     return 0
