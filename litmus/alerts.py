@@ -29,7 +29,7 @@ import duckdb
 import pandas as pd
 
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
-from litmus.warehouse import transaction
+from litmus.warehouse import table_exists, transaction
 
 DEFAULT_REGRESSION_THRESHOLD = 0.02
 DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
@@ -303,8 +303,12 @@ def record_delivery(
 
 
 def read_alerts(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Every alert, newest first (an empty frame before the first one)."""
-    con.execute(ALERTS_DDL)
+    """Every alert, newest first (an empty frame before the first one). Only reads: a
+    read-only connection is enough."""
+    if not table_exists(con, "alerts"):
+        with duckdb.connect() as scratch:  # the table's columns, without creating it here
+            scratch.execute(ALERTS_DDL)
+            return scratch.sql("SELECT * FROM alerts").df()
     return con.sql("SELECT * FROM alerts ORDER BY raised_at DESC, fingerprint").df()
 
 

@@ -29,6 +29,7 @@ from litmus.errors import LitmusError
 from litmus.ingest import file_sha256
 from litmus.neutralize import for_csv_cell
 from litmus.suite import DuplicateKeyError, reject_duplicate_keys
+from litmus.warehouse import table_exists
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -672,8 +673,9 @@ def _append(
 
 
 def verdict_history(con: duckdb.DuckDBPyConnection, trajectory_id: str) -> list[dict[str, Any]]:
-    """Every verdict ever loaded for one trajectory, oldest first."""
-    ensure_audit_tables(con)
+    """Every verdict ever loaded for one trajectory, oldest first (only reads)."""
+    if not table_exists(con, "audit_verdicts"):
+        return []
     cursor = con.execute(
         "SELECT * FROM audit_verdicts WHERE trajectory_id = ? ORDER BY load_seq, source_line",
         [trajectory_id],

@@ -158,13 +158,19 @@ def git_commit(project_dir: Path = PROJECT_DIR) -> tuple[str | None, bool | None
         )
         if head.returncode != 0:
             return None, None
+        # --no-optional-locks: only look; never refresh (and so lock) the checkout's index,
+        # which would make a concurrent `git commit` there fail
         status = subprocess.run(
-            ["git", "-C", os.fspath(project_dir), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git", "--no-optional-locks", "-C", os.fspath(project_dir),
+                "status", "--porcelain", "--untracked-files=no",
+            ],
             capture_output=True,
             text=True,
             timeout=30,
             check=False,
-        )
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None, None
     dirty = bool(status.stdout.strip()) if status.returncode == 0 else None

@@ -30,17 +30,43 @@ class WarehouseUpgradeError(LitmusError):
     """A warehouse written by an older LITMUS that cannot be upgraded as it is."""
 
 
+class WarehouseMissingError(LitmusError):
+    """A command that only reads found no warehouse (it never creates one)."""
+
+
 @contextmanager
 def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
     lock_path = db_path.with_name(db_path.name + ".lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    with _flocked(fd, db_path, timeout_s, fcntl.LOCK_EX):
+        yield
+
+
+@contextmanager
+def reader_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
+    """A shared lock: waits for a writer, never for another reader. Creates nothing: with no
+    lock file (or one this user cannot open) there is no writer to wait for."""
+    lock_path = db_path.with_name(db_path.name + ".lock")
+    try:
+        fd: int | None = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        fd = None
+    if fd is None:
+        yield
+        return
+    with _flocked(fd, db_path, timeout_s, fcntl.LOCK_SH):
+        yield
+
+
+@contextmanager
+def _flocked(fd: int, db_path: Path, timeout_s: float, mode: int) -> Iterator[None]:
     try:
         deadline = time.monotonic() + timeout_s
         delay = 0.02
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -69,6 +95,26 @@ def connect(
                 ensure_schema(con)
             except WarehouseUpgradeError as error:
                 raise WarehouseUpgradeError(f"{path}: {error}") from None
+            yield con
+        finally:
+            con.close()
+
+
+@contextmanager
+def connect_read_only(
+    db_path: str | Path, *, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open an existing warehouse for reading only (``litmus status``, ``verify``): nothing
+    is created, not the file, its folder or a table, and a read-only home is enough."""
+    path = Path(db_path)
+    if not path.is_file():
+        raise WarehouseMissingError(
+            f"no warehouse at {path}: nothing has been ingested here (`litmus run` creates "
+            "it; --home picks another state folder)"
+        )
+    with reader_lock(path, timeout_s):
+        con = duckdb.connect(str(path), read_only=True)
+        try:
             yield con
         finally:
             con.close()

@@ -175,9 +175,9 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 def _print_status(paths: LitmusPaths) -> None:
     from litmus.neutralize import for_terminal, terminal_name
     from litmus.status import partition_reviews, partition_statuses, quarantine_summary
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect_read_only
 
-    with connect(paths.duckdb_path) as con:
+    with connect_read_only(paths.duckdb_path) as con:
         statuses = partition_statuses(con)
         reviews = partition_reviews(con)
         quarantined = quarantine_summary(con)
@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     agentharm.set_defaults(handler=cmd_convert_agentharm)
 
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
-    status.set_defaults(handler=cmd_status)
+    status.set_defaults(handler=cmd_status, read_only=True)
 
     schemas = commands.add_parser("schemas", help="write the JSON Schemas of the native formats")
     schemas.add_argument("--check", action="store_true", help="fail if they are out of date")
@@ -337,7 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    paths = litmus_paths(args.home).ensure()
+    paths = litmus_paths(args.home)
+    if not getattr(args, "read_only", False):  # a command that only looks creates nothing
+        paths.ensure()
     os.environ.setdefault("LITMUS_HOME", str(paths.home))
     try:
         return int(args.handler(args, paths))

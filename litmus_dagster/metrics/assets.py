@@ -142,7 +142,10 @@ def litmus_dbt_metrics(
     # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
     # at the very file the resource uses.
     with warehouse.exclusive(), dbt_profile_environment(warehouse.paths.duckdb_path):
-        yield from dbt.cli(["build"], context=context).stream()
+        # run artifacts and logs go to the state folder, never into the checkout (which may be
+        # read-only, and must not fill up with one folder per build)
+        build_artifacts = warehouse.paths.home / "dbt" / "build"
+        yield from dbt.cli(["build"], context=context, target_path=build_artifacts).stream()
 
 
 FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])

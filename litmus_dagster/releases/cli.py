@@ -21,7 +21,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     rescore.set_defaults(handler=cmd_rescore)
 
     alerts = commands.add_parser("alerts", help="release drift and the regression alerts raised")
-    alerts.set_defaults(handler=cmd_alerts)
+    alerts.set_defaults(handler=cmd_alerts, read_only=True)
 
 
 def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -49,9 +49,9 @@ def print_release_summary(paths: LitmusPaths) -> None:
     from litmus.alerts import read_alerts
     from litmus.drift import METRIC_LABELS, drift_summary_lines, points
     from litmus.neutralize import for_terminal, terminal_name
-    from litmus.warehouse import connect, table_exists
+    from litmus.warehouse import connect_read_only, table_exists
 
-    with connect(paths.duckdb_path) as con:
+    with connect_read_only(paths.duckdb_path) as con:
         drift = (
             con.sql("SELECT * FROM release_drift").df()
             if table_exists(con, "release_drift")

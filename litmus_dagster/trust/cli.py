@@ -7,7 +7,6 @@ import argparse
 import os
 from pathlib import Path
 
-from litmus.errors import LitmusError
 from litmus.settings import LitmusPaths
 
 
@@ -19,14 +18,12 @@ def default_key_path() -> Path:
 
 def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.receipts import load_public_key, load_receipt, verify_receipt
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect_read_only
 
     receipt_path = Path(args.receipt)
     receipt = load_receipt(receipt_path)
     public_key = load_public_key(Path(args.public_key)) if args.public_key else None
-    if not paths.duckdb_path.exists():
-        raise LitmusError(f"no warehouse at {paths.duckdb_path} (pick the state folder: --home)")
-    with connect(paths.duckdb_path) as con:
+    with connect_read_only(paths.duckdb_path) as con:
         result = verify_receipt(receipt, con, paths, public_key=public_key)
     signature = receipt["signature"]
     signed = (
@@ -80,7 +77,7 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
     verify.add_argument(
         "--public-key", help="PEM Ed25519 public key the receipt must be signed with"
     )
-    verify.set_defaults(handler=cmd_verify)
+    verify.set_defaults(handler=cmd_verify, read_only=True)
 
     keygen = commands.add_parser("keygen", help="make an Ed25519 keypair for signing receipts")
     keygen.add_argument(
