@@ -174,9 +174,16 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 def _print_status(paths: LitmusPaths) -> None:
     from litmus.neutralize import for_terminal, terminal_name
-    from litmus.status import partition_reviews, partition_statuses, quarantine_summary
+    from litmus.status import (
+        partition_reviews,
+        partition_statuses,
+        publication_state,
+        published_partitions,
+        quarantine_summary,
+    )
     from litmus.warehouse import connect_read_only
 
+    on_board = published_partitions(paths.exports)
     with connect_read_only(paths.duckdb_path) as con:
         statuses = partition_statuses(con)
         reviews = partition_reviews(con)
@@ -195,7 +202,7 @@ def _print_status(paths: LitmusPaths) -> None:
             audited, pending, publication = "-", "-", "withheld: not labeled"
         else:
             audited, pending = str(review.audited), str(review.pending_audit)
-            publication = review.publication
+            publication = publication_state(review, on_board)
         flag = "  (stale: re-score)" if status.stale else ""
         print(
             f"{terminal_name(status.config_key):<52} {status.trajectories:>6} {status.labeled:>7} "

@@ -20,6 +20,7 @@ from typing import Any
 
 import dagster as dg
 
+from litmus import publication
 from litmus.errors import LitmusError
 from litmus.neutralize import for_terminal
 from litmus.runs import refused_landing_entries
@@ -175,6 +176,7 @@ def run_pipeline(
 
     instance = instance or local_instance(paths)
     result = PipelineResult()
+    publication.recover(paths.exports)  # finish (or discard) a publication a crash cut short
     progress("[1/3] ingesting landed run files")
     _materialize(INGESTION, paths, instance)
     for name, reason in refused_landing_entries(paths):

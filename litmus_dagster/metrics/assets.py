@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
+from litmus import publication
 from litmus.leaderboard import leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.settings import litmus_paths
@@ -248,7 +249,10 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         board = leaderboard_from_warehouse(con)
     png = boundary_plot_png(board.published, board.controls)
-    written = board.write(warehouse.paths.exports, png)
+    # staged: the files are published together with their receipt (leaderboard_receipt)
+    exports = warehouse.paths.exports
+    staged = board.write(publication.begin(exports), png)
+    written = {kind: exports / path.name for kind, path in staged.items()}
     with warehouse.connect() as con:
         replace_table(con, "leaderboard", board.rows)
     return dg.MaterializeResult(
