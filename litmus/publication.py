@@ -26,6 +26,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from litmus.faults import crash_point
+
 STAGING_NAME = ".staging"
 JOURNAL_NAME = ".publication.json"
 RECEIPT_NAME = "receipt.json"
@@ -69,6 +71,7 @@ def commit(exports: Path) -> list[Path]:
     partial.write_text(json.dumps({"files": staged}), encoding="utf-8")
     _fsync(partial)
     os.replace(partial, journal)  # the commit point
+    crash_point("publication.committed")
     _roll_forward(exports, staged)
     return [exports / name for name in staged]
 
@@ -97,6 +100,7 @@ def _roll_forward(exports: Path, staged: list[str]) -> None:
         source = staging / name
         if source.is_file():  # else moved before the crash
             os.replace(source, exports / name)
+            crash_point("publication.file_moved")
     for name in PUBLISHED_FILES:
         if name not in staged:  # e.g. no plot this time: the old one must not stay beside it
             (exports / name).unlink(missing_ok=True)

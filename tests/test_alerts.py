@@ -18,10 +18,10 @@ from litmus.alerts import (
     WebhookSink,
     deliver,
     find_regressions,
-    redact_url,
     read_alerts,
     record_delivery,
     record_new_alerts,
+    redact_url,
     undelivered,
 )
 from litmus.drift import DRIFT_COLUMNS
@@ -318,9 +318,7 @@ def test_the_webhook_secret_is_written_nowhere(
         [(error,)] = con.execute("SELECT delivery_error FROM alerts").fetchall()
     assert "answered HTTP 500" in error and "redacted" in error
     printed = capfd.readouterr()
-    written = b"".join(
-        path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()
-    )
+    written = b"".join(path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
     for place, text in (
         ("delivery_error", error),
         ("console", printed.out + printed.err),

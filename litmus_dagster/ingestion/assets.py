@@ -4,6 +4,7 @@ from collections.abc import Iterable
 
 import dagster as dg
 
+from litmus.faults import crash_point
 from litmus.ingest import NotARegularFileError, ingest_file, warehouse_partition_keys
 from litmus.runs import landed_files, refused_landing_entries, settled_files, suite_files
 from litmus.suite import load_suite_file, sibling_problems, store_suite
@@ -80,10 +81,12 @@ def raw_run_files(
                 context.log.warning(str(error))
                 refused.append((path.name, str(error)))
                 continue
+            crash_point("ingest.file_committed")
             # each file's configurations are registered as soon as the file is committed
             register(report.partitions)
             context.log.info(report.summary())
             reports.append(report)
+    crash_point("ingest.files_done")
     new_partitions = sorted({key for r in reports for key in r.partitions})
     ingested = [r for r in reports if not r.skipped]
     return dg.MaterializeResult(

@@ -21,6 +21,7 @@ import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
 from litmus import publication
+from litmus.faults import crash_point
 from litmus.leaderboard import leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.settings import litmus_paths
@@ -223,6 +224,7 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     )
     with warehouse.connect() as con:
         replace_table(con, "metric_cis", cis, METRIC_CIS_DDL)
+    crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
             "n_configurations": dg.MetadataValue.int(int(cis["partition_key"].nunique())),
@@ -255,6 +257,7 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     written = {kind: exports / path.name for kind, path in staged.items()}
     with warehouse.connect() as con:
         replace_table(con, "leaderboard", board.rows)
+    crash_point("leaderboard.staged")
     return dg.MaterializeResult(
         metadata={
             "leaderboard": dg.MetadataValue.md(board.to_markdown()),

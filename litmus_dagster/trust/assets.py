@@ -5,6 +5,7 @@ import os
 import dagster as dg
 
 from litmus import publication
+from litmus.faults import crash_point
 from litmus.fingerprint import (
     compute_run_fingerprints,
     group_by_configuration,
@@ -71,6 +72,7 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
             build_receipt(con, published_files=publication.file_digests(staging)), key
         )
     write_receipt(staging / RECEIPT_FILE_NAME, receipt)
+    crash_point("receipt.staged")
     publication.commit(exports)  # board and receipt: together or not at all
     path = exports / RECEIPT_FILE_NAME
     signature = receipt["signature"]
