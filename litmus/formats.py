@@ -211,8 +211,8 @@ class RunRecord(_Strict):
     @classmethod
     def _schema_version_is_an_integer(cls, value: Any) -> Any:
         # a Literal[1] alone also takes true and 1.0 (both equal 1 in Python)
-        if type(value) is not int:
-            raise ValueError(f"must be the integer {RUN_SCHEMA_VERSION}, not {value!r}")
+        if isinstance(value, bool | float):
+            raise ValueError(f"Input should be the integer {RUN_SCHEMA_VERSION}, not {value!r}")
         return value
 
 

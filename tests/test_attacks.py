@@ -117,8 +117,8 @@ def test_validation_is_as_strict_as_documented(litmus_home: LitmusPaths) -> None
         (3, "steps[0].tool_call.arguments.n"),
         (4, "<record>"),
     ]
-    assert "must be the integer 1, not True" in reasons[0][2]
-    assert "must be the integer 1, not 1.0" in reasons[1][2]
+    assert "Input should be the integer 1, not True" in reasons[0][2]
+    assert "Input should be the integer 1, not 1.0" in reasons[1][2]
 
 
 # ----------------------------------------------------------------------------- item 12 (lines)
