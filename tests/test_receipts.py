@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2
 LITMUS = Path(sys.executable).with_name("litmus")
+SESSION_STARTED = time.time()
 LOCK_ERROR_WORDS = ("Conflicting lock", "Could not set lock", "database is locked", "IO Error")
 
 
@@ -665,3 +667,16 @@ def test_every_receipt_field_is_checked_even_when_re_signed_by_the_publisher(
     code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
     assert code == 1, out
     assert mismatches(out), out
+
+
+def test_dbt_build_artifacts_go_to_the_home_not_the_checkout(published: Published) -> None:
+    """Attack (issue 14, item 12): every `dbt build` wrote its artifacts and logs into a new
+    folder of the checkout's dbt_project/target."""
+    assert (published.paths.home / "dbt" / "build" / "run_results.json").is_file()
+    target = Path(__file__).resolve().parents[1] / "dbt_project" / "target"
+    written_now = [
+        path.name
+        for path in target.glob("litmus_dbt_metrics-*")
+        if path.stat().st_mtime >= SESSION_STARTED
+    ]
+    assert written_now == []
