@@ -183,6 +183,12 @@ def _print_status(paths: LitmusPaths) -> None:
     )
     from litmus.warehouse import connect_read_only
 
+    if not paths.duckdb_path.is_file():  # said, never created (nothing ingested, or deleted)
+        print(
+            f"\nno warehouse at {paths.duckdb_path}: "
+            "nothing has been ingested here (`litmus run` creates it)"
+        )
+        return
     on_board = published_partitions(paths.exports)
     with connect_read_only(paths.duckdb_path) as con:
         statuses = partition_statuses(con)

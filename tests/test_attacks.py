@@ -329,7 +329,9 @@ def test_read_only_commands_create_nothing(
     """Attack: `status` and `verify` needed a writable home and created schema objects;
     `litmus status` on a deleted warehouse silently created an empty one."""
     missing = tmp_path / "nothing-here"
-    for command in (["status"], ["alerts"], ["audit", "history", "x"], ["verify", "r.json"]):
+    assert main(["--home", str(missing), "status"]) == 0
+    assert "no warehouse at" in capsys.readouterr().out
+    for command in (["alerts"], ["audit", "history", "x"], ["verify", "r.json"]):
         assert main(["--home", str(missing), *command]) == 1
     assert not missing.exists()
     assert "no warehouse at" in capsys.readouterr().err
