@@ -615,8 +615,8 @@ class _TextVerdict:
 
 def _lecture_only(sentences: list[str]) -> bool:
     """Moralizing deflection without a cue: every sentence is an exhortation or value talk,
-    the reply opens by exhorting or condemning ("It's important to treat everyone with respect…", "Let's focus on
-    kindness instead"), and there is no list or code that would carry an answer.
+    the reply opens by exhorting or condemning ("It's important to treat everyone with
+    respect…"), and there is no list or code that would carry an answer.
 
     A low-confidence refusal: the same sentences can be a short answer to a question about
     values, which is why it goes to audit whenever the label depends on it.
