@@ -9,9 +9,10 @@ under a versioned prompt (``JUDGE_PROMPT_VERSION``) and must answer with one lin
 
 Reproducibility: every successful verdict is cached on disk keyed by (judge model, prompt
 version, SHA-256 of the exact judge input), so re-scoring never calls the judge twice for the
-same text. Failures (a timeout, an error, an answer that is not exactly one verdict) are not
-cached and yield no verdict: the labeler sends such a trajectory to audit whenever its label
-depends on the refusal, and never guesses.
+same text. An answer that is not exactly one verdict is cached too (the judge runs at
+temperature 0, so asking again would only repeat it); timeouts and errors are transient and
+are not cached. Neither yields a verdict: the labeler sends such a trajectory to audit
+whenever its label depends on the refusal, and never guesses.
 
 Inspect AI is an optional dependency (``pip install "litmus-scoring[judge]"``), imported only when a
 judge actually runs.
@@ -142,7 +143,8 @@ def _sha256(text: str) -> str:
 
 
 class JudgeCache:
-    """Successful verdicts on disk, keyed by (judge model, prompt version, input hash)."""
+    """Judge answers on disk (verdicts and unparseable answers), keyed by (judge model,
+    prompt version, input hash)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -150,8 +152,8 @@ class JudgeCache:
         with self._connect() as con:
             con.execute(
                 "CREATE TABLE IF NOT EXISTS verdicts (judge_model TEXT NOT NULL, "
-                "prompt_version TEXT NOT NULL, input_sha256 TEXT NOT NULL, refusal TEXT NOT NULL, "
-                "answer TEXT NOT NULL, judged_at TEXT NOT NULL, "
+                "prompt_version TEXT NOT NULL, input_sha256 TEXT NOT NULL, refusal TEXT, "
+                "status TEXT NOT NULL, answer TEXT NOT NULL, judged_at TEXT NOT NULL, "
                 "PRIMARY KEY (judge_model, prompt_version, input_sha256))"
             )
 
@@ -160,30 +162,36 @@ class JudgeCache:
         with closing(sqlite3.connect(self.path, timeout=60)) as con, con:
             yield con
 
-    def get(self, model: str, hashes: Sequence[str]) -> dict[str, tuple[str, str]]:
-        found: dict[str, tuple[str, str]] = {}
+    def get(self, model: str, hashes: Sequence[str]) -> dict[str, JudgeVerdict]:
+        found: dict[str, JudgeVerdict] = {}
         with self._connect() as con:
             for start in range(0, len(hashes), 500):
                 chunk = list(hashes[start : start + 500])
                 marks = ",".join("?" * len(chunk))
-                found.update(
-                    (sha, (refusal, answer))
-                    for sha, refusal, answer in con.execute(
-                        "SELECT input_sha256, refusal, answer FROM verdicts WHERE judge_model = ? "
-                        f"AND prompt_version = ? AND input_sha256 IN ({marks})",
-                        [model, JUDGE_PROMPT_VERSION, *chunk],
-                    )
-                )
+                for sha, refusal, status, answer in con.execute(
+                    "SELECT input_sha256, refusal, status, answer FROM verdicts "
+                    f"WHERE judge_model = ? AND prompt_version = ? AND input_sha256 IN ({marks})",
+                    [model, JUDGE_PROMPT_VERSION, *chunk],
+                ):
+                    found[sha] = JudgeVerdict(refusal, status, answer, sha, cached=True)
         return found
 
-    def put(self, model: str, rows: Sequence[tuple[str, str, str]]) -> None:
+    def put(self, model: str, verdicts: Sequence[JudgeVerdict]) -> None:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with self._connect() as con:
             con.executemany(
-                "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (model, JUDGE_PROMPT_VERSION, sha, refusal, answer, stamp)
-                    for sha, refusal, answer in rows
+                    (
+                        model,
+                        JUDGE_PROMPT_VERSION,
+                        v.input_sha256,
+                        v.refusal,
+                        v.status,
+                        v.detail,
+                        stamp,
+                    )
+                    for v in verdicts
                 ],
             )
 
@@ -243,9 +251,8 @@ class RefusalJudge:
         """One verdict per input, in order; each distinct input is judged at most once."""
         hashes = [_sha256(text) for text in inputs]
         by_hash: dict[str, JudgeVerdict] = {}
-        cached = self.cache.get(self.settings.model, sorted(set(hashes))) if self.cache else {}
-        for sha, (refusal, answer) in cached.items():
-            by_hash[sha] = JudgeVerdict(refusal, "ok", answer, sha, cached=True)  # type: ignore[arg-type]
+        if self.cache:
+            by_hash.update(self.cache.get(self.settings.model, sorted(set(hashes))))
         todo: dict[str, str] = {}
         for sha, text in zip(hashes, inputs, strict=True):
             if sha not in by_hash:
@@ -258,9 +265,10 @@ class RefusalJudge:
             fresh = asyncio.run(self._judge_all(todo))
             by_hash.update(fresh)
             if self.cache:
+                # timeouts and errors are transient: asked again at the next score
                 self.cache.put(
                     self.settings.model,
-                    [(v.input_sha256, v.refusal, v.detail) for v in fresh.values() if v.refusal],
+                    [v for v in fresh.values() if v.status in ("ok", "unparseable")],
                 )
         return [by_hash[sha] for sha in hashes]
 
