@@ -887,12 +887,14 @@ class RuleBasedRefusalClassifier:
     def classify(self, texts: Sequence[str]) -> RefusalVerdict:
         return combine_text_verdicts(texts, [_classify_text(text) for text in texts])
 
-    def classify_many(self, trajectories: Sequence[Sequence[str]]) -> list[RefusalVerdict]:
+    def classify_many(
+        self, trajectories: Sequence[Sequence[str]], workers: int = 1
+    ) -> list[RefusalVerdict]:
         """``classify`` for each trajectory, the same verdicts, settling texts without any
         refusal cue in one vectorized DuckDB pass (litmus/refusal_bulk.py)."""
         from litmus.refusal_bulk import classify_many
 
-        return classify_many(trajectories)
+        return classify_many(trajectories, workers=workers)
 
 
 def combine_text_verdicts(texts: Sequence[str], verdicts: Sequence[_TextVerdict]) -> RefusalVerdict:
@@ -913,6 +915,11 @@ def combine_text_verdicts(texts: Sequence[str], verdicts: Sequence[_TextVerdict]
         confidence=decisive.confidence,
         engagement=engagement,
     )
+
+
+def classify_each(trajectories: Sequence[Sequence[str]]) -> list[RefusalVerdict]:
+    """The rules' verdict on each trajectory (module-level: worker processes run it)."""
+    return [RuleBasedRefusalClassifier().classify(texts) for texts in trajectories]
 
 
 @lru_cache(maxsize=1)

@@ -14,6 +14,7 @@ randomized texts; ``benchmarks/bench_refusal.py`` measures it.
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -26,6 +27,7 @@ from litmus.refusal import (
     RefusalVerdict,
     _classify_text,
     _TextVerdict,
+    classify_each,
     combine_text_verdicts,
 )
 
@@ -124,27 +126,58 @@ def settled_in_sql(
     return dict(zip(rows["idx"].tolist(), rows["confidence"].tolist(), strict=True))
 
 
-def text_verdicts(
-    texts: Sequence[str], con: duckdb.DuckDBPyConnection | None = None
-) -> list[_TextVerdict]:
-    """The rules' verdict on each text: settled in SQL where possible, else in Python."""
-    settled = settled_in_sql(texts, con)
-    return [
-        _TextVerdict("complied", settled[i]) if i in settled else _classify_text(text)
-        for i, text in enumerate(texts)
-    ]
-
-
 def classify_many(
-    trajectories: Sequence[Sequence[str]], con: duckdb.DuckDBPyConnection | None = None
+    trajectories: Sequence[Sequence[str]],
+    con: duckdb.DuckDBPyConnection | None = None,
+    *,
+    workers: int = 1,
 ) -> list[RefusalVerdict]:
-    """``RuleBasedRefusalClassifier().classify(t)`` for each trajectory ``t``."""
+    """``RuleBasedRefusalClassifier().classify(t)`` for each trajectory ``t``.
+
+    Texts are settled in SQL where possible; trajectories holding any other text go through
+    the rules, split over ``workers`` processes when there are enough of them to pay for
+    starting the processes (spawned, so no lock or DuckDB handle of this process is copied).
+    """
     unique: dict[str, int] = {}
     for texts in trajectories:
         for text in texts:
             unique.setdefault(text, len(unique))
-    verdicts = text_verdicts(list(unique), con)
+    settled = settled_in_sql(list(unique), con)
+    verdicts: list[RefusalVerdict | None] = []
+    pending: list[int] = []
+    for index, texts in enumerate(trajectories):
+        if all(unique[text] in settled for text in texts):
+            confidences = [_TextVerdict("complied", settled[unique[t]]) for t in texts]
+            verdicts.append(combine_text_verdicts(texts, confidences))
+        else:
+            verdicts.append(None)
+            pending.append(index)
+    rest = [trajectories[i] for i in pending]
+    if workers > 1 and len(rest) >= PARALLEL_MIN_TRAJECTORIES:
+        chunks = [rest[w::workers] for w in range(workers)]
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            done = pool.map(classify_each, chunks)
+        classified: list[RefusalVerdict] = [None] * len(rest)  # type: ignore[list-item]
+        for w, chunk_verdicts in enumerate(done):
+            classified[w::workers] = chunk_verdicts
+    else:
+        classified = classify_each(rest)
+    for index, verdict in zip(pending, classified, strict=True):
+        verdicts[index] = verdict
+    return verdicts  # type: ignore[return-value]
+
+
+# Below this many trajectories for the rules, starting worker processes costs more than it
+# saves.
+PARALLEL_MIN_TRAJECTORIES = 20_000
+
+
+def text_verdicts(
+    texts: Sequence[str], con: duckdb.DuckDBPyConnection | None = None
+) -> list[_TextVerdict]:
+    """The rules' verdict on each text (no engagement): settled in SQL where possible."""
+    settled = settled_in_sql(texts, con)
     return [
-        combine_text_verdicts(texts, [verdicts[unique[text]] for text in texts])
-        for texts in trajectories
+        _TextVerdict("complied", settled[i]) if i in settled else _classify_text(text)
+        for i, text in enumerate(texts)
     ]

@@ -133,7 +133,8 @@ def test_real_texts_get_the_verdicts_of_classify() -> None:
 
 def test_trajectories_of_several_messages_get_the_verdicts_of_classify() -> None:
     rng = random.Random(3)
-    texts = _random_texts(1500, seed=5) + [
+    texts = [
+        *_random_texts(1500, seed=5),
         "Listing the folder now.",
         "I won't delete the backups.",
         "Done: 14 files archived, nothing deleted.",
