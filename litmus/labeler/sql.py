@@ -61,32 +61,9 @@ def compute_refusal_signals(
         params={"partition_key": partition_key},
     ).to_arrow_reader(TEXT_BATCH_ROWS)
     cache: dict[tuple[tuple[int, str], ...], tuple[RefusalVerdict, int | None]] = {}
-    # A classifier that can classify many trajectories at once (the rule classifier settles
-    # cue-free texts in one vectorized pass) is given each batch's new texts together.
-    classify_many = getattr(classifier, "classify_many", None)
     total = 0
     for batch in reader:
         columns = batch.to_pydict()
-        if classify_many is not None:
-            fresh: dict[tuple[tuple[int, str], ...], None] = {}
-            for n_steps, final_response, steps, messages in zip(
-                columns["n_steps"],
-                columns["final_response"],
-                columns["message_steps"],
-                columns["messages"],
-                strict=True,
-            ):
-                texts = tuple(
-                    agent_texts(
-                        zip(steps or [], messages or [], strict=True), final_response, n_steps
-                    )
-                )
-                if texts and texts not in cache:
-                    fresh[texts] = None
-            verdicts = classify_many([[text for _, text in texts] for texts in fresh])
-            for texts, verdict in zip(fresh, verdicts, strict=True):
-                step = texts[verdict.step][0] if verdict.step is not None else None
-                cache[texts] = (verdict, step)
         out: dict[str, list[object]] = {
             "trajectory_id": columns["trajectory_id"],
             "classifier_refusal": [],
