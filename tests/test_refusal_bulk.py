@@ -153,3 +153,11 @@ def test_plain_narration_is_settled_without_the_python_rules() -> None:
     settled = settled_in_sql(narration + others)
     # a cue or code goes to the rules; a short plain reply is settled at its lower confidence
     assert settled == {**dict.fromkeys(range(50), 0.9), 52: 0.75}
+
+
+def test_worker_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import litmus.refusal_bulk as bulk
+
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_TRAJECTORIES", 1)
+    trajectories = [[t] for t in _random_texts(300, seed=11)]
+    assert classify_many(trajectories, workers=2) == _expected(trajectories)
