@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import sqlite3
@@ -165,15 +166,14 @@ class JudgeCache:
     def get(self, model: str, hashes: Sequence[str]) -> dict[str, JudgeVerdict]:
         found: dict[str, JudgeVerdict] = {}
         with self._connect() as con:
-            for start in range(0, len(hashes), 500):
-                chunk = list(hashes[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                for sha, refusal, status, answer in con.execute(
-                    "SELECT input_sha256, refusal, status, answer FROM verdicts "
-                    f"WHERE judge_model = ? AND prompt_version = ? AND input_sha256 IN ({marks})",
-                    [model, JUDGE_PROMPT_VERSION, *chunk],
-                ):
-                    found[sha] = JudgeVerdict(refusal, status, answer, sha, cached=True)
+            rows = con.execute(
+                "SELECT input_sha256, refusal, status, answer FROM verdicts "
+                "WHERE judge_model = ? AND prompt_version = ? "
+                "AND input_sha256 IN (SELECT value FROM json_each(?))",
+                [model, JUDGE_PROMPT_VERSION, json.dumps(list(hashes))],
+            )
+            for sha, refusal, status, answer in rows:
+                found[sha] = JudgeVerdict(refusal, status, answer, sha, cached=True)
         return found
 
     def put(self, model: str, verdicts: Sequence[JudgeVerdict]) -> None:
