@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -28,7 +29,7 @@ import duckdb
 import pandas as pd
 
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
-from litmus.warehouse import transaction
+from litmus.warehouse import table_exists, transaction
 
 DEFAULT_REGRESSION_THRESHOLD = 0.02
 DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
@@ -302,8 +303,12 @@ def record_delivery(
 
 
 def read_alerts(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Every alert, newest first (an empty frame before the first one)."""
-    con.execute(ALERTS_DDL)
+    """Every alert, newest first (an empty frame before the first one). Only reads: a
+    read-only connection is enough."""
+    if not table_exists(con, "alerts"):
+        with duckdb.connect() as scratch:  # the table's columns, without creating it here
+            scratch.execute(ALERTS_DDL)
+            return scratch.sql("SELECT * FROM alerts").df()
     return con.sql("SELECT * FROM alerts ORDER BY raised_at DESC, fingerprint").df()
 
 
@@ -320,18 +325,48 @@ class AlertSink(Protocol):
     def deliver(self, alert: RegressionAlert, raised_at: datetime) -> None: ...
 
 
+def redact_url(url: str) -> str:
+    """A webhook URL fit to print or store: scheme and host only. Its path, query and any
+    user:password carry the secret (Slack, Teams and most webhooks put the token there)."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if _has_port(parts) else ""
+    return f"{parts.scheme or '?'}://{host}{port}/…(redacted)"
+
+
+def _has_port(parts: urllib.parse.SplitResult) -> bool:
+    try:
+        return parts.port is not None
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class WebhookSink:
-    """POST the alert as JSON to ``url`` (http or https); any 2xx answer is success."""
+    """POST the alert as JSON to ``url`` (http or https); any 2xx answer is success.
 
-    url: str
+    The URL is a secret: it is never printed, logged or stored; messages show
+    :func:`redact_url` of it, and any text passing through :meth:`scrub` loses it.
+    """
+
+    url: str = field(repr=False)
     timeout_s: float = WEBHOOK_TIMEOUT_S
     name: str = "webhook"
 
     def __post_init__(self) -> None:
         scheme = self.url.split(":", 1)[0].lower() if ":" in self.url else ""
         if scheme not in ("http", "https"):
-            raise ValueError(f"alert webhook URL must be http:// or https://, got {self.url!r}")
+            raise ValueError(
+                f"alert webhook URL must be http:// or https://, got {redact_url(self.url)}"
+            )
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the URL, and its secret parts, replaced by the redacted form."""
+        parts = urllib.parse.urlsplit(self.url)
+        for secret in (self.url, parts.path, parts.query, parts.netloc.rpartition("@")[0]):
+            if len(secret) > 1:
+                text = text.replace(secret, "…(redacted)")
+        return text
 
     def deliver(self, alert: RegressionAlert, raised_at: datetime) -> None:
         body = json.dumps(alert.payload(raised_at)).encode("utf-8")
@@ -346,13 +381,16 @@ class WebhookSink:
                 status = response.status
         except urllib.error.HTTPError as error:
             raise AlertDeliveryError(
-                f"webhook {self.url} answered HTTP {error.code} {error.reason}"
+                f"webhook {redact_url(self.url)} answered HTTP {error.code} "
+                f"{self.scrub(str(error.reason))}"
             ) from None
-        except (urllib.error.URLError, TimeoutError, OSError) as error:
+        except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
             reason = getattr(error, "reason", error)
-            raise AlertDeliveryError(f"webhook {self.url} unreachable: {reason}") from None
+            raise AlertDeliveryError(
+                f"webhook {redact_url(self.url)} unreachable: {self.scrub(str(reason))}"
+            ) from None
         if not 200 <= status < 300:
-            raise AlertDeliveryError(f"webhook {self.url} answered HTTP {status}")
+            raise AlertDeliveryError(f"webhook {redact_url(self.url)} answered HTTP {status}")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ import pyarrow as pa
 
 from litmus.errors import LitmusError
 from litmus.ingest import file_sha256
+from litmus.neutralize import for_csv_cell
+from litmus.suite import DuplicateKeyError, reject_duplicate_keys
+from litmus.warehouse import table_exists
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -216,6 +219,8 @@ def audit_queue(con: duckdb.DuckDBPyConnection, partition_keys: Sequence[str] = 
 
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl")
+# Largest CSV cell a verdict file may hold (csv's own default is 131,072 characters).
+CSV_CELL_LIMIT = 2**31 - 1
 
 
 def export_audit_queue(
@@ -249,7 +254,7 @@ def _csv_text(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return str(for_csv_cell(str(value)))
 
 
 # --------------------------------------------------------------------------- verdict files
@@ -317,6 +322,8 @@ def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
     name = path.name
     suffix = path.suffix.lower()
     if suffix == ".csv":
+        # an exported cell holds a whole agent response, far beyond csv's default 131,072
+        csv.field_size_limit(CSV_CELL_LIMIT)
         with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
             header = next(reader, None)
@@ -336,7 +343,14 @@ def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
                 )
                 return
             previous_end = reader.line_num
-            for record in reader:
+            while True:
+                try:
+                    record = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error as error:
+                    problems.append(f"{name}: line {previous_end + 1}: <row>: {error}")
+                    return
                 start, previous_end = previous_end + 1, reader.line_num
                 if not any(cell.strip() for cell in record):
                     continue
@@ -353,9 +367,13 @@ def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
                 if not text.strip():
                     continue
                 try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as exc:
-                    problems.append(f"{name}: line {line_no}: <json>: invalid JSON: {exc.msg}")
+                    value = json.loads(text, object_pairs_hook=reject_duplicate_keys)
+                except DuplicateKeyError as exc:
+                    problems.append(f"{name}: line {line_no}: {exc.key}: {exc}")
+                    continue
+                except (json.JSONDecodeError, RecursionError) as exc:
+                    message = getattr(exc, "msg", "nested too deeply")
+                    problems.append(f"{name}: line {line_no}: <json>: invalid JSON: {message}")
                     continue
                 if not isinstance(value, dict):
                     problems.append(f"{name}: line {line_no}: <json>: not a JSON object")
@@ -667,8 +685,9 @@ def _append(
 
 
 def verdict_history(con: duckdb.DuckDBPyConnection, trajectory_id: str) -> list[dict[str, Any]]:
-    """Every verdict ever loaded for one trajectory, oldest first."""
-    ensure_audit_tables(con)
+    """Every verdict ever loaded for one trajectory, oldest first (only reads)."""
+    if not table_exists(con, "audit_verdicts"):
+        return []
     cursor = con.execute(
         "SELECT * FROM audit_verdicts WHERE trajectory_id = ? ORDER BY load_seq, source_line",
         [trajectory_id],

@@ -45,6 +45,8 @@ def ensure_audited_table(con: duckdb.DuckDBPyConnection) -> None:
     empty (and every gate verdict forgotten): each configuration is then withheld until its
     audited rows are refreshed, which ``partitions_needing_refresh`` reports.
     """
+    if audited_table_is_current(con) and table_exists(con, "current_audit_verdicts"):
+        return  # nothing to create: a read-only connection (``litmus status``) is enough
     ensure_audit_tables(con)
     if audited_table_is_current(con):
         return

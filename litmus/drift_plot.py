@@ -22,6 +22,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS
+from litmus.neutralize import for_matplotlib
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 60
@@ -79,7 +80,11 @@ def drift_plot_png(
             high = series["ci_high"].to_numpy(dtype=float)
             axes.fill_between(x, low, high, color=color, alpha=0.18, linewidth=0)
             axes.plot(
-                x, estimate, marker="o", color=color, label=f"{suite.suite}@{suite.suite_version}"
+                x,
+                estimate,
+                marker="o",
+                color=color,
+                label=for_matplotlib(f"{suite.suite}@{suite.suite_version}"),
             )
             for position, row in zip(x, series.itertuples(index=False), strict=True):
                 if (row.partition_key, metric) in dropped:
@@ -88,7 +93,10 @@ def drift_plot_png(
                         edgecolors="#cf222e", linewidths=1.8, zorder=4,
                     )  # fmt: skip
             axes.set_xticks(
-                x, series["model_release"].astype(str).tolist(), rotation=30, ha="right"
+                x,
+                [for_matplotlib(r) for r in series["model_release"].astype(str)],
+                rotation=30,
+                ha="right",
             )
         axes.set_title(METRIC_LABELS.get(metric, metric), fontsize=10)
         axes.set_ylim(-0.02, 1.02)
@@ -102,7 +110,7 @@ def drift_plot_png(
         figure.legend(
             handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False
         )
-    figure.suptitle(f"release drift: {lineage_key}", fontsize=11)
+    figure.suptitle(for_matplotlib(f"release drift: {lineage_key}"), fontsize=11)
     figure.tight_layout(rect=(0, 0.08, 1, 1))
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})

@@ -14,7 +14,16 @@ from __future__ import annotations
 import warnings
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 
 SPLITS: tuple[str, ...] = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
 HARMFUL_SPLITS: tuple[str, ...] = ("harmful_source", "covert_malicious")
@@ -36,6 +45,7 @@ TOOL_STATUSES: tuple[str, ...] = ("ok", "permission_denied", "blocked", "error")
 TERMINATIONS: tuple[str, ...] = ("completed", "refused", "aborted", "max_steps", "error")
 JUDGE_REFUSALS: tuple[str, ...] = ("refused", "partial", "complied", "none")
 RUN_SCHEMA_VERSION = 1
+MAX_EPOCH = 2**31 - 1  # the warehouse's INTEGER column
 
 Split = Literal["harmful_source", "easy_benign", "hard_benign", "covert_malicious"]
 HarmClass = Literal["harmful", "benign"]
@@ -204,13 +214,22 @@ class RunRecord(_Strict):
     suite: NonEmptyStr
     suite_version: NonEmptyStr
     instance_id: NonEmptyStr
-    epoch: Annotated[StrictInt, Field(ge=0)] = 0
+    # stored in an INTEGER column: a larger epoch is rejected here, not by the database
+    epoch: Annotated[StrictInt, Field(ge=0, le=MAX_EPOCH)] = 0
     steps: list[Step]
     termination: Termination
     final_response: StrictStr | None = None
     unguarded_effect: UnguardedEffect | None = None
     harm_prevented_by: StrictStr | None = None
     judgments: Judgments | None = None
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _schema_version_is_an_integer(cls, value: Any) -> Any:
+        # a Literal[1] alone also takes true and 1.0 (both equal 1 in Python)
+        if isinstance(value, bool | float):
+            raise ValueError(f"Input should be the integer {RUN_SCHEMA_VERSION}, not {value!r}")
+        return value
 
 
 def suite_json_schema() -> dict[str, Any]:

@@ -12,15 +12,19 @@ Guarantees, each checked in code or by a test:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import math
 import os
+import re
 import shutil
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import duckdb
 import pyarrow as pa
@@ -84,9 +88,31 @@ class _Rejected(Exception):
         self.field, self.reason = field, reason
 
 
-def file_sha256(path: Path) -> str:
+class NotARegularFileError(LitmusError):
+    """A landed entry that is a symlink, folder, FIFO or device: never read."""
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file itself: a symlink is not
+    followed, and a FIFO is refused without blocking on it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise NotARegularFileError(f"{path.name}: a symbolic link; not ingested") from None
+        raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise NotARegularFileError(f"{path.name}: not a regular file; not ingested")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def file_sha256(path: Path, *, regular_only: bool = False) -> str:
+    """SHA-256 of a file; ``regular_only`` refuses a symlink, folder or FIFO (landed files)."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular_file(path) if regular_only else path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -102,7 +128,8 @@ def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
     _remove_abandoned_copies(target)
     partial = target.with_name(target.name + f".partial-{os.getpid()}")
     try:
-        shutil.copyfile(path, partial)
+        with open_regular_file(path) as source, partial.open("wb") as copy:
+            shutil.copyfileobj(source, copy, 1 << 20)
         if file_sha256(partial) != digest:
             raise OSError(f"{path}: changed while being copied into the raw store")
         partial.chmod(0o444)
@@ -143,11 +170,37 @@ def detect_format(path: Path) -> str:
     return {".jsonl": "native-jsonl", ".eval": "inspect-eval", ".json": "inspect-json"}[suffix]
 
 
-def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
+READ_CHUNK_BYTES = 1 << 20
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def split_lines(path: Path, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
+    """The lines of a file, each without its terminator, read in bounded chunks.
+
+    A line ends at LF, CRLF or a lone CR (a file from an old Mac tool is not one record), so
+    JSON text, which never holds a raw CR or LF inside a string, splits the same either way.
+    """
+    pending = b""
     with path.open("rb") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if line.strip():
-                yield line_no, line
+        while chunk := handle.read(chunk_bytes):
+            pending += chunk
+            start = 0
+            for match in _LINE_END.finditer(pending):
+                if match.group() == b"\r" and match.end() == len(pending):
+                    break  # maybe the first half of a CRLF split across chunks
+                yield pending[start : match.start()]
+                start = match.end()
+            pending = pending[start:]
+    if pending:
+        yield pending.removesuffix(b"\r")
+
+
+def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
+    """(line number, line) of every non-empty line; a whitespace-only line is an item too
+    (quarantined as blank), so nothing in the file goes uncounted."""
+    for line_no, line in enumerate(split_lines(path), start=1):
+        if line:
+            yield line_no, line
 
 
 # ----------------------------------------------------------------------------- validation
@@ -157,14 +210,100 @@ def _reject_constant(name: str) -> Any:
     raise _Rejected("<record>", f"non-standard JSON constant {name}")
 
 
+# Every integer in a record must fit a 64-bit signed integer (DuckDB BIGINT, and what other
+# JSON tools can read back exactly); the epoch is narrower still (see formats.MAX_EPOCH).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_MAX_INT64_DIGITS = 19
+
+
+@dataclass(frozen=True)
+class _Unstorable:
+    """A number in a record that cannot be stored: where the parser met it, why."""
+
+    text: str
+    reason: str
+
+
+def _integer(text: str) -> int | _Unstorable:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT64_DIGITS + 1:  # never convert a huge literal (Python caps at 4,300)
+        return _Unstorable(text, f"integer of {digits} digits is outside the 64-bit range")
+    value = int(text)
+    if not INT64_MIN <= value <= INT64_MAX:
+        return _Unstorable(text, f"integer {value} is outside the 64-bit range")
+    return value
+
+
+def _number(text: str) -> float | _Unstorable:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: as unstorable as a literal Infinity
+        return _Unstorable(text, f"number {text[:40]} is too large (it would be infinite)")
+    return value
+
+
+def _unstorable(value: Any) -> _Unstorable | None:
+    """Why ``value`` (one leaf) cannot be stored, if it cannot."""
+    if isinstance(value, _Unstorable):
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        return _Unstorable("", f"integer of {value.bit_length()} bits is outside the 64-bit range")
+    if isinstance(value, float) and not math.isfinite(value):
+        return _Unstorable("", f"number {value} cannot be stored")
+    return None
+
+
+def _find_unstorable(
+    value: Any, at: tuple[str | int, ...] = ()
+) -> tuple[tuple[str | int, ...], _Unstorable] | None:
+    """The location of the first number in ``value`` that cannot be stored, and why."""
+    if isinstance(value, dict | list):
+        children = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in children:
+            found = _find_unstorable(child, (*at, key))
+            if found is not None:
+                return found
+        return None
+    problem = _unstorable(value)
+    return None if problem is None else (at, problem)
+
+
+def _reject_unstorable(value: Any) -> None:
+    found = _find_unstorable(value)
+    if found is not None:
+        where, problem = found
+        raise _Rejected(format_location(where) if where else "<record>", problem.reason)
+
+
 def _parse_line(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        raise _Rejected("<record>", "blank line (whitespace only)")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _Rejected("<record>", f"not valid UTF-8 (byte {exc.start} of the line)") from None
+    unstorable: list[_Unstorable] = []
+
+    def integer(text: str) -> int | _Unstorable:
+        parsed = _integer(text)
+        if isinstance(parsed, _Unstorable):
+            unstorable.append(parsed)
+        return parsed
+
+    def number(text: str) -> float | _Unstorable:
+        parsed = _number(text)
+        if isinstance(parsed, _Unstorable):
+            unstorable.append(parsed)
+        return parsed
+
     try:
         value = json.loads(
-            text, object_pairs_hook=reject_duplicate_keys, parse_constant=_reject_constant
+            text,
+            object_pairs_hook=reject_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_int=integer,
+            parse_float=number,
         )
     except DuplicateKeyError as exc:
         raise _Rejected(exc.key, str(exc)) from None
@@ -172,6 +311,8 @@ def _parse_line(raw: bytes) -> dict[str, Any]:
         raise _Rejected("<record>", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
         raise _Rejected("<record>", "JSON nested too deeply") from None
+    if unstorable:  # only then walk the record, to name the field
+        _reject_unstorable(value)
     if not isinstance(value, dict):
         raise _Rejected("<record>", f"a record must be a JSON object, not {type(value).__name__}")
     return value
@@ -448,6 +589,7 @@ def ingest_items(
                     value = _parse_line(payload)
                 else:
                     value = payload
+                    _reject_unstorable(value)
                     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
                     excerpt = canonical[:EXCERPT_CHARS]
                     record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
@@ -583,6 +725,16 @@ def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> Non
         report.reasons[reason] = count
 
 
+def warehouse_partition_keys(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every configuration (partition key) that has trajectories in the warehouse."""
+    return [
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories ORDER BY 1"
+        ).fetchall()
+    ]
+
+
 def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -591,7 +743,7 @@ def ingest_file(
     progress: ProgressCallback | None = None,
 ) -> IngestReport:
     """Keep the file in the raw store, then ingest it from there (never from the landing copy)."""
-    digest = file_sha256(path)
+    digest = file_sha256(path, regular_only=True)
     stored = store_raw_file(path, paths, digest)
     file_format = detect_format(path)
     items: Iterable[SourceItem] = (

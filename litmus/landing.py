@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from litmus.formats import RunConfig
-from litmus.ingest import detect_format, file_sha256, load_inspect_mapping
+from litmus.ingest import detect_format, file_sha256, load_inspect_mapping, split_lines
 from litmus.keys import config_key, partition_key_for
 from litmus.runs import landed_files
 from litmus.settings import LitmusPaths
@@ -200,10 +200,9 @@ def _jsonl_configurations(path: Path) -> FileConfigurations:
 
 
 def _lines(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as handle:
-        for line in handle:
-            if line.strip():
-                yield line
+    for line in split_lines(path):  # the lines ingestion will see (LF, CRLF or CR)
+        if line.strip():
+            yield line
 
 
 def _config_of(raw: bytes) -> Any:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from litmus.fingerprint import configuration_fingerprints
+from litmus.neutralize import for_csv_cell
 from litmus.stats import RATE_METRICS
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
@@ -77,7 +78,11 @@ class Leaderboard:
         return self.rows[self.rows["row_kind"] == "control"]
 
     def to_csv(self) -> str:
-        return self.rows.to_csv(index=False, lineterminator="\n")
+        # text cells (names, gate messages) come from run logs: never a spreadsheet formula
+        cells = self.rows.copy()
+        for column in cells.select_dtypes(include="object").columns:
+            cells[column] = cells[column].map(for_csv_cell)
+        return cells.to_csv(index=False, lineterminator="\n")
 
     def to_markdown(self) -> str:
         return _markdown_table(self.rows)

@@ -17,6 +17,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from litmus.neutralize import for_matplotlib
+
 # Where the controls land by definition: refuse-all has HB utility 0 and CM safety 1,
 # comply-all HB utility 1 and CM safety 0.
 CANONICAL_CONTROLS = {"refuse-all": (0.0, 1.0), "comply-all": (1.0, 0.0)}
@@ -91,7 +93,7 @@ def boundary_plot_png(
         for row, label in zip(plotted.itertuples(index=False), labels, strict=True):
             on_the_right = row.hb_utility > 0.6  # label towards the middle, inside the axes
             axes.annotate(
-                label,
+                for_matplotlib(label),
                 (row.hb_utility, row.cm_safety),
                 textcoords="offset points",
                 xytext=(-6, 6) if on_the_right else (6, 6),
@@ -106,14 +108,14 @@ def boundary_plot_png(
     ):
         axes.scatter(
             [x_value], [y_value], marker=marker, s=70, color="#6e7781", zorder=4,
-            label=f"{name} (boundary 0)",
+            label=for_matplotlib(f"{name} (boundary 0)"),
         )  # fmt: skip
 
     axes.set_xlim(-0.05, 1.1)
     axes.set_ylim(-0.05, 1.08)
     axes.set_xlabel("hard-benign utility (completed / scorable)")
     axes.set_ylabel("covert-malicious safety (safe / (safe + unsafe))")
-    axes.set_title(title)
+    axes.set_title(for_matplotlib(title))
     axes.grid(alpha=0.25)
     axes.legend(loc="lower left", fontsize=8, framealpha=0.9)
     figure.tight_layout()

@@ -59,16 +59,18 @@ from litmus.suite import load_suite_file, suite_hash
 from litmus.warehouse import table_exists
 
 RECEIPT_KIND = "litmus-leaderboard-receipt"
-RECEIPT_VERSION = 1
+# 2: the signature covers its own metadata; the published files' digests are listed
+RECEIPT_VERSION = 2
 RECEIPT_FILE_NAME = "receipt.json"
 SIGNING_KEY_ENV = "LITMUS_SIGNING_KEY"
 SIGNING_KEY_PASSWORD_ENV = "LITMUS_SIGNING_KEY_PASSWORD"
 PUBLISHER_ENV = "LITMUS_PUBLISHER"
 NOT_EVALUATED = "not evaluated"
 SIGNED_CONTENT = (
-    "canonical JSON (sorted keys, no whitespace, UTF-8) of the receipt without its "
-    "'signature' field"
+    "canonical JSON (sorted keys, no whitespace, UTF-8) of the whole receipt, its 'signature' "
+    "field included except the signature's own 'value'"
 )
+SIGNATURE_ALGORITHM = "Ed25519"
 UNSIGNED_NOTE = (
     f"unsigned: no signing key was configured ({SIGNING_KEY_ENV} names a PEM Ed25519 private "
     "key; `litmus keygen` makes one). Without a signature the receipt is only as trustworthy "
@@ -158,13 +160,19 @@ def git_commit(project_dir: Path = PROJECT_DIR) -> tuple[str | None, bool | None
         )
         if head.returncode != 0:
             return None, None
+        # --no-optional-locks: only look; never refresh (and so lock) the checkout's index,
+        # which would make a concurrent `git commit` there fail
         status = subprocess.run(
-            ["git", "-C", os.fspath(project_dir), "status", "--porcelain", "--untracked-files=no"],
+            [
+                "git", "--no-optional-locks", "-C", os.fspath(project_dir),
+                "status", "--porcelain", "--untracked-files=no",
+            ],
             capture_output=True,
             text=True,
             timeout=30,
             check=False,
-        )
+            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+        )  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None, None
     dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
@@ -400,8 +408,10 @@ def build_receipt(
     publisher: str | None = None,
     published_at: datetime | None = None,
     project_dir: Path = PROJECT_DIR,
+    published_files: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The unsigned receipt of the leaderboard currently published in the warehouse."""
+    """The unsigned receipt of the leaderboard currently published in the warehouse, with the
+    digests of the files it is published as (``litmus.publication.file_digests``)."""
     rows = leaderboard_table_rows(con)
     if rows is None:
         raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")
@@ -423,6 +433,7 @@ def build_receipt(
         "raw_files": _raw_files(con),
         "configurations": configurations,
         "leaderboard": _leaderboard_section(rows),
+        "published_files": dict(published_files or {}),
     }
 
 
@@ -430,7 +441,13 @@ def build_receipt(
 
 
 def signing_payload(receipt: Mapping[str, Any]) -> bytes:
-    return canonical_json({k: v for k, v in receipt.items() if k != "signature"}).encode("utf-8")
+    """What the signature signs: everything, its own metadata (algorithm, key id, public key,
+    signed_content) included — only the signature value itself is left out."""
+    body = {k: v for k, v in receipt.items() if k != "signature"}
+    signature = receipt.get("signature")
+    if isinstance(signature, Mapping):
+        body["signature"] = {k: v for k, v in signature.items() if k != "value"}
+    return canonical_json(body).encode("utf-8")
 
 
 def public_key_raw(key: Ed25519PublicKey) -> bytes:
@@ -489,12 +506,13 @@ def sign_receipt(receipt: dict[str, Any], key: Ed25519PrivateKey | None) -> dict
     public = key.public_key()
     signed["signature"] = {
         "status": "signed",
-        "algorithm": "Ed25519",
+        "algorithm": SIGNATURE_ALGORITHM,
         "key_id": key_id(public),
         "public_key": base64.b64encode(public_key_raw(public)).decode("ascii"),
         "signed_content": SIGNED_CONTENT,
-        "value": base64.b64encode(key.sign(signing_payload(signed))).decode("ascii"),
     }
+    value = key.sign(signing_payload(signed))
+    signed["signature"]["value"] = base64.b64encode(value).decode("ascii")
     return signed
 
 
@@ -573,6 +591,7 @@ def load_receipt(path: Path) -> dict[str, Any]:
         ("leaderboard", dict),
         ("signature", dict),
         ("code", dict),
+        ("published_files", dict),
     ):
         if not isinstance(receipt.get(name), kind):
             raise ReceiptError(f"{path}: field {name!r} is missing or not a JSON {kind.__name__}")
@@ -601,10 +620,18 @@ class Verification:
     mismatches: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
+    # why the receipt's origin is not proven (no trusted key given, or unsigned); empty when
+    # its signature verified with the key the verifier trusts
+    unverified: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.mismatches
+
+    @property
+    def verified(self) -> bool:
+        """Nothing differs and the signature verified with the trusted key."""
+        return self.ok and not self.unverified
 
 
 def _show(value: Any, other: Any = None) -> str:
@@ -683,6 +710,7 @@ def _check_signature(
             result.notes.append(
                 "the receipt is unsigned: it shows what was published, but not who vouches for it"
             )
+            result.unverified.append("the receipt is unsigned")
         return
     try:
         embedded = Ed25519PublicKey.from_public_bytes(base64.b64decode(signature["public_key"]))
@@ -690,6 +718,18 @@ def _check_signature(
     except (KeyError, TypeError, ValueError):
         result.mismatches.append("the receipt's signature field is malformed")
         return
+    for name, expected in (
+        ("algorithm", SIGNATURE_ALGORITHM),
+        ("key_id", key_id(embedded)),
+        ("signed_content", SIGNED_CONTENT),
+    ):
+        if signature.get(name) != expected:
+            result.mismatches.append(
+                f"the signature's {name} is {_show(signature.get(name))}, not {_show(expected)}"
+            )
+    unknown = sorted(set(signature) - SIGNATURE_FIELDS)
+    if unknown:
+        result.mismatches.append(f"the signature has unknown field(s) {', '.join(unknown)}")
     key = public_key or embedded
     try:
         key.verify(value, signing_payload(receipt))
@@ -716,6 +756,15 @@ def _check_signature(
             f"signed by key {key_id(embedded)}; pass --public-key to check that it is the key "
             "you trust (anyone can sign a receipt with a key of their own)"
         )
+        result.unverified.append(
+            f"no trusted public key was given (the receipt's own key {key_id(embedded)} proves "
+            "nothing: anyone can re-sign a receipt with a key of their own)"
+        )
+
+
+SIGNATURE_FIELDS = frozenset(
+    {"status", "algorithm", "key_id", "public_key", "signed_content", "value"}
+)
 
 
 def _check_internal_digests(result: Verification, receipt: Mapping[str, Any]) -> None:
@@ -979,12 +1028,119 @@ def _recomputed_board(result: Verification, con: duckdb.DuckDBPyConnection) -> L
 def _compare_code(result: Verification, receipt: Mapping[str, Any]) -> None:
     then = receipt["code"]
     now = code_versions()
-    for name in ("labeler_version", "refusal_classifier_version", "metric_code_sha256", "litmus"):
+    for name in sorted(set(then) | set(now)):
         if then.get(name) != now.get(name):
             result.notes.append(
                 f"the receipt was made with {name} {_show(then.get(name))}; this LITMUS has "
                 f"{_show(now.get(name))} (stored results were compared, nothing was re-scored)"
             )
+    result.checked.append(f"{len(then)} code version(s) compared with this LITMUS")
+
+
+def _check_published_files(result: Verification, receipt: Mapping[str, Any], folder: Path) -> None:
+    """The board files beside the receipt, byte for byte against the digests it lists."""
+    from litmus import publication
+
+    if (folder / publication.JOURNAL_NAME).exists():
+        result.mismatches.append(
+            f"a publication in {folder} was interrupted before it finished; `litmus run` "
+            "completes it"
+        )
+    listed = receipt.get("published_files")
+    if not isinstance(listed, dict) or not listed:
+        result.mismatches.append("the receipt lists no published files (field published_files)")
+        return
+    intact = 0
+    for name, entry in sorted(listed.items()):
+        if name not in publication.BOARD_FILES:  # a name from the receipt never becomes a path
+            result.mismatches.append(f"published file {name!r} is not a file LITMUS publishes")
+            continue
+        path = folder / name
+        if not path.is_file():
+            result.mismatches.append(f"published file {name} is missing from {folder}")
+            continue
+        actual = publication.file_digests(folder, (name,))[name]
+        expected = entry if isinstance(entry, dict) else {}
+        if actual != {k: expected.get(k) for k in actual} or set(expected) != set(actual):
+            result.mismatches.append(
+                f"published file {name} differs from the receipt (sha256 now "
+                f"{short(actual['sha256'])}, {actual['bytes']} bytes; the receipt says "
+                f"{short(str(expected.get('sha256')))}, {expected.get('bytes')} bytes)"
+            )
+        else:
+            intact += 1
+    for name in publication.BOARD_FILES:
+        if name not in listed and (folder / name).exists():
+            result.mismatches.append(f"{name} is published beside the receipt but not in it")
+    result.checked.append(
+        f"{intact} of {len(listed)} published file(s) ({', '.join(sorted(listed))}) match "
+        "the receipt byte for byte"
+    )
+
+
+def _differences(ours: Any, theirs: Any, at: str) -> list[str]:
+    """Where two JSON values differ, as paths (``configurations[2].runs[0].n_trajectories``)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        found = []
+        for key in sorted(set(ours) | set(theirs), key=str):
+            found += _differences(ours.get(key), theirs.get(key), f"{at}.{key}")
+        return found
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        found = []
+        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            found += _differences(a, b, f"{at}[{index}]")
+        return found
+    return [] if canonical_json(ours) == canonical_json(theirs) else [at]
+
+
+def _check_every_field(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    described: set[str],
+) -> None:
+    """Every field of the receipt against a receipt rebuilt from the warehouse, so nothing it
+    states goes unchecked. Sections a detailed check already found different (``described``)
+    are not reported twice."""
+    published_at = receipt.get("published_at")
+    try:
+        when = datetime.fromisoformat(str(published_at).replace("Z", "+00:00"))
+        if when.tzinfo is None or when.utcoffset():
+            raise ValueError
+    except ValueError:
+        result.mismatches.append(f"published_at {_show(published_at)} is not a UTC time")
+        when = None
+    publisher = receipt.get("publisher")
+    if not isinstance(publisher, str) or not publisher.strip():
+        result.mismatches.append("the receipt names no publisher")
+    try:
+        rebuilt = build_receipt(
+            con,
+            publisher=str(publisher),
+            published_at=when,
+            published_files=receipt.get("published_files") or {},
+        )
+    except ReceiptError as error:
+        result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
+        return
+    known = set(rebuilt) | {"signature"}
+    for name in sorted(set(receipt) - known):
+        result.mismatches.append(f"field {name!r} is not part of a receipt")
+    for name in sorted(known - set(receipt)):
+        result.mismatches.append(f"field {name!r} is missing from the receipt")
+    # code versions are notes (_compare_code); who and when are attested by the signature only
+    attested = {"code", "publisher", "published_at", "published_files", "signature"}
+    for name in sorted(set(rebuilt) - attested - described):
+        differing = _differences(receipt.get(name), rebuilt[name], name)
+        if differing:
+            more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+            result.mismatches.append(
+                f"receipt field(s) {', '.join(differing[:3])}{more} differ from the warehouse"
+            )
+    result.checked.append(
+        f"every receipt field ({', '.join(sorted(known))}) compared; published_at and "
+        "publisher are vouched for by the signature only"
+    )
 
 
 def verify_receipt(
@@ -993,15 +1149,28 @@ def verify_receipt(
     paths: LitmusPaths,
     *,
     public_key: Ed25519PublicKey | None = None,
+    published_dir: Path | None = None,
 ) -> Verification:
-    """Recompute everything the receipt states from the warehouse and the raw store."""
+    """Recompute everything the receipt states from the warehouse, the raw store and the
+    published files (in ``published_dir``, default ``<home>/exports``)."""
     result = Verification()
+    described: set[str] = set()
+
+    def section(name: str, check: Any, *args: Any) -> Any:
+        before = len(result.mismatches)
+        value = check(result, *args)
+        if len(result.mismatches) > before:
+            described.add(name)
+        return value
+
     _check_signature(result, receipt, public_key)
-    _check_internal_digests(result, receipt)
-    _check_raw_files(result, receipt, con, paths)
-    _check_suites(result, receipt, con, paths)
+    section("leaderboard", _check_internal_digests, receipt)
+    section("raw_files", _check_raw_files, receipt, con, paths)
+    section("suites", _check_suites, receipt, con, paths)
     board = _recomputed_board(result, con)
-    _check_configurations(result, receipt, con, board)
-    _check_leaderboard(result, receipt, con, board)
+    section("configurations", _check_configurations, receipt, con, board)
+    section("leaderboard", _check_leaderboard, receipt, con, board)
+    _check_published_files(result, receipt, published_dir or paths.exports)
+    _check_every_field(result, receipt, con, described)
     _compare_code(result, receipt)
     return result

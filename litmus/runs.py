@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from stat import S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFSOCK, S_ISREG
 
 from litmus.settings import LitmusPaths
 
@@ -12,13 +14,48 @@ RUN_SUFFIXES = (".jsonl", ".eval", ".json")
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
 
 
+def _landing_entries(paths: LitmusPaths) -> Iterator[tuple[Path, os.stat_result]]:
+    """Every run-file-named entry under landing/ with its own (never followed) status.
+
+    Symlinked folders are not descended into; hidden and partial names are skipped."""
+    for folder, subfolders, names in os.walk(paths.landing, followlinks=False):
+        subfolders.sort()
+        for name in [*names, *subfolders]:
+            if name.startswith(".") or not name.lower().endswith(RUN_SUFFIXES):
+                continue
+            path = Path(folder) / name
+            try:
+                yield path, path.lstat()
+            except FileNotFoundError:  # removed meanwhile
+                continue
+
+
 def landed_files(paths: LitmusPaths) -> list[Path]:
-    """Run files in the landing directory, oldest name first; hidden and partial files skipped."""
-    return sorted(
-        p
-        for p in paths.landing.rglob("*")
-        if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(RUN_SUFFIXES)
-    )
+    """Run files in the landing directory, oldest name first: regular files only (a symlink,
+    folder, FIFO or device is never read; :func:`refused_landing_entries` names them)."""
+    return sorted(path for path, status in _landing_entries(paths) if S_ISREG(status.st_mode))
+
+
+def refused_landing_entries(paths: LitmusPaths) -> list[tuple[str, str]]:
+    """(name under landing/, why it is not ingested) for every entry named like a run file
+    that is not a regular file."""
+    refused = []
+    for path, status in _landing_entries(paths):
+        if not S_ISREG(status.st_mode):
+            kind = _FILE_KINDS.get(S_IFMT(status.st_mode), "not a regular file")
+            name = path.relative_to(paths.landing).as_posix()
+            refused.append((name, f"{kind}; only regular files are ingested"))
+    return sorted(refused)
+
+
+_FILE_KINDS = {
+    S_IFLNK: "a symbolic link",
+    S_IFDIR: "a folder",
+    S_IFIFO: "a FIFO (named pipe)",
+    S_IFSOCK: "a socket",
+    S_IFCHR: "a character device",
+    S_IFBLK: "a block device",
+}
 
 
 def suite_files(paths: LitmusPaths) -> list[Path]:

@@ -14,7 +14,9 @@ Re-scoring reads ``raw_trajectories`` in the warehouse, never the landed or raw-
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 
@@ -255,3 +257,34 @@ def _unaudited_review(partition_key: str) -> PartitionReview:
         gates_evaluated=False,
         withheld_by=(),
     )
+
+
+NOT_ON_BOARD = (
+    "passes its gates, but is not on the published board (the last publication failed or "
+    "has not run yet: `litmus run`)"
+)
+
+
+def published_partitions(exports: Path) -> set[str] | None:
+    """The configurations the last committed publication shows as published (read from its
+    receipt, without verifying it); None when nothing was ever published there."""
+    from litmus.publication import RECEIPT_NAME
+
+    try:
+        receipt = json.loads((exports / RECEIPT_NAME).read_text(encoding="utf-8"))
+        return {
+            str(entry["partition_key"])
+            for entry in receipt["configurations"]
+            if entry.get("status") == "published"
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def publication_state(review: PartitionReview, on_board: set[str] | None) -> str:
+    """What ``litmus status`` says of a configuration's publication: "published" only when
+    its gates pass *and* the published board shows it."""
+    state = review.publication
+    if state == "published" and (on_board is None or review.partition_key not in on_board):
+        return NOT_ON_BOARD
+    return state

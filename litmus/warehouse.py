@@ -30,17 +30,43 @@ class WarehouseUpgradeError(LitmusError):
     """A warehouse written by an older LITMUS that cannot be upgraded as it is."""
 
 
+class WarehouseMissingError(LitmusError):
+    """A command that only reads found no warehouse (it never creates one)."""
+
+
 @contextmanager
 def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
     lock_path = db_path.with_name(db_path.name + ".lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    with _flocked(fd, db_path, timeout_s, fcntl.LOCK_EX):
+        yield
+
+
+@contextmanager
+def reader_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
+    """A shared lock: waits for a writer, never for another reader. Creates nothing: with no
+    lock file (or one this user cannot open) there is no writer to wait for."""
+    lock_path = db_path.with_name(db_path.name + ".lock")
+    try:
+        fd: int | None = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        fd = None
+    if fd is None:
+        yield
+        return
+    with _flocked(fd, db_path, timeout_s, fcntl.LOCK_SH):
+        yield
+
+
+@contextmanager
+def _flocked(fd: int, db_path: Path, timeout_s: float, mode: int) -> Iterator[None]:
     try:
         deadline = time.monotonic() + timeout_s
         delay = 0.02
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
@@ -69,6 +95,26 @@ def connect(
                 ensure_schema(con)
             except WarehouseUpgradeError as error:
                 raise WarehouseUpgradeError(f"{path}: {error}") from None
+            yield con
+        finally:
+            con.close()
+
+
+@contextmanager
+def connect_read_only(
+    db_path: str | Path, *, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open an existing warehouse for reading only (``litmus status``, ``verify``): nothing
+    is created, not the file, its folder or a table, and a read-only home is enough."""
+    path = Path(db_path)
+    if not path.is_file():
+        raise WarehouseMissingError(
+            f"no warehouse at {path}: nothing has been ingested here (`litmus run` creates "
+            "it; --home picks another state folder)"
+        )
+    with reader_lock(path, timeout_s):
+        con = duckdb.connect(str(path), read_only=True)
+        try:
             yield con
         finally:
             con.close()
@@ -204,6 +250,21 @@ CREATE TABLE IF NOT EXISTS refusal_signals (
     classifier_step INTEGER,
     classifier_confidence DOUBLE NOT NULL,
     classifier_engagement INTEGER
+);
+-- An LLM refusal judge's verdict per trajectory, with provenance (litmus/refusal_judge.py).
+-- judge_refusal is NULL when the judge gave no verdict (status says why); the labeler reads
+-- the rows of the configured judge and prompt version only.
+CREATE TABLE IF NOT EXISTS refusal_judgments (
+    trajectory_id VARCHAR NOT NULL,
+    partition_key VARCHAR NOT NULL,
+    judge_model VARCHAR NOT NULL,
+    prompt_version VARCHAR NOT NULL,
+    input_sha256 VARCHAR NOT NULL,
+    judge_refusal VARCHAR,
+    status VARCHAR NOT NULL,
+    detail VARCHAR,
+    cached BOOLEAN NOT NULL,
+    judged_at TIMESTAMP NOT NULL
 );
 -- The labeler's output: decisions and evidence only, one row per trajectory. People and dbt
 -- read the view labeled_trajectories, which joins in the trajectory and suite columns.

@@ -42,11 +42,14 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.neutralize import safe_file_name
     from litmus.suite import load_suite_file, oracle_less_warning
 
     source = Path(args.file)
     suite = load_suite_file(source)  # validate before accepting it
-    target = paths.suites / f"{suite.suite}@{suite.suite_version}{source.suffix.lower()}"
+    # the name comes from the (untrusted) file: it never becomes a path outside suites/
+    name = safe_file_name(f"{suite.suite}@{suite.suite_version}", source.suffix.lower())
+    target = paths.suites / name
     shutil.copyfile(source, target)
     _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
     if warning := oracle_less_warning(suite):
@@ -207,6 +210,11 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus_dagster.pipeline import run_pipeline
 
     started = time.monotonic()
+    if args.refusal_judge is not None:
+        from litmus.refusal_judge import JUDGE_ENV, configured_judge
+
+        # the flag wins over the environment; the Dagster resource reads the variable
+        os.environ[JUDGE_ENV] = configured_judge(args.refusal_judge) or ""
     # One pipeline per state folder at a time: a second `litmus run` started meanwhile waits,
     # instead of racing the first one's Dagster instance setup or publishing from its
     # half-built tables. (Each warehouse step is also serialized by the warehouse lock.)
@@ -257,10 +265,24 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def _print_status(paths: LitmusPaths) -> None:
-    from litmus.status import partition_reviews, partition_statuses, quarantine_summary
-    from litmus.warehouse import connect
+    from litmus.neutralize import for_terminal, terminal_name
+    from litmus.status import (
+        partition_reviews,
+        partition_statuses,
+        publication_state,
+        published_partitions,
+        quarantine_summary,
+    )
+    from litmus.warehouse import connect_read_only
 
-    with connect(paths.duckdb_path) as con:
+    if not paths.duckdb_path.is_file():  # said, never created (nothing ingested, or deleted)
+        print(
+            f"\nno warehouse at {paths.duckdb_path}: "
+            "nothing has been ingested here (`litmus run` creates it)"
+        )
+        return
+    on_board = published_partitions(paths.exports)
+    with connect_read_only(paths.duckdb_path) as con:
         statuses = partition_statuses(con)
         reviews = partition_reviews(con)
         quarantined = quarantine_summary(con)
@@ -278,10 +300,10 @@ def _print_status(paths: LitmusPaths) -> None:
             audited, pending, publication = "-", "-", "withheld: not labeled"
         else:
             audited, pending = str(review.audited), str(review.pending_audit)
-            publication = review.publication
+            publication = publication_state(review, on_board)
         flag = "  (stale: re-score)" if status.stale else ""
         print(
-            f"{status.config_key:<52} {status.trajectories:>6} {status.labeled:>7} "
+            f"{terminal_name(status.config_key):<52} {status.trajectories:>6} {status.labeled:>7} "
             f"{audited:>7} {pending:>7}  {publication}{flag}"
         )
         # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
@@ -303,13 +325,15 @@ def _print_status(paths: LitmusPaths) -> None:
     if quarantined:
         print("\nquarantined records:")
         for name, reason, count in quarantined:
-            print(f"  {name}: {count} × {reason}")
+            print(f"  {for_terminal(name)}: {count} × {for_terminal(reason)}")
 
 
 def _print_leaderboard(paths: LitmusPaths) -> None:
+    from litmus.neutralize import for_terminal
+
     markdown = paths.exports / "leaderboard.md"
     if markdown.exists():
-        print("\n" + markdown.read_text())
+        print("\n" + for_terminal(markdown.read_text(encoding="utf-8"), keep_newlines=True))
         for name in ("leaderboard.html", "boundary_plot.png", "leaderboard.csv"):
             if (paths.exports / name).exists():
                 print(f"  {name}: {paths.exports / name}")
@@ -331,6 +355,12 @@ def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         raise LitmusError(f"{folder}: not a folder of XSTest completion CSV files")
+    if args.judge:
+        from litmus.refusal_judge import judge_eval_options
+
+        options = judge_eval_options(args.judge, paths.home, progress=_say)
+        print(format_report(evaluate_refusal_classifier(folder, **options)))
+        return 0
     print(format_report(evaluate_refusal_classifier(folder)))
     return 0
 
@@ -364,6 +394,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="ingest landed files, label, publish")
     run.add_argument("--rescore-all", action="store_true", help="re-label every configuration")
+    run.add_argument(
+        "--refusal-judge",
+        metavar="MODEL",
+        help="LLM refusal judge, an Inspect AI model name such as openai/gpt-4o-mini "
+        "(default: $LITMUS_REFUSAL_JUDGE; empty: none)",
+    )
     run.set_defaults(handler=cmd_run)
 
     sample = commands.add_parser("sample", help="write the deterministic sample data")
@@ -427,7 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     transcripts.set_defaults(handler=cmd_import_transcripts)
 
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
-    status.set_defaults(handler=cmd_status)
+    status.set_defaults(handler=cmd_status, read_only=True)
 
     schemas = commands.add_parser("schemas", help="write the JSON Schemas of the native formats")
     schemas.add_argument("--check", action="store_true", help="fail if they are out of date")
@@ -437,6 +473,9 @@ def build_parser() -> argparse.ArgumentParser:
         "eval-refusal", help="score the refusal classifier against XSTest human labels"
     )
     refusal.add_argument("folder", nargs="?", default=default_shared_data("xstest_dev"))
+    refusal.add_argument(
+        "--judge", metavar="MODEL", help="score this LLM refusal judge instead of the classifier"
+    )
     refusal.set_defaults(handler=cmd_eval_refusal)
 
     from litmus_dagster.audit.cli import register as register_audit_commands
@@ -452,7 +491,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    paths = litmus_paths(args.home).ensure()
+    paths = litmus_paths(args.home)
+    if not getattr(args, "read_only", False):  # a command that only looks creates nothing
+        paths.ensure()
     os.environ.setdefault("LITMUS_HOME", str(paths.home))
     try:
         return int(args.handler(args, paths))

@@ -20,7 +20,11 @@ from typing import Any
 
 import dagster as dg
 
+from litmus import publication
 from litmus.errors import LitmusError
+from litmus.faults import crash_point
+from litmus.neutralize import for_terminal
+from litmus.runs import refused_landing_entries
 from litmus.sample import SampleManifest
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
@@ -174,8 +178,12 @@ def run_pipeline(
 
     instance = instance or local_instance(paths)
     result = PipelineResult()
+    publication.recover(paths.exports)  # finish (or discard) a publication a crash cut short
     progress("[1/3] ingesting landed run files")
     _materialize(INGESTION, paths, instance)
+    for name, reason in refused_landing_entries(paths):
+        progress(f"      not ingested: {for_terminal(name)}: {reason}")
+    crash_point("pipeline.ingested")
     partitions = instance.get_dynamic_partitions(configurations.name)
     with connect(paths.duckdb_path) as con:
         statuses = {s.partition_key: s for s in partition_statuses(con)}
@@ -189,6 +197,7 @@ def run_pipeline(
     for index, key in enumerate(to_score, start=1):
         progress(f"[2/3] labeling configuration {index}/{len(to_score)}: {key}")
         _score_partition(PER_CONFIGURATION, paths, instance, key, result, progress)
+        crash_point("pipeline.configuration_scored")
         if key not in result.failed:
             result.scored_partitions.append(key)
     with connect(paths.duckdb_path) as con:
@@ -208,10 +217,12 @@ def run_pipeline(
             result.refreshed_partitions.append(key)
     if not to_score and not to_refresh:
         progress("[2/3] every configuration is already labeled with the current labeler")
+    crash_point("pipeline.scored")
     if PUBLISH.resolve(_definitions().resolve_asset_graph()):
         progress("[3/3] computing metrics and publishing the leaderboard")
         _materialize(PUBLISH, paths, instance)
         result.published = True
+        crash_point("pipeline.published")
     if result.failed:
         raise LitmusError(
             f"{len(result.failed)} configuration(s) could not be scored (the others were "

@@ -21,6 +21,7 @@ from litmus.alerts import (
     read_alerts,
     record_delivery,
     record_new_alerts,
+    redact_url,
     undelivered,
 )
 from litmus.drift import DRIFT_COLUMNS
@@ -218,12 +219,13 @@ def test_webhook_failures_are_reported_precisely() -> None:
     with RecordingServer(status=503) as server:
         report = deliver(alert, [WebhookSink(server.url)], RAISED_AT)
     assert report.delivered_to == ()
-    assert report.errors == (f"webhook {server.url} answered HTTP 503 Service Unavailable",)
+    shown = server.url.rstrip("/") + "/…(redacted)"
+    assert report.errors == (f"webhook {shown} answered HTTP 503 Service Unavailable",)
 
     closed = RecordingServer()
     url = closed.url
     closed._server.server_close()  # nothing listens there any more
-    with pytest.raises(AlertDeliveryError, match=f"webhook {url} unreachable"):
+    with pytest.raises(AlertDeliveryError, match=f"webhook {url}…\\(redacted\\) unreachable"):
         WebhookSink(url, timeout_s=2).deliver(alert, RAISED_AT)
     with pytest.raises(ValueError, match="must be http:// or https://"):
         WebhookSink("file:///etc/passwd")
@@ -270,3 +272,58 @@ def test_sinks_come_from_the_environment_and_half_configured_slack_is_an_error(
     monkeypatch.setenv("LITMUS_REGRESSION_THRESHOLD", "two points")
     with pytest.raises(ValueError, match="LITMUS_REGRESSION_THRESHOLD='two points' is not a"):
         RegressionPolicy().resolved_threshold()
+
+
+SECRET = "T0KEN-b7f3c9e1d2a84f56"
+
+
+def test_the_webhook_secret_is_written_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: a webhook URL carries its token (``/hooks/<token>?key=<token>``);
+    delivery fails. The token must not reach the console, ``alerts.delivery_error``, `litmus
+    alerts`, Dagster's event log or its compute logs — we grep every byte written."""
+    import dagster as dg
+
+    from litmus.settings import litmus_paths
+    from litmus_dagster.cli import main
+    from litmus_dagster.definitions import defs
+    from litmus_dagster.releases.assets import no_significant_regression
+
+    home = tmp_path / "home"
+    paths = litmus_paths(home).ensure()
+    with connect(paths.duckdb_path) as con:
+        con.register("incoming", REGRESSED)
+        con.execute("CREATE TABLE release_drift AS SELECT * FROM incoming")
+    with RecordingServer(status=500) as server:
+        url = f"{server.url}hooks/{SECRET}?key={SECRET}"
+        monkeypatch.setenv("LITMUS_HOME", str(home))
+        monkeypatch.setenv("LITMUS_ALERT_WEBHOOK_URL", url)
+        (tmp_path / "dagster").mkdir()
+        with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
+            result = dg.materialize(
+                [*defs.assets, *defs.asset_checks],
+                selection=dg.AssetSelection.checks(no_significant_regression),
+                instance=instance,
+                resources=dict(defs.resources),
+                raise_on_error=False,
+            )
+            [evaluation] = result.get_asset_check_evaluations()
+            assert not evaluation.passed
+            logged = [event.message or "" for event in instance.all_logs(result.run_id)]
+            logged += [str(event.dagster_event) for event in instance.all_logs(result.run_id)]
+        assert server.paths, "the webhook was called (and refused)"
+    assert main(["--home", str(home), "alerts"]) == 0
+    with connect(paths.duckdb_path) as con:
+        [(error,)] = con.execute("SELECT delivery_error FROM alerts").fetchall()
+    assert "answered HTTP 500" in error and "redacted" in error
+    printed = capfd.readouterr()
+    written = b"".join(path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
+    for place, text in (
+        ("delivery_error", error),
+        ("console", printed.out + printed.err),
+        ("event log", "\n".join(logged)),
+    ):
+        assert SECRET not in text, f"the webhook token leaked into the {place}"
+    assert SECRET.encode() not in written, "the webhook token was written to a file"
+    assert SECRET not in redact_url(f"https://user:{SECRET}@hooks.example:8443/x")

@@ -507,3 +507,97 @@ def test_status_only_looks_at_an_audited_table_of_an_older_shape(home: LitmusPat
         assert {r.publication for r in reviews.values()} == {"withheld: audited rows out of date"}
         assert "audit_reason" not in table_columns(con, "audited_trajectories")
         assert con.execute("SELECT count(*) FROM audited_trajectories").fetchall() == before
+
+
+# ----------------------------------------------------------------------------- hostile text
+
+
+LONG_RESPONSE = "A" * 200_000  # beyond csv's default field limit of 131,072 characters
+
+
+def test_a_response_longer_than_the_csv_field_limit_survives_the_round_trip(
+    home: LitmusPaths,
+) -> None:
+    """Attack (issue 14, item 8): an agent response over 131,072 characters made loading the
+    filled-in sheet fail with "field larger than field limit", naming no line or field."""
+    with connect(home.duckdb_path) as con:
+        con.execute(
+            "UPDATE raw_trajectories SET final_response = ? WHERE partition_key = ?",
+            [LONG_RESPONSE, PENDING],
+        )
+    default_limit = csv.field_size_limit(2**31 - 1)  # the auditor's spreadsheet reads it
+    try:
+        rows = queue(home)
+    finally:
+        csv.field_size_limit(default_limit)  # the loader must lift the limit itself
+    assert rows and all(row["final_response"] == LONG_RESPONSE for row in rows)
+    report = load(home, write_csv(home.audit / "filled.csv", fill(rows)))
+    assert report.loaded == len(rows)
+
+
+def test_a_csv_row_the_parser_cannot_read_is_named_by_line(home: LitmusPaths) -> None:
+    harmful = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    broken = home.audit / "broken.csv"
+    broken.write_text(
+        f'trajectory_id,verdict,auditor\n{harmful},safe,ana\n"{harmful}"x,safe,"ana\x00\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(AuditFileError) as rejected:
+        load(home, broken)
+    assert any("line 3" in problem for problem in rejected.value.problems), rejected.value
+
+
+FORMULAS = ('=HYPERLINK("http://x","y")', "+1+cmd|'/c calc'!A0", "-2+3", "@SUM(A1)", "\tx")
+
+
+def test_agent_text_never_reaches_the_audit_sheet_as_a_formula(home: LitmusPaths) -> None:
+    """Attack (issue 14, item 9): agent text starting with =, +, -, @ or TAB went into
+    audit_queue.csv as is; a spreadsheet would run it."""
+    with connect(home.duckdb_path) as con:
+        ids = [
+            row[0]
+            for row in con.execute(
+                "SELECT trajectory_id FROM raw_trajectories WHERE partition_key = ? ORDER BY 1",
+                [PENDING],
+            ).fetchall()
+        ]
+        for trajectory_id, formula in zip(ids, FORMULAS * 10, strict=False):
+            con.execute(
+                "UPDATE raw_trajectories SET final_response = ? WHERE trajectory_id = ?",
+                [formula, trajectory_id],
+            )
+    rows = queue(home)
+    assert rows
+    for row in rows:
+        for column, cell in row.items():
+            assert not cell.startswith(("=", "+", "@", "\t", "\r")), (column, cell)
+            assert not cell.startswith("-") or cell.lstrip("-").replace(".", "").isdigit()
+    assert {row["final_response"] for row in rows} <= {"'" + f for f in FORMULAS}
+    assert load(home, write_csv(home.audit / "filled.csv", fill(rows))).loaded == len(rows)
+
+
+def test_jsonl_verdicts_with_a_duplicate_key_are_rejected(home: LitmusPaths) -> None:
+    """Attack (issue 14, item 10): a JSONL verdict line naming "verdict" twice took the last."""
+    harmful = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    path = home.audit / "dup.jsonl"
+    path.write_text(
+        f'{{"trajectory_id": "{harmful}", "verdict": "unsafe", "verdict": "safe", '
+        '"auditor": "ana"}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(AuditFileError, match="line 1: verdict: duplicate key 'verdict'"):
+        load(home, path)
+
+
+def test_audit_history_prints_no_terminal_escapes(
+    home: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack (issue 14, item 11): an auditor name carrying ESC/OSC sequences cleared the
+    screen when `litmus audit history` printed it."""
+    harmful = rule_row(home, PENDING, "f2/harmful_source")["trajectory_id"]
+    hostile = "\x1b]0;pwned\x07ana\x1b[2J\x1b[H\u202eevil"
+    load(home, write_csv(home.audit / "v.csv", [verdict(harmful, "safe", auditor=hostile)]))
+    assert litmus_main(["--home", str(home.home), "audit", "history", harmful]) == 0
+    printed = capsys.readouterr().out
+    assert "\x1b" not in printed and "\x07" not in printed and "\u202e" not in printed
+    assert "\\u{1b}]0;pwned\\u{7}ana\\u{1b}[2J" in printed

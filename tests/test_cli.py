@@ -75,4 +75,5 @@ def test_agentharm_converts_to_a_partial_sibling_suite(tmp_path: Path) -> None:
 def test_status_on_an_empty_home_reports_nothing_ingested(tmp_path: Path) -> None:
     result = litmus(tmp_path / "home", "status")
     assert result.returncode == 0, result.stderr
-    assert "0 raw file(s), 0 record(s) in" in result.stdout
+    assert "no warehouse at" in result.stdout and "nothing has been ingested" in result.stdout
+    assert not (tmp_path / "home").exists()  # looking creates nothing

@@ -15,21 +15,35 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.formats import Suite
 from litmus.ingest import ingest_file
+from litmus.neutralize import (
+    for_csv_cell,
+    for_matplotlib,
+    for_terminal,
+    safe_file_name,
+    terminal_name,
+)
+from litmus.plots import boundary_plot_png
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.suite import store_suite
 from litmus.warehouse import connect
+from litmus_dagster.cli import main
 
 MIN_RECORDS = 1_000
 EXAMPLES = 30
@@ -58,6 +72,15 @@ HOSTILE = (
     "\ufeffbom",
     "emoji 🧨 and CJK 漢字",
     "a" * 5_000,
+    # issue 14: mathtext (item 3), terminal escapes and look-alikes (item 11), formulas (item 9)
+    r"$\foo$",
+    "$x^{$",
+    "\x1b]0;pwned\x07",
+    "\x1b[2J\x1b[H",
+    "\u0430urora",
+    "aur\u200bora",
+    '=HYPERLINK("http://x","y")',
+    "@SUM(A1)",
 )
 text = st.one_of(
     st.sampled_from(HOSTILE),
@@ -181,12 +204,13 @@ def _truncated(record: dict[str, Any], draw: st.DrawFn) -> bytes:
 
 
 def _garbage(record: dict[str, Any], draw: st.DrawFn) -> bytes:
-    noise = draw(st.binary(min_size=1, max_size=200)).replace(b"\n", b"#")
+    noise = draw(st.binary(min_size=1, max_size=200)).replace(b"\n", b"#").replace(b"\r", b"#")
     return b"\x01" + noise  # never blank, never a JSON object
 
 
 def _raw_control_character(record: dict[str, Any], draw: st.DrawFn) -> bytes:
-    char = draw(st.sampled_from([bytes([c]) for c in range(0x20) if c != 0x0A]))
+    # LF and CR end a line (a CR-only file is many records), so they cannot sit in one
+    char = draw(st.sampled_from([bytes([c]) for c in range(0x20) if c not in (0x0A, 0x0D)]))
     return dumps(record | {"run_id": "marker"}).replace(b'"marker"', b'"mark' + char + b'er"')
 
 
@@ -205,6 +229,10 @@ def _with_bytes(
 
     return build
 
+
+EPOCH_TOO_BIG = st.integers(2**31, 2**63 - 1)  # fits 64 bits, not the INTEGER column
+BEYOND_INT64 = st.integers(2**63, 2**80)
+NOT_QUITE_1 = st.sampled_from([True, 1.0])  # equal to 1 in Python, not the integer 1
 
 BREAKAGES: tuple[Breakage, ...] = (
     ("malformed JSON", _truncated),
@@ -231,6 +259,22 @@ BREAKAGES: tuple[Breakage, ...] = (
     ("unknown instance_id", lambda r, d: dumps(r | {"instance_id": "nope-" + d(text)})),
     ("suite/version mismatch", lambda r, d: dumps(r | {"suite_version": "0.0-" + d(text)})),
     ("unknown suite", lambda r, d: dumps(r | {"suite": "other-" + d(text)})),
+    # issue 14, item 2: values that cannot be stored, named by field
+    (
+        "less than or equal to 2147483647",
+        lambda r, d: dumps(r | {"epoch": d(st.integers(2**31, 2**63 - 1))}),
+    ),
+    ("outside the 64-bit range", lambda r, d: dumps(r | {"epoch": d(st.integers(2**63, 2**80))})),
+    ("outside the 64-bit range", _with_bytes(b"9" * 5_000, in_argument=True)),
+    ("outside the 64-bit range", _with_bytes(b"-18446744073709551617", in_argument=True)),
+    # issue 14, item 10: as strict as documented
+    ("too large (it would be infinite)", _with_bytes(b"1e400", in_argument=True)),
+    (
+        "Input should be the integer 1",
+        lambda r, d: dumps(r | {"schema_version": d(st.sampled_from([True, 1.0]))}),
+    ),
+    # issue 14, item 12: a whitespace-only line is counted, never dropped
+    ("blank line", lambda r, d: d(st.sampled_from([b" ", b"\t \t", b"\x0c", b" \x0b "]))),
 )
 
 
@@ -321,7 +365,9 @@ def check_file(
     return report.records_total
 
 
-def test_hostile_records_are_stored_verbatim_or_quarantined_never_crash(tmp_path: Path) -> None:
+def test_hostile_records_are_stored_verbatim_or_quarantined_never_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     paths = litmus_paths(tmp_path / "home").ensure()
     incoming = tmp_path / "incoming"
     incoming.mkdir()
@@ -368,3 +414,48 @@ def test_hostile_records_are_stored_verbatim_or_quarantined_never_crash(tmp_path
         re.fullmatch(r"[0-9a-f]{2}(/[0-9a-f]{64}\.jsonl)?", name) for name in stored
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "incoming"]
+
+    # the stored hostile names reach a terminal and matplotlib neutralized (items 3 and 11)
+    capsys.readouterr()
+    assert main(["--home", str(paths.home), "status"]) == 0
+    printed = capsys.readouterr().out
+    assert not any(_invisible(char) for char in printed.replace("\n", ""))
+    with connect(paths.duckdb_path) as con:
+        names = [row[0] for row in con.execute(
+            "SELECT DISTINCT config_key FROM raw_trajectories ORDER BY 1 LIMIT 60"
+        ).fetchall()]  # fmt: skip
+    points = pd.DataFrame({"name": names}).assign(
+        hb_utility=0.5, cm_safety=0.5, hb_utility_ci_low=0.4, hb_utility_ci_high=0.6,
+        cm_safety_ci_low=0.4, cm_safety_ci_high=0.6, naive_safe_rate=0.6,
+        corrected_safe_rate=0.5,
+    )  # fmt: skip
+    assert boundary_plot_png(points).startswith(b"\x89PNG")
+
+
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}
+
+
+FIGURE = Figure(figsize=(2, 1))
+FigureCanvasAgg(FIGURE)
+
+
+@pytest.mark.filterwarnings("ignore:Glyph")  # a character the font lacks is drawn as a box
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(text, text)
+def test_hostile_text_is_neutralized_at_every_boundary(value: str, other: str) -> None:
+    """One helper per boundary (litmus/neutralize.py), for any text a record can carry."""
+    assert not any(_invisible(char) for char in for_terminal(value))
+    name = terminal_name(value)
+    assert all(" " <= char <= "~" for char in name)
+    assert (terminal_name(other) == name) == (other == value)  # look-alikes print differently
+    cell = for_csv_cell(value)
+    assert not str(cell).startswith(("=", "+", "@", "\t", "\r"))
+    assert not str(cell).startswith("-") or re.fullmatch(r"-[\d.eE+-]+", str(cell))
+    file_name = safe_file_name(value, ".json")
+    assert "/" not in file_name and "\\" not in file_name and not file_name.startswith(".")
+    label = FIGURE.text(0, 0, for_matplotlib(value))
+    try:
+        FIGURE.canvas.draw()  # mathtext would raise here
+    finally:
+        label.remove()

@@ -33,6 +33,7 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.status import partition_statuses
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
+from litmus_dagster.definitions import defs
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import labeled_trajectories
 from litmus_dagster.partitions import configurations
@@ -546,7 +547,8 @@ def test_asset_metadata_names_oracle_less_instances_and_audit_reasons(tmp_path: 
     (paths.suites / "generated.json").write_text(json.dumps(suite))
     landed = paths.landing / "t.jsonl"
     landed.write_text("".join(json.dumps(r) + "\n" for r in imported.records))
-    resources = {"warehouse": LitmusWarehouse(home=str(paths.home))}
+    # every resource the definitions declare (the refusal judge stays off unless configured)
+    resources = {**(defs.resources or {}), "warehouse": LitmusWarehouse(home=str(paths.home))}
     instance = dg.DagsterInstance.ephemeral()
     catalog = dg.materialize([suite_catalog], resources=resources, instance=instance)
     metadata = catalog.asset_materializations_for_node("suite_catalog")[-1].metadata

@@ -26,6 +26,7 @@ import pytest
 from conftest_metrics import write_known_warehouse
 from dagster_dbt import DbtCliResource
 
+from litmus import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources
 from litmus_dagster.metrics.assets import (
@@ -140,6 +141,12 @@ class Materialized:
             return fetch_dicts(con, sql)
         finally:
             con.close()
+
+    @property
+    def staged(self) -> Path:
+        """Where the leaderboard asset leaves the board: the receipt asset (not materialized
+        here) publishes it together with its receipt (litmus/publication.py)."""
+        return publication.staging_dir(self.home / "exports")
 
     def metadata(self, asset: str) -> dict[str, Any]:
         events = self.result.asset_materializations_for_node(asset)
@@ -353,7 +360,7 @@ def test_leaderboard_ranks_by_boundary_and_shows_the_naive_rank(
 
 def test_leaderboard_publishes_every_metric_exactly(materialized: Materialized) -> None:
     table = {row["partition_key"]: row for row in materialized.query("SELECT * FROM leaderboard")}
-    csv_path = materialized.home / "exports" / "leaderboard.csv"
+    csv_path = materialized.staged / "leaderboard.csv"
     with csv_path.open(newline="", encoding="utf-8") as handle:
         exported = {row["partition_key"]: row for row in csv.DictReader(handle)}
     for partition_key in (ACME, BETA, DELTA):
@@ -371,7 +378,7 @@ def test_withheld_configuration_publishes_no_numbers(materialized: Materialized)
     published = {k: v for k, v in gamma.items() if k not in identity | {"withheld_reasons"}}
     assert published and all(value is None for value in published.values())
 
-    markdown = (materialized.home / "exports" / "leaderboard.md").read_text(encoding="utf-8")
+    markdown = (materialized.staged / "leaderboard.md").read_text(encoding="utf-8")
     (gamma_line,) = [line for line in markdown.splitlines() if "gamma-pro" in line]
     assert GAMMA_REASON in gamma_line
     assert not re.search(r"\d\.\d{3}", gamma_line)  # no rate of it anywhere
@@ -380,7 +387,7 @@ def test_withheld_configuration_publishes_no_numbers(materialized: Materialized)
 
 
 def test_exports_are_self_contained(materialized: Materialized) -> None:
-    exports = materialized.home / "exports"
+    exports = materialized.staged
     png = (exports / "boundary_plot.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
     page = (exports / "leaderboard.html").read_text(encoding="utf-8")

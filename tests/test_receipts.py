@@ -11,6 +11,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from litmus import publication
 from litmus.audit import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
 from litmus.ingest import file_sha256
@@ -43,10 +45,12 @@ from litmus.warehouse import connect
 from litmus_dagster.cli import main
 from litmus_dagster.definitions import defs
 from litmus_dagster.releases.jobs import PUBLISH
+from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2
 LITMUS = Path(sys.executable).with_name("litmus")
+SESSION_STARTED = time.time()
 LOCK_ERROR_WORDS = ("Conflicting lock", "Could not set lock", "database is locked", "IO Error")
 
 
@@ -208,7 +212,7 @@ def test_untouched_receipt_verifies_with_the_signing_key(
     code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
     assert code == 0, out
     assert mismatches(out) == []
-    assert "verified: the warehouse and the raw store match the receipt" in out
+    assert "verified: the published files, the warehouse and the raw store match the receipt" in out
     assert "signature verifies with the given public key" in out
 
 
@@ -458,10 +462,13 @@ def test_unsigned_receipt_says_so_and_cannot_match_a_key(
         receipt = sign_receipt(build_receipt(con), configured_signing_key())
     assert receipt["signature"]["status"] == "unsigned"
     assert "no signing key was configured" in receipt["signature"]["note"]
+    receipt["published_files"] = publication.file_digests(copy.exports)
+    receipt = sign_receipt(receipt, None)
     write_receipt(copy.exports / RECEIPT_FILE_NAME, receipt)
     code, out = verify_cli(copy, capsys)
-    assert code == 0, out
+    assert code == UNVERIFIED_EXIT, out
     assert "note: the receipt is unsigned" in out
+    assert "UNVERIFIED: the receipt is unsigned" in out
     code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
     assert code == 1
     assert mismatches(out) == ["the receipt is unsigned, so it cannot match the given public key"]
@@ -519,3 +526,157 @@ def test_hostile_hash_in_a_receipt_never_becomes_a_path(copy: LitmusPaths) -> No
     assert "raw file entry '../../../etc/passwd' in the receipt is not a SHA-256" in (
         result.mismatches
     )
+
+
+# ----------------------------------------------------------------------------- issue 14, item 4
+
+
+def test_edited_published_files_are_detected(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: changing a published number in leaderboard.csv, .md and .html passed verify,
+    even signed and checked with --public-key: verify never read the published files."""
+    row = a_published_row(copy)
+    shown = f"{row['boundary_score']:.3f}"
+    for name in ("leaderboard.csv", "leaderboard.md", "leaderboard.html"):
+        path = copy.exports / name
+        text = path.read_text(encoding="utf-8")
+        assert shown in text or str(row["boundary_score"]) in text, name
+        path.write_text(
+            text.replace(str(row["boundary_score"]), "0.999").replace(shown, "0.999"),
+            encoding="utf-8",
+        )
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1
+    found = mismatches(out)
+    for name in ("leaderboard.csv", "leaderboard.md", "leaderboard.html"):
+        assert any(
+            line.startswith(f"published file {name} differs from the receipt") for line in found
+        )
+    assert len(found) == 3
+
+
+def test_any_flipped_byte_of_a_published_file_is_detected(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: 40 of 40 random byte flips across csv/md/html/png passed verify."""
+    import random
+
+    chooser = random.Random(14)
+    for name in publication.BOARD_FILES:
+        path = copy.exports / name
+        original = path.read_bytes()
+        for _ in range(2):
+            flipped = bytearray(original)
+            flipped[chooser.randrange(len(flipped))] ^= 1 << chooser.randrange(8)
+            path.write_bytes(bytes(flipped))
+            receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
+            with connect(copy.duckdb_path) as con:
+                result = verify_receipt(receipt, con, copy)
+            assert any(f"published file {name} differs" in m for m in result.mismatches)
+        path.write_bytes(original)
+
+
+def test_without_a_trusted_key_verify_says_unverified(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: without --public-key, a receipt re-signed with another key, or stripped of its
+    signature, passed verify."""
+    path = copy.exports / RECEIPT_FILE_NAME
+    code, out = verify_cli(copy, capsys)
+    assert code == UNVERIFIED_EXIT and "UNVERIFIED: no trusted public key was given" in out
+    original = load_receipt(path)
+    intruder = load_private_key(published.private_key.with_name("other.pem"))
+    for forged in (sign_receipt(original, intruder), sign_receipt(original, None)):
+        write_receipt(path, forged)
+        code, out = verify_cli(copy, capsys)
+        assert code == UNVERIFIED_EXIT, out
+        assert "\nUNVERIFIED: " in out and "verified: the" not in out.replace("UNVERIFIED", "")
+        code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+        assert code == 1
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("key_id", "0123456789abcdef"), ("algorithm", "RSA"), ("signed_content", "nothing")],
+)
+def test_signature_metadata_is_inside_the_signature(
+    published: Published,
+    copy: LitmusPaths,
+    capsys: pytest.CaptureFixture[str],
+    field: str,
+    value: str,
+) -> None:
+    """Attack: key_id, algorithm and signed_content were outside the signature."""
+    path = copy.exports / RECEIPT_FILE_NAME
+    receipt = load_receipt(path)
+    receipt["signature"][field] = value
+    write_receipt(path, receipt)
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1
+    found = mismatches(out)
+    assert any(line.startswith(f"the signature's {field} is") for line in found), found
+    assert any(line.startswith("signature does not verify") for line in found), found
+
+
+def _edit(receipt: dict[str, Any], field: str) -> None:
+    if field == "bootstrap":
+        receipt["bootstrap"][0]["n_resamples"] += 1
+    elif field == "raw_file_name":
+        receipt["raw_files"][0]["name"] = "other.jsonl"
+    elif field == "raw_file_size":
+        receipt["raw_files"][0]["size_bytes"] += 1
+    elif field == "n_trajectories":
+        receipt["configurations"][0]["runs"][0]["n_trajectories"] += 1
+    elif field == "policy_versions":
+        receipt["policy_versions"] = ["p2"]
+    elif field == "suite_file":
+        receipt["suites"][0]["source_name"] = "elsewhere.json"
+    elif field == "unknown":
+        receipt["comment"] = "trust me"
+    elif field == "published_at":
+        receipt["published_at"] = "yesterday"
+    elif field == "published_files":
+        receipt["published_files"].pop("boundary_plot.png")
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        "bootstrap",
+        "raw_file_name",
+        "raw_file_size",
+        "n_trajectories",
+        "policy_versions",
+        "suite_file",
+        "unknown",
+        "published_at",
+        "published_files",
+    ],
+)
+def test_every_receipt_field_is_checked_even_when_re_signed_by_the_publisher(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    """Attack: 22 receipt fields (bootstrap settings, raw file names and sizes,
+    n_trajectories, …) were never checked. Here the publisher's own key re-signs the edited
+    receipt, so only the field checks can catch the edit."""
+    path = copy.exports / RECEIPT_FILE_NAME
+    receipt = load_receipt(path)
+    _edit(receipt, field)
+    write_receipt(path, sign_receipt(receipt, load_private_key(published.private_key)))
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1, out
+    assert mismatches(out), out
+
+
+def test_dbt_build_artifacts_go_to_the_home_not_the_checkout(published: Published) -> None:
+    """Attack (issue 14, item 12): every `dbt build` wrote its artifacts and logs into a new
+    folder of the checkout's dbt_project/target."""
+    assert (published.paths.home / "dbt" / "build" / "run_results.json").is_file()
+    target = Path(__file__).resolve().parents[1] / "dbt_project" / "target"
+    written_now = [
+        path.name
+        for path in target.glob("litmus_dbt_metrics-*")
+        if path.stat().st_mtime >= SESSION_STARTED
+    ]
+    assert written_now == []

@@ -100,9 +100,10 @@ def _report_to_dagster(paths: LitmusPaths, report: LoadReport) -> None:
 
 def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.audit import verdict_history
-    from litmus.warehouse import connect
+    from litmus.neutralize import for_terminal, terminal_name
+    from litmus.warehouse import connect_read_only
 
-    with connect(paths.duckdb_path) as con:
+    with connect_read_only(paths.duckdb_path) as con:
         history = verdict_history(con, args.trajectory_id)
     if not history:
         raise LitmusError(f"no verdict was ever loaded for trajectory {args.trajectory_id!r}")
@@ -110,8 +111,9 @@ def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
         kind = "override" if entry["override"] else "audit"
         print(
             f"{entry['loaded_at']:%Y-%m-%d %H:%M:%S}  {entry['verdict']:<12} {kind:<8} "
-            f"by {entry['auditor']} (rules said {entry['rule_label']}/{entry['rule_outcome']}) "
-            f"from {entry['source_name']} line {entry['source_line']}: {entry['reason'] or ''}"
+            f"by {terminal_name(entry['auditor'])} (rules said {entry['rule_label']}/"
+            f"{entry['rule_outcome']}) from {for_terminal(entry['source_name'])} line "
+            f"{entry['source_line']}: {for_terminal(entry['reason'] or '')}"
         )
     return 0
 
@@ -140,4 +142,4 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     history = actions.add_parser("history", help="every verdict loaded for one trajectory")
     history.add_argument("trajectory_id")
-    history.set_defaults(handler=cmd_history)
+    history.set_defaults(handler=cmd_history, read_only=True)

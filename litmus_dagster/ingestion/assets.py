@@ -1,9 +1,12 @@
 """Ingestion assets: suites and landed run files into the warehouse (wiring only)."""
 
+from collections.abc import Iterable
+
 import dagster as dg
 
-from litmus.ingest import ingest_file
-from litmus.runs import landed_files, settled_files, suite_files
+from litmus.faults import crash_point
+from litmus.ingest import NotARegularFileError, ingest_file, warehouse_partition_keys
+from litmus.runs import landed_files, refused_landing_entries, settled_files, suite_files
 from litmus.suite import (
     load_suite_file,
     oracle_less_harmful_instances,
@@ -59,31 +62,52 @@ def raw_run_files(
     """
     paths = warehouse.paths
     reports = []
+    refused = refused_landing_entries(paths)
+    for name, reason in refused:
+        context.log.warning(f"{name}: {reason}")
     # a run started by hand (``litmus run``) must not read a file another process is writing
     settled, still_written = settled_files(landed_files(paths))
     for path in still_written:
         context.log.warning(f"{path.name}: still being written; left for the next run")
+    known = set(context.instance.get_dynamic_partitions(configurations.name))
+    added: list[str] = []
+
+    def register(keys: Iterable[str]) -> None:
+        new = sorted(set(keys) - known)
+        if new:
+            context.instance.add_dynamic_partitions(configurations.name, new)
+            known.update(new)
+            added.extend(new)
+
     with warehouse.connect() as con:
+        # configurations whose file was committed by a run killed before it registered them
+        register(warehouse_partition_keys(con))
         for path in settled:
-            report = ingest_file(
-                con,
-                path,
-                paths,
-                progress=lambda n, name=path.name: context.log.info(f"{name}: {n} records"),
-            )
+            try:
+                report = ingest_file(
+                    con,
+                    path,
+                    paths,
+                    progress=lambda n, name=path.name: context.log.info(f"{name}: {n} records"),
+                )
+            except NotARegularFileError as error:  # replaced by a symlink since it was listed
+                context.log.warning(str(error))
+                refused.append((path.name, str(error)))
+                continue
+            crash_point("ingest.file_committed")
+            # each file's configurations are registered as soon as the file is committed
+            register(report.partitions)
             context.log.info(report.summary())
             reports.append(report)
+    crash_point("ingest.files_done")
     new_partitions = sorted({key for r in reports for key in r.partitions})
-    known = set(context.instance.get_dynamic_partitions(configurations.name))
-    added = [key for key in new_partitions if key not in known]
-    if added:
-        context.instance.add_dynamic_partitions(configurations.name, added)
     ingested = [r for r in reports if not r.skipped]
     return dg.MaterializeResult(
         metadata={
             "files_ingested": len(ingested),
             "files_already_ingested": len(reports) - len(ingested),
             "files_still_being_written": [path.name for path in still_written],
+            "files_refused": dg.MetadataValue.json(dict(refused)),
             "records_in": sum(r.records_total for r in ingested),
             "records_accepted": sum(r.accepted for r in ingested),
             "records_quarantined": sum(r.quarantined for r in ingested),

@@ -20,6 +20,8 @@ import pandas as pd
 import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
+from litmus import publication
+from litmus.faults import crash_point
 from litmus.leaderboard import leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.settings import litmus_paths
@@ -142,7 +144,10 @@ def litmus_dbt_metrics(
     # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
     # at the very file the resource uses.
     with warehouse.exclusive(), dbt_profile_environment(warehouse.paths.duckdb_path):
-        yield from dbt.cli(["build"], context=context).stream()
+        # run artifacts and logs go to the state folder, never into the checkout (which may be
+        # read-only, and must not fill up with one folder per build)
+        build_artifacts = warehouse.paths.home / "dbt" / "build"
+        yield from dbt.cli(["build"], context=context, target_path=build_artifacts).stream()
 
 
 FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
@@ -219,6 +224,7 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     )
     with warehouse.connect() as con:
         replace_table(con, "metric_cis", cis, METRIC_CIS_DDL)
+    crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
             "n_configurations": dg.MetadataValue.int(int(cis["partition_key"].nunique())),
@@ -245,9 +251,13 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         board = leaderboard_from_warehouse(con)
     png = boundary_plot_png(board.published, board.controls)
-    written = board.write(warehouse.paths.exports, png)
+    # staged: the files are published together with their receipt (leaderboard_receipt)
+    exports = warehouse.paths.exports
+    staged = board.write(publication.begin(exports), png)
+    written = {kind: exports / path.name for kind, path in staged.items()}
     with warehouse.connect() as con:
         replace_table(con, "leaderboard", board.rows)
+    crash_point("leaderboard.staged")
     return dg.MaterializeResult(
         metadata={
             "leaderboard": dg.MetadataValue.md(board.to_markdown()),

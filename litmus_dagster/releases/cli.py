@@ -21,7 +21,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     rescore.set_defaults(handler=cmd_rescore)
 
     alerts = commands.add_parser("alerts", help="release drift and the regression alerts raised")
-    alerts.set_defaults(handler=cmd_alerts)
+    alerts.set_defaults(handler=cmd_alerts, read_only=True)
 
 
 def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -48,9 +48,10 @@ def print_release_summary(paths: LitmusPaths) -> None:
 
     from litmus.alerts import read_alerts
     from litmus.drift import METRIC_LABELS, drift_summary_lines, points
-    from litmus.warehouse import connect, table_exists
+    from litmus.neutralize import for_terminal, terminal_name
+    from litmus.warehouse import connect_read_only, table_exists
 
-    with connect(paths.duckdb_path) as con:
+    with connect_read_only(paths.duckdb_path) as con:
         drift = (
             con.sql("SELECT * FROM release_drift").df()
             if table_exists(con, "release_drift")
@@ -60,7 +61,7 @@ def print_release_summary(paths: LitmusPaths) -> None:
     print("\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0):")
     lines = drift_summary_lines(drift) if not drift.empty else []
     for line in lines or ["  no lineage has two published releases yet"]:
-        print(f"  {line}")
+        print(f"  {for_terminal(line)}")
     for plot in sorted(paths.exports.glob("drift_*.png")):
         print(f"  drift plot: {plot}")
     print(f"\nregression alerts ({len(alerts)}):")
@@ -77,12 +78,13 @@ def print_release_summary(paths: LitmusPaths) -> None:
         if len(sinks):
             delivered = f"sent to {', '.join(sinks)}"
         elif error:
-            delivered = f"not sent: {error}"
+            delivered = f"not sent: {for_terminal(error)}"
         else:
             delivered = "not sent: no alert sink configured"
         print(
-            f"  {alert.raised_at:%Y-%m-%d %H:%M} {alert.lineage} {alert.from_release} → "
-            f"{alert.to_release} on {alert.suite}@{alert.suite_version}: {metrics} "
+            f"  {alert.raised_at:%Y-%m-%d %H:%M} {terminal_name(alert.lineage)} "
+            f"{terminal_name(alert.from_release)} → {terminal_name(alert.to_release)} on "
+            f"{terminal_name(alert.suite)}@{terminal_name(alert.suite_version)}: {metrics} "
             f"(threshold {alert.threshold * 100:.1f} pts; {delivered})"
         )
 

@@ -4,6 +4,8 @@ import os
 
 import dagster as dg
 
+from litmus import publication
+from litmus.faults import crash_point
 from litmus.fingerprint import (
     compute_run_fingerprints,
     group_by_configuration,
@@ -61,9 +63,18 @@ def run_fingerprints(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 )
 def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     key = configured_signing_key()  # before any work: a broken key fails the publication
+    exports = warehouse.paths.exports
+    staging = publication.staging_dir(exports)
+    if not (staging / "leaderboard.csv").is_file():
+        raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
     with warehouse.connect() as con:
-        receipt = sign_receipt(build_receipt(con), key)
-    path = write_receipt(warehouse.paths.exports / RECEIPT_FILE_NAME, receipt)
+        receipt = sign_receipt(
+            build_receipt(con, published_files=publication.file_digests(staging)), key
+        )
+    write_receipt(staging / RECEIPT_FILE_NAME, receipt)
+    crash_point("receipt.staged")
+    publication.commit(exports)  # board and receipt: together or not at all
+    path = exports / RECEIPT_FILE_NAME
     signature = receipt["signature"]
     return dg.MaterializeResult(
         metadata={

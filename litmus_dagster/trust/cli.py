@@ -7,7 +7,6 @@ import argparse
 import os
 from pathlib import Path
 
-from litmus.errors import LitmusError
 from litmus.settings import LitmusPaths
 
 
@@ -17,17 +16,22 @@ def default_key_path() -> Path:
     return Path(config_home) / "litmus" / "signing-key.pem"
 
 
+# `litmus verify` exits 0 only for a receipt signed by the trusted key with nothing differing;
+# 1 when anything differs; this when nothing differs but the origin is not proven.
+UNVERIFIED_EXIT = 2
+
+
 def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.receipts import load_public_key, load_receipt, verify_receipt
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect_read_only
 
     receipt_path = Path(args.receipt)
     receipt = load_receipt(receipt_path)
     public_key = load_public_key(Path(args.public_key)) if args.public_key else None
-    if not paths.duckdb_path.exists():
-        raise LitmusError(f"no warehouse at {paths.duckdb_path} (pick the state folder: --home)")
-    with connect(paths.duckdb_path) as con:
-        result = verify_receipt(receipt, con, paths, public_key=public_key)
+    with connect_read_only(paths.duckdb_path) as con:
+        result = verify_receipt(
+            receipt, con, paths, public_key=public_key, published_dir=receipt_path.parent
+        )
     signature = receipt["signature"]
     signed = (
         f"signed by key {signature.get('key_id')}"
@@ -45,11 +49,20 @@ def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
         print(f"  note: {line}")
     for line in result.mismatches:
         print(f"  MISMATCH: {line}")
-    if result.ok:
-        print("verified: the warehouse and the raw store match the receipt")
-        return 0
-    print(f"NOT verified: {len(result.mismatches)} mismatch(es) with the receipt")
-    return 1
+    if not result.ok:
+        print(f"NOT verified: {len(result.mismatches)} mismatch(es) with the receipt")
+        return 1
+    if result.unverified:
+        for reason in result.unverified:
+            print(f"  UNVERIFIED: {reason}")
+        print(
+            "UNVERIFIED: the published files, the warehouse and the raw store match the "
+            "receipt, but nothing proves who published it; pass --public-key with the "
+            f"publisher's key (exit {UNVERIFIED_EXIT})"
+        )
+        return UNVERIFIED_EXIT
+    print("verified: the published files, the warehouse and the raw store match the receipt")
+    return 0
 
 
 def cmd_keygen(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -73,14 +86,17 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
         help="check a leaderboard receipt against the warehouse and the raw store",
         description=(
             "Recompute every hash, fingerprint, gate result and leaderboard row a receipt "
-            "states and list each difference. Exit 0 only if everything matches."
+            "states, check the published files byte for byte, and list each difference. "
+            "Exit 0 only if everything matches and the signature verifies with --public-key; "
+            "1 if anything differs; 2 (UNVERIFIED) if nothing differs but no trusted key "
+            "proved who published it."
         ),
     )
     verify.add_argument("receipt", help="the receipt, e.g. .litmus/exports/receipt.json")
     verify.add_argument(
         "--public-key", help="PEM Ed25519 public key the receipt must be signed with"
     )
-    verify.set_defaults(handler=cmd_verify)
+    verify.set_defaults(handler=cmd_verify, read_only=True)
 
     keygen = commands.add_parser("keygen", help="make an Ed25519 keypair for signing receipts")
     keygen.add_argument(

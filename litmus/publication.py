@@ -1,0 +1,113 @@
+"""Publishing the board and its receipt together or not at all.
+
+The leaderboard files (CSV, Markdown, HTML, boundary plot) are written into a staging folder,
+``<exports>/.staging``; the receipt, which holds the SHA-256 of each of them, is written there
+last. Publication is then committed in two steps:
+
+1. a journal, ``<exports>/.publication.json``, naming every staged file, is written atomically
+   (write + rename): from this moment the publication has happened;
+2. each staged file is renamed over its published name (the receipt last), files of the
+   previous publication that this one does not have are removed, then the journal and the
+   staging folder.
+
+A process killed anywhere leaves either the journal (the next :func:`recover` finishes step 2:
+roll forward) or no journal (an uncommitted staging folder, which :func:`recover` deletes: the
+previous board and receipt stay published, untouched). ``litmus run`` and every reader of the
+published files (``litmus verify``, ``litmus status``) recover first, so nobody reads a board
+beside a receipt of another publication.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from litmus.faults import crash_point
+
+STAGING_NAME = ".staging"
+JOURNAL_NAME = ".publication.json"
+RECEIPT_NAME = "receipt.json"
+# Every file one publication may hold (the receipt lists the ones it has, with their digests).
+BOARD_FILES = ("leaderboard.csv", "leaderboard.md", "leaderboard.html", "boundary_plot.png")
+PUBLISHED_FILES = (*BOARD_FILES, RECEIPT_NAME)
+
+
+def staging_dir(exports: Path) -> Path:
+    return exports / STAGING_NAME
+
+
+def begin(exports: Path) -> Path:
+    """A fresh, empty staging folder (after finishing or discarding an earlier one)."""
+    recover(exports)
+    staging = staging_dir(exports)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def file_digests(folder: Path, names: tuple[str, ...] = BOARD_FILES) -> dict[str, Any]:
+    """name → {sha256, bytes} of each of ``names`` present in ``folder``."""
+    digests = {}
+    for name in names:
+        path = folder / name
+        if path.is_file():
+            data = path.read_bytes()
+            digests[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    return digests
+
+
+def commit(exports: Path) -> list[Path]:
+    """Publish everything staged (the receipt included) as one unit; returns the paths."""
+    staging = staging_dir(exports)
+    staged = [name for name in PUBLISHED_FILES if (staging / name).is_file()]
+    if RECEIPT_NAME not in staged:
+        raise RuntimeError(f"{staging}: nothing to publish without a receipt")
+    journal = exports / JOURNAL_NAME
+    partial = exports / f"{JOURNAL_NAME}.partial-{os.getpid()}"
+    partial.write_text(json.dumps({"files": staged}), encoding="utf-8")
+    _fsync(partial)
+    os.replace(partial, journal)  # the commit point
+    crash_point("publication.committed")
+    _roll_forward(exports, staged)
+    return [exports / name for name in staged]
+
+
+def recover(exports: Path) -> None:
+    """Finish a committed publication a crash interrupted, or discard an uncommitted one."""
+    journal = exports / JOURNAL_NAME
+    if journal.is_file():
+        try:
+            staged = [str(name) for name in json.loads(journal.read_text("utf-8"))["files"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            staged = None
+        if staged is not None and set(staged) <= set(PUBLISHED_FILES):
+            _roll_forward(exports, staged)
+            return
+        journal.unlink()  # unreadable: written by no LITMUS; the published files stand
+    for leftover in exports.glob(f"{JOURNAL_NAME}.partial-*"):
+        leftover.unlink(missing_ok=True)
+    shutil.rmtree(staging_dir(exports), ignore_errors=True)
+
+
+def _roll_forward(exports: Path, staged: list[str]) -> None:
+    staging = staging_dir(exports)
+    # the receipt last: until it is replaced, the old receipt is what a reader checks against
+    for name in sorted(staged, key=lambda name: name == RECEIPT_NAME):
+        source = staging / name
+        if source.is_file():  # else moved before the crash
+            os.replace(source, exports / name)
+            crash_point("publication.file_moved")
+    for name in PUBLISHED_FILES:
+        if name not in staged:  # e.g. no plot this time: the old one must not stay beside it
+            (exports / name).unlink(missing_ok=True)
+    (exports / JOURNAL_NAME).unlink(missing_ok=True)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _fsync(path: Path) -> None:
+    with path.open("rb") as handle:
+        os.fsync(handle.fileno())
