@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,9 +30,20 @@ class WarehouseUpgradeError(LitmusError):
     """A warehouse written by an older LITMUS that cannot be upgraded as it is."""
 
 
+# Told once per wait when a lock is held by another process (the CLI prints it); None: quiet.
+_wait_notice: Callable[[str], None] | None = None
+
+
+def set_wait_notice(notice: Callable[[str], None] | None) -> None:
+    """Who hears "waiting for the warehouse" (the CLI's stderr); None keeps waits silent."""
+    global _wait_notice
+    _wait_notice = notice
+
+
 @contextmanager
 def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
     lock_path = db_path.with_name(db_path.name + ".lock")
+    told = False
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -48,6 +59,12 @@ def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
                         f"warehouse {db_path} stayed busy for {timeout_s:.0f}s "
                         "(another LITMUS process is writing to it)"
                     ) from None
+                if not told and _wait_notice is not None:
+                    told = True  # say once why nothing seems to happen
+                    _wait_notice(
+                        f"waiting for {db_path.name}: another LITMUS process holds it "
+                        f"(lock {lock_path})"
+                    )
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         yield

@@ -148,13 +148,53 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+# A folder `litmus demo` made carries this marker; demo resets only such a folder, and only
+# the entries LITMUS itself creates in it (anything else there is left alone).
+DEMO_MARKER = ".litmus-demo"
+DEMO_OWNED = (
+    "landing",
+    "raw",
+    "suites",
+    "exports",
+    "audit",
+    "dagster",
+    "sample",
+    "warehouse.duckdb",
+    "warehouse.duckdb.wal",
+    "warehouse.duckdb.lock",
+    "pipeline.lock",
+    STEP_LOG_NAME,
+)
+
+
+def prepare_demo_home(home: Path, *, keep: bool) -> None:
+    """Make ``home`` a demo folder: new, empty, or an earlier demo's (then reset). Refuses
+    any other folder, so a LITMUS_HOME holding real work is never wiped."""
+    if home.exists() and not home.is_dir():
+        raise LitmusError(f"{home}: not a folder; the demo needs a folder of its own")
+    marker = home / DEMO_MARKER
+    if home.is_dir() and not marker.is_file() and any(home.iterdir()):
+        raise LitmusError(
+            f"{home}: not an earlier demo's folder (no {DEMO_MARKER} marker) and not empty; "
+            "the demo will not touch it — give a new folder with --home"
+        )
+    if not keep:
+        for name in DEMO_OWNED:
+            entry = home / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif entry.exists() or entry.is_symlink():
+                entry.unlink()
+    home.mkdir(parents=True, exist_ok=True)
+    marker.write_text("made by `litmus demo`; demo may reset this folder's LITMUS files\n")
+
+
 def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    """Sample → ingest → label → metrics → leaderboard, in a fresh project-local home."""
+    """Sample → ingest → label → metrics → leaderboard, in a demo folder of its own."""
     from litmus.sample import generate_sample
     from litmus_dagster.pipeline import stage_sample
 
-    if paths.home.exists() and not args.keep:
-        shutil.rmtree(paths.home)
+    prepare_demo_home(paths.home, keep=args.keep)
     paths.ensure()
     _say(f"LITMUS demo in {paths.home} (embedded DuckDB at {paths.duckdb_path})")
     manifest = generate_sample(paths.home / "sample")
@@ -265,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample")
     demo.add_argument("--keep", action="store_true", help="do not reset the state folder first")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, prepare_home=False)
 
     run = commands.add_parser("run", help="ingest landed files, label, publish")
     run.add_argument("--rescore-all", action="store_true", help="re-label every configuration")
@@ -331,9 +371,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    paths = litmus_paths(args.home).ensure()
+    paths = litmus_paths(args.home)
     os.environ.setdefault("LITMUS_HOME", str(paths.home))
+    from litmus.warehouse import set_wait_notice
+
+    set_wait_notice(lambda message: _say(f"litmus: {message}"))
     try:
+        if getattr(args, "prepare_home", True):  # the demo first checks whose folder it is
+            paths.ensure()
         return int(args.handler(args, paths))
     except KeyboardInterrupt:
         _say("litmus: interrupted")

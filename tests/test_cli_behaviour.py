@@ -1,0 +1,81 @@
+"""A tool that behaves (issue 15): safe demo folders, one-line errors, waits that say so."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from litmus.warehouse import writer_lock
+from litmus_dagster.cli import DEMO_MARKER, prepare_demo_home
+
+
+def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+
+
+def test_demo_refuses_a_folder_that_is_not_an_earlier_demos(tmp_path: Path) -> None:
+    home = tmp_path / "real-work"
+    home.mkdir()
+    (home / "notes.txt").write_text("not LITMUS's")
+    (home / "raw").mkdir()
+    (home / "raw" / "precious.jsonl").write_text("{}\n")
+    result = litmus(home, "demo")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(home) in lines[0] and "not an earlier demo" in lines[0]
+    assert (home / "notes.txt").read_text() == "not LITMUS's"
+    assert (home / "raw" / "precious.jsonl").exists()
+    assert sorted(p.name for p in home.iterdir()) == ["notes.txt", "raw"]  # nothing added
+
+
+def test_demo_resets_only_litmus_files_of_an_earlier_demo(tmp_path: Path) -> None:
+    home = tmp_path / "demo"
+    prepare_demo_home(home, keep=False)  # a new folder becomes a demo folder
+    assert (home / DEMO_MARKER).is_file()
+    (home / "raw").mkdir()
+    (home / "raw" / "old.jsonl").write_text("{}\n")
+    (home / "warehouse.duckdb").write_text("old")
+    (home / "my-notes.md").write_text("kept")
+    prepare_demo_home(home, keep=False)
+    assert not (home / "raw").exists() and not (home / "warehouse.duckdb").exists()
+    assert (home / "my-notes.md").read_text() == "kept"
+    # an empty folder is fine as well
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    prepare_demo_home(empty, keep=False)
+    assert (empty / DEMO_MARKER).is_file()
+
+
+def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from pathlib import Path\n"
+            "from litmus.warehouse import writer_lock\n"
+            f"with writer_lock(Path({str(home / 'warehouse.duckdb')!r}), 60):\n"
+            "    print('held', flush=True)\n"
+            "    time.sleep(3)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        result = litmus(home, "status")
+    finally:
+        holder.wait(timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert "waiting for warehouse.duckdb: another LITMUS process holds it" in result.stderr
+    with writer_lock(home / "warehouse.duckdb", 1):  # released afterwards
+        pass
