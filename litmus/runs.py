@@ -21,6 +21,28 @@ def landed_files(paths: LitmusPaths) -> list[Path]:
     )
 
 
+def not_ingested(paths: LitmusPaths) -> list[tuple[str, str]]:
+    """(file, reason) for every entry of the landing folder ingestion will not take: of a
+    type it does not read, or empty. Reported, never silently skipped; hidden files (names
+    starting with ".", e.g. partial uploads) are left alone."""
+    problems: list[tuple[str, str]] = []
+    if not paths.landing.is_dir():
+        return problems
+    for entry in sorted(paths.landing.rglob("*")):
+        if entry.name.startswith(".") or entry.is_dir():
+            continue
+        name = entry.relative_to(paths.landing).as_posix()
+        if not entry.is_file():
+            problems.append((name, "not a regular file"))
+        elif not entry.name.lower().endswith(RUN_SUFFIXES):
+            problems.append(
+                (name, f"unsupported file type (reads {', '.join(RUN_SUFFIXES)}); not ingested")
+            )
+        elif entry.stat().st_size == 0:
+            problems.append((name, "empty file: no records"))
+    return problems
+
+
 def suite_files(paths: LitmusPaths) -> list[Path]:
     return sorted(
         p

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,14 @@ Handler = Callable[[argparse.Namespace, LitmusPaths], int]
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def terminal_text(text: object) -> str:
+    """Text from a run log made safe for a terminal: control characters (escape sequences,
+    carriage returns, newlines) are shown as escapes, never interpreted."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text)
+    )
 
 
 # ----------------------------------------------------------------------------- commands
@@ -133,7 +142,7 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     ):
         try:
             result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
-        except BaseException:
+        except Exception:
             _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
             raise
     _say(
@@ -210,6 +219,7 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def _print_status(paths: LitmusPaths) -> None:
+    from litmus.runs import not_ingested
     from litmus.status import partition_reviews, partition_statuses, quarantine_summary
     from litmus.warehouse import connect
 
@@ -220,35 +230,61 @@ def _print_status(paths: LitmusPaths) -> None:
         files = con.execute(
             "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
         ).fetchone()
-    print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
-    print(
-        f"{'configuration':<52} {'rows':>6} {'labeled':>7} {'audited':>7} {'pending':>7}  "
-        "publication"
-    )
-    for status in statuses:
-        review = reviews.get(status.partition_key)
-        if review is None:
-            audited, pending, publication = "-", "-", "withheld: not labeled"
-        else:
-            audited, pending = str(review.audited), str(review.pending_audit)
-            publication = review.publication
-        flag = "  (stale: re-score)" if status.stale else ""
-        print(
-            f"{status.config_key:<52} {status.trajectories:>6} {status.labeled:>7} "
-            f"{audited:>7} {pending:>7}  {publication}{flag}"
+        # one group per suite (a board is per suite): its size and each configuration's n
+        suite_of = dict(
+            con.execute(
+                "SELECT partition_key, string_agg(DISTINCT suite || '@' || suite_version, ' + ' "
+                "ORDER BY suite || '@' || suite_version) FROM raw_trajectories GROUP BY 1"
+            ).fetchall()
         )
-        # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
-        if review is not None and review.audit_current and review.outcomes:
-            outcomes, source = review.outcomes, "after audit"
-        else:
-            outcomes, source = status.outcomes, "rules only"
-        if outcomes:
-            listed = ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
-            print(f"    outcomes ({source}): {listed}")
+        sizes = {
+            f"{suite}@{version}": (families, instances)
+            for suite, version, families, instances in con.execute(
+                "SELECT suite, suite_version, count(DISTINCT family_id), count(*) "
+                "FROM suite_instances GROUP BY ALL"
+            ).fetchall()
+        }
+    print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
+    by_suite: dict[str, list] = {}
+    for status in statuses:
+        by_suite.setdefault(suite_of.get(status.partition_key, "suite unknown"), []).append(status)
+    for suite_key in sorted(by_suite):
+        size = sizes.get(suite_key)
+        described = f"{size[0]} families, {size[1]} instances" if size else "size unknown"
+        print(f"\nsuite {terminal_text(suite_key)} ({described})")
+        print(
+            f"  {'configuration':<52} {'rows':>6} {'labeled':>7} {'audited':>7} {'pending':>7}  "
+            "publication"
+        )
+        for status in by_suite[suite_key]:
+            _print_configuration_status(status, reviews.get(status.partition_key))
     if quarantined:
-        print("\nquarantined records:")
+        print("\nquarantined records (`litmus quarantine [FILE]` lists file, line, field, reason):")
         for name, reason, count in quarantined:
-            print(f"  {name}: {count} × {reason}")
+            print(f"  {terminal_text(name)}: {count} × {terminal_text(reason)}")
+    for name, reason in not_ingested(paths):
+        print(f"not ingested: {terminal_text(name)}: {reason}")
+
+
+def _print_configuration_status(status: object, review: object) -> None:
+    if review is None:
+        audited, pending, publication = "-", "-", "withheld: not labeled"
+    else:
+        audited, pending = str(review.audited), str(review.pending_audit)
+        publication = review.publication
+    flag = "  (stale: re-score)" if status.stale else ""
+    print(
+        f"  {terminal_text(status.config_key):<52} {status.trajectories:>6} {status.labeled:>7} "
+        f"{audited:>7} {pending:>7}  {publication}{flag}"
+    )
+    # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
+    if review is not None and review.audit_current and review.outcomes:
+        outcomes, source = review.outcomes, "after audit"
+    else:
+        outcomes, source = status.outcomes, "rules only"
+    if outcomes:
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
+        print(f"      outcomes ({source}): {listed}")
 
 
 def _print_leaderboard(paths: LitmusPaths) -> None:
@@ -258,6 +294,55 @@ def _print_leaderboard(paths: LitmusPaths) -> None:
         for name in ("leaderboard.html", "boundary_plot.png", "leaderboard.csv"):
             if (paths.exports / name).exists():
                 print(f"  {name}: {paths.exports / name}")
+
+
+def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
+    from litmus.ingest import CURABLE_QUARANTINE_SQL
+    from litmus.runs import not_ingested
+    from litmus.warehouse import connect
+
+    with connect(paths.duckdb_path) as con:
+        rows = con.execute(
+            f"""
+            SELECT source_name, line_no, field, reason, {CURABLE_QUARANTINE_SQL} AS curable
+            FROM quarantine
+            WHERE ? IS NULL OR source_name = ? OR source_file_hash = ?
+            ORDER BY source_name, line_no, field
+            """,
+            [args.file, args.file, args.file],
+        ).fetchall()
+        quarantined_files = [
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT source_name FROM quarantine ORDER BY 1"
+            ).fetchall()
+        ]
+    ignored = [
+        (name, reason)
+        for name, reason in not_ingested(paths)
+        if args.file is None or Path(name).name == args.file or name == args.file
+    ]
+    if args.file is not None and not rows and not ignored:
+        listed = ", ".join(terminal_text(name) for name in quarantined_files[:20])
+        raise LitmusError(
+            f"{terminal_text(args.file)}: no quarantined record and not a landed file"
+            + (f" (files with quarantined records: {listed})" if listed else "")
+        )
+    if not rows and not ignored:
+        print("nothing quarantined; every landed file was ingested")
+        return 0
+    if rows:
+        print(f"{'file':<36} {'line':>6}  {'field':<16} reason")
+    for name, line, field, reason, curable in rows:
+        note = "  [held back: retried once the suite is loaded]" if curable else ""
+        print(
+            f"{terminal_text(name):<36} {line:>6}  {terminal_text(field):<16} "
+            f"{terminal_text(reason)}{note}"
+        )
+    for name, reason in ignored:
+        print(f"not ingested: {terminal_text(name)}: {reason}")
+    return 0
 
 
 def cmd_schemas(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -348,6 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
     status.set_defaults(handler=cmd_status)
 
+    quarantine = commands.add_parser(
+        "quarantine", help="list quarantined records (file, line, field, reason)"
+    )
+    quarantine.add_argument("file", nargs="?", help="only this landed file (name or hash)")
+    quarantine.set_defaults(handler=cmd_quarantine)
+
     schemas = commands.add_parser("schemas", help="write the JSON Schemas of the native formats")
     schemas.add_argument("--check", action="store_true", help="fail if they are out of date")
     schemas.set_defaults(handler=cmd_schemas)
@@ -376,19 +467,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     from litmus.warehouse import set_wait_notice
 
     set_wait_notice(lambda message: _say(f"litmus: {message}"))
+    # SIGTERM stops a command like Ctrl-C: the current step is abandoned (its transaction
+    # rolls back), nothing after it runs, and the last published board stays as it was.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         if getattr(args, "prepare_home", True):  # the demo first checks whose folder it is
             paths.ensure()
         return int(args.handler(args, paths))
     except KeyboardInterrupt:
-        _say("litmus: interrupted")
-        return 130
+        return _interrupted()
     except Exception as exc:  # one clear line for people; --debug for the traceback
         if args.debug:
             raise
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         _say(f"litmus: error: {message}")
         return 1
+    except BaseException as exc:  # Dagster's interrupt error is a BaseException
+        if type(exc).__name__ != "DagsterExecutionInterruptedError":
+            raise
+        return _interrupted()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _interrupted() -> int:
+    # ignore further signals while saying so: a second Ctrl-C must not print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _say("litmus: interrupted; stopped before finishing (the last published board is unchanged)")
+    return 130
 
 
 if __name__ == "__main__":  # python -m litmus_dagster.cli

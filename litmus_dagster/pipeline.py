@@ -92,6 +92,11 @@ def run_resources(paths: LitmusPaths) -> dict[str, Any]:
     return resources
 
 
+# Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the
+# pipeline must stop as a whole instead of going on to the next configuration.
+INTERRUPT_ERRORS = frozenset({"DagsterExecutionInterruptedError", "KeyboardInterrupt"})
+
+
 def _materialize(
     selection: dg.AssetSelection,
     paths: LitmusPaths,
@@ -100,15 +105,43 @@ def _materialize(
     *,
     raise_on_error: bool = True,
 ) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        assets_and_checks(),
-        selection=selection,
-        instance=instance,
-        resources=run_resources(paths),
-        partition_key=partition_key,
-        run_config=QUIET if raise_on_error else SILENT,
-        raise_on_error=raise_on_error,
-    )
+    try:
+        run = dg.materialize(
+            assets_and_checks(),
+            selection=selection,
+            instance=instance,
+            resources=run_resources(paths),
+            partition_key=partition_key,
+            run_config=QUIET if raise_on_error else SILENT,
+            raise_on_error=raise_on_error,
+        )
+    except BaseException as error:
+        if type(error).__name__ in INTERRUPT_ERRORS or _interrupt_in_chain(error):
+            raise KeyboardInterrupt from None
+        raise
+    if not run.success and was_interrupted(run):
+        raise KeyboardInterrupt
+    return run
+
+
+def _interrupt_in_chain(error: BaseException) -> bool:
+    seen = error.__cause__ or error.__context__
+    while seen is not None:
+        if type(seen).__name__ in INTERRUPT_ERRORS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def was_interrupted(run: dg.ExecuteInProcessResult) -> bool:
+    """Whether a step of ``run`` failed because the process was told to stop."""
+    for event in run.all_events:
+        error = getattr(event.event_specific_data, "error", None)
+        while error is not None:
+            if error.cls_name in INTERRUPT_ERRORS:
+                return True
+            error = error.cause or error.context
+    return False
 
 
 def _score_partition(

@@ -18,9 +18,11 @@ from litmus.gates import (
     GateResult,
     configuration_key,
     evaluate_partition_gates,
+    evaluate_precision_flags,
     evaluate_rate_gates,
     load_gate_suites,
     record_partition_gates,
+    record_precision_flags,
     record_rate_gates,
     stored_gate_results,
 )
@@ -122,7 +124,8 @@ def _gate_check(gate: str) -> dg.AssetChecksDefinition:
     kinds={"duckdb", "great_expectations"},
     description=(
         "The rates-in-[0, 1] publication gate over the dbt metrics and bootstrap intervals of "
-        "every gated configuration, recorded in publication_gates."
+        "every gated configuration, recorded in publication_gates; and the precision flag "
+        "(a CI over fewer than 20 families), recorded in precision_flags."
     ),
 )
 def metric_rate_gates(
@@ -131,13 +134,25 @@ def metric_rate_gates(
     with warehouse.connect() as con:
         results = evaluate_rate_gates(con)
         record_rate_gates(con, results)
+        flags = evaluate_precision_flags(con)
+        record_precision_flags(con, flags)
+        configurations = {
+            key: configuration_key(con, key) for key in flags["partition_key"].unique()
+        }
     failed = {r.partition_key: list(r.examples) for r in results if not r.passed}
     if failed:
         context.log.warning(f"rates outside [0, 1]: {failed}")
+    low = flags[flags["low_precision"]]
     return dg.MaterializeResult(
         metadata={
             "configurations_checked": len(results),
             "configurations_failed": dg.MetadataValue.json(failed),
+            "low_precision_rates": dg.MetadataValue.json(
+                {
+                    configurations[key]: sorted(group["metric"].tolist())
+                    for key, group in low.groupby("partition_key")
+                }
+            ),
         }
     )
 

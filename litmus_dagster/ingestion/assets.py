@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from litmus.ingest import ingest_file
-from litmus.runs import landed_files, settled_files, suite_files
+from litmus.ingest import ingest_file, retry_curable_quarantine
+from litmus.runs import landed_files, not_ingested, settled_files, suite_files
 from litmus.suite import load_suite_file, sibling_problems, store_suite
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
@@ -60,7 +60,14 @@ def raw_run_files(
             )
             context.log.info(report.summary())
             reports.append(report)
-    new_partitions = sorted({key for r in reports for key in r.partitions})
+        # records held back for an unknown suite (or version, instance) that is loaded now
+        retried = retry_curable_quarantine(con, paths)
+    for report in retried:
+        context.log.info(f"retried held-back records: {report.summary()}")
+    ignored = not_ingested(paths)
+    for name, reason in ignored:
+        context.log.warning(f"not ingested: {name}: {reason}")
+    new_partitions = sorted({key for r in [*reports, *retried] for key in r.partitions})
     known = set(context.instance.get_dynamic_partitions(configurations.name))
     added = [key for key in new_partitions if key not in known]
     if added:
@@ -74,6 +81,11 @@ def raw_run_files(
             "records_in": sum(r.records_total for r in ingested),
             "records_accepted": sum(r.accepted for r in ingested),
             "records_quarantined": sum(r.quarantined for r in ingested),
+            "records_retried": sum(r.records_total for r in retried),
+            "records_recovered": sum(r.accepted for r in retried),
+            "not_ingested": dg.MetadataValue.json(
+                [{"file": name, "reason": reason} for name, reason in ignored]
+            ),
             "configurations_seen": new_partitions,
             "configurations_added": added,
             "quarantine_reasons": dg.MetadataValue.json(

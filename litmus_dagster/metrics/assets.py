@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,9 @@ import pandas as pd
 import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
-from litmus.leaderboard import leaderboard_from_warehouse, png_data_uri
+from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
+from litmus.receipts import RECEIPT_FILE_NAME
 from litmus.settings import litmus_paths
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
@@ -244,18 +246,70 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
 def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         board = leaderboard_from_warehouse(con)
-    png = boundary_plot_png(board.published, board.controls)
-    written = board.write(warehouse.paths.exports, png)
+        alerts = current_alert_lines(con)
+    written, plots = publish_board(board, warehouse.paths.exports, alerts)
     with warehouse.connect() as con:
         replace_table(con, "leaderboard", board.rows)
-    return dg.MaterializeResult(
-        metadata={
-            "leaderboard": dg.MetadataValue.md(board.to_markdown()),
-            "boundary_plot": dg.MetadataValue.md(f"![boundary plot]({png_data_uri(png)})"),
-            "html": dg.MetadataValue.path(os.fspath(written["html"])),
-            "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
-            "png": dg.MetadataValue.path(os.fspath(written["png"])),
-            "n_published": dg.MetadataValue.int(len(board.published)),
-            "withheld": dg.MetadataValue.json(dict(board.withheld_reasons)),
+    by_suite = {
+        suite_key: {
+            "published": int((rows["status"] == "published").sum()),
+            "withheld": int((rows["status"] == "withheld").sum()),
+            "ranked": rows.loc[rows["rank"].notna(), "name"].astype(str).tolist(),
         }
+        for suite_key, rows in board.boards()
+    }
+    metadata: dict[str, Any] = {
+        "leaderboard": dg.MetadataValue.md(board.to_markdown()),
+        "html": dg.MetadataValue.path(os.fspath(written["html"])),
+        "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
+        "n_published": dg.MetadataValue.int(len(board.published)),
+        "withheld": dg.MetadataValue.json(dict(board.withheld_reasons)),
+        "boards_by_suite": dg.MetadataValue.json(by_suite),
+    }
+    for suite_key, png in plots.items():
+        metadata[f"boundary_plot {suite_key}"] = dg.MetadataValue.md(
+            f"![boundary plot of {suite_key}]({png_data_uri(png)})"
+        )
+    if "png" in written:
+        metadata["png"] = dg.MetadataValue.path(os.fspath(written["png"]))
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def publish_board(
+    board: Leaderboard, exports: Path, alerts: list[str]
+) -> tuple[dict[str, Path], dict[str, bytes]]:
+    """Render one boundary plot per suite board and write the board's files."""
+    plots = {}
+    for suite_key, rows in board.boards():
+        configurations = rows[rows["row_kind"] == "configuration"]
+        plots[suite_key] = boundary_plot_png(
+            configurations[configurations["status"] == "published"],
+            rows[rows["row_kind"] == "control"],
+            title=f"Decision boundary: {suite_key}",
+            withheld=configurations.loc[configurations["status"] == "withheld", "name"]
+            .astype(str)
+            .tolist(),
+        )
+    if not plots:  # nothing published yet: still the empty plot with the canonical controls
+        plots[""] = boundary_plot_png(board.published, board.controls)
+    written = board.write(
+        exports,
+        plots,
+        published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        alerts=alerts,
+        receipt_href=RECEIPT_FILE_NAME,
     )
+    return written, plots
+
+
+def current_alert_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The release regression alerts raised so far, newest first, as one line each."""
+    from litmus.alerts import read_alerts
+
+    alerts = read_alerts(con)
+    return [
+        f"{row.lineage} {row.from_release} → {row.to_release} ({row.suite}@{row.suite_version}): "
+        f"{row.metric} {row.delta:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}], raised "
+        f"{row.raised_at:%Y-%m-%d %H:%M}"
+        for row in alerts.itertuples(index=False)
+    ]
