@@ -79,3 +79,48 @@ def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
     assert "waiting for warehouse.duckdb: another LITMUS process holds it" in result.stderr
     with writer_lock(home / "warehouse.duckdb", 1):  # released afterwards
         pass
+
+
+def _stop_mid_run(home: Path, signum: int) -> tuple[int, list[str]]:
+    """Start `litmus run`, send ``signum`` once a configuration is being labeled; return the
+    exit code and the stderr lines printed after the signal."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), "run"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    try:
+        for line in process.stderr:
+            if line.startswith("[2/3] labeling configuration 1/"):
+                break
+        else:
+            raise AssertionError("the run ended before labeling")
+        process.send_signal(signum)
+        after = process.stderr.read().splitlines()
+        return process.wait(timeout=120), after
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_sigterm_and_ctrl_c_stop_the_whole_run_and_leave_the_board(tmp_path: Path) -> None:
+    import signal
+
+    home = tmp_path / "home"
+    assert litmus(home, "sample", "--families", "4").returncode == 0
+    exports = home / "exports"
+    previous = {name: f"previous {name}\n" for name in ("leaderboard.html", "leaderboard.csv")}
+    for name, text in previous.items():
+        (exports / name).write_text(text)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        code, after = _stop_mid_run(home, signum)
+        assert code == 130, after
+        assert after == [
+            "litmus: interrupted; stopped before finishing (the last published board is "
+            "unchanged)"
+        ], after  # one line: no traceback, no next configuration
+        for name, text in previous.items():
+            assert (exports / name).read_text() == text
