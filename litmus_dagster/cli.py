@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, require_file
 from litmus.settings import LitmusPaths, litmus_paths
 
 Handler = Callable[[argparse.Namespace, LitmusPaths], int]
@@ -40,6 +40,15 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus_dagster.pipeline import stage_sample
 
     out = Path(args.out) if args.out else paths.home / "sample"
+    if args.families < 1:
+        raise LitmusError(f"--families {args.families}: must be at least 1")
+    if out.exists() and not out.is_dir():
+        raise LitmusError(f"{out}: not a folder; give --out a folder")
+    if not args.out or args.stage:
+        from litmus.sample import sample_suite
+
+        # a clash with the stored suite is found now, not after writing and ingesting
+        ensure_suites_fit(paths, [sample_suite(seed=args.seed, n_families=args.families)])
     manifest = generate_sample(out, seed=args.seed, n_families=args.families)
     if not args.out or args.stage:
         stage_sample(paths, manifest)
@@ -50,11 +59,27 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
+    """Refuse, in one line and before any work, suites that clash with the stored ones (the
+    same suite and version with different content)."""
+    if not paths.duckdb_path.exists():
+        return
+    from litmus.suite import stored_suite_clash
+    from litmus.warehouse import connect
+
+    with connect(paths.duckdb_path) as con:
+        for suite in suites:
+            clash = stored_suite_clash(con, suite)  # type: ignore[arg-type]
+            if clash:
+                raise LitmusError(f"{clash} in {paths.duckdb_path}")
+
+
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.suite import load_suite_file
 
-    source = Path(args.file)
+    source = require_file(args.file, "a suite file (JSON or YAML)")
     suite = load_suite_file(source)  # validate before accepting it
+    ensure_suites_fit(paths, [suite])
     target = paths.suites / f"{suite.suite}@{suite.suite_version}{source.suffix.lower()}"
     shutil.copyfile(source, target)
     _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
@@ -62,10 +87,8 @@ def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_land(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    for name in args.files:
-        source = Path(name)
-        if not source.is_file():
-            raise LitmusError(f"{source}: no such file")
+    sources = [require_file(name, "a run file (.jsonl, .eval or .json)") for name in args.files]
+    for source in sources:  # every name checked before anything is copied
         shutil.copyfile(source, paths.landing / source.name)
         _say(f"landed {source.name}")
     return 0
@@ -78,9 +101,7 @@ def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.importers.inspect_log import import_inspect_log
     from litmus.ingest import load_inspect_mapping
 
-    source = Path(args.log)
-    if not source.is_file():
-        raise LitmusError(f"{source}: no such Inspect log")
+    source = require_file(args.log, "an Inspect log (.eval or .json)")
     overrides = {
         name: value
         for name, value in (
@@ -125,9 +146,13 @@ STEP_LOG_NAME = "last_run.log"
 
 
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.runs import suite_files
+    from litmus.suite import load_suite_file
     from litmus.warehouse import writer_lock
     from litmus_dagster.pipeline import run_pipeline
 
+    # a suite file that clashes with the stored suite stops the run before any work
+    ensure_suites_fit(paths, [load_suite_file(path) for path in suite_files(paths)])
     started = time.monotonic()
     # One pipeline per state folder at a time: a second `litmus run` started meanwhile waits,
     # instead of racing the first one's Dagster instance setup or publishing from its

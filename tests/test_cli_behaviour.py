@@ -119,8 +119,64 @@ def test_sigterm_and_ctrl_c_stop_the_whole_run_and_leave_the_board(tmp_path: Pat
         code, after = _stop_mid_run(home, signum)
         assert code == 130, after
         assert after == [
-            "litmus: interrupted; stopped before finishing (the last published board is "
-            "unchanged)"
+            "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
         ], after  # one line: no traceback, no next configuration
         for name, text in previous.items():
             assert (exports / name).read_text() == text
+
+
+def test_a_directory_or_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    for command in (
+        ["land", str(folder)],
+        ["suite-add", str(folder)],
+        ["import-inspect", str(folder)],
+        ["audit", "load", str(folder)],
+        ["verify", str(folder)],
+    ):
+        result = litmus(home, *command)
+        assert result.returncode == 1, command
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"litmus: error: {folder}: is a directory; expected "), line
+    missing = tmp_path / "missing.jsonl"
+    for command in (["land", str(missing)], ["audit", "load", str(missing)]):
+        result = litmus(home, *command)
+        assert result.stderr.strip() == f"litmus: error: {missing}: no such file"
+    # nothing is landed when one of several names is bad
+    good = tmp_path / "good.jsonl"
+    good.write_text("{}\n")
+    assert litmus(home, "land", str(good), str(folder)).returncode == 1
+    assert not (home / "landing" / "good.jsonl").exists()
+
+
+def test_a_sample_that_clashes_with_the_stored_suite_is_refused_before_any_work(
+    tmp_path: Path,
+) -> None:
+    from litmus.sample import sample_suite
+    from litmus.suite import store_suite
+    from litmus.warehouse import connect
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with connect(home / "warehouse.duckdb") as con:
+        store_suite(con, sample_suite(n_families=3), "suite.json")
+    result = litmus(home, "sample", "--families", "4")
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert "litmus-sample@2026.11.0 (4 families) is already stored with different content" in line
+    assert "(3 families, from suite.json)" in line
+    assert not (home / "sample").exists()  # refused before writing anything
+    assert litmus(home, "sample", "--families", "3").returncode == 0  # the same suite is fine
+    # a clashing suite file put into the suites folder by hand stops `litmus run` up front
+    import json
+
+    (home / "suites" / "hand-made.json").write_text(
+        json.dumps(sample_suite(n_families=5).model_dump(mode="json", exclude_none=True))
+    )
+    run = litmus(home, "run")
+    assert run.returncode == 1
+    (line,) = run.stderr.strip().splitlines()
+    assert "(5 families) is already stored with different content" in line
+    assert not (home / "last_run.log").exists()  # no pipeline step started

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, require_file
 from litmus.settings import LitmusPaths
 
 
@@ -21,9 +21,13 @@ def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.receipts import load_public_key, load_receipt, verify_receipt
     from litmus.warehouse import connect
 
-    receipt_path = Path(args.receipt)
+    receipt_path = require_file(args.receipt, "a receipt (JSON)")
     receipt = load_receipt(receipt_path)
-    public_key = load_public_key(Path(args.public_key)) if args.public_key else None
+    public_key = (
+        load_public_key(require_file(args.public_key, "a public key (PEM)"))
+        if args.public_key
+        else None
+    )
     if not paths.duckdb_path.exists():
         raise LitmusError(f"no warehouse at {paths.duckdb_path} (pick the state folder: --home)")
     with connect(paths.duckdb_path) as con:
