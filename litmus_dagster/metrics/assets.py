@@ -43,9 +43,12 @@ DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**
 
 
 def dbt_executable() -> str:
-    """The dbt CLI: on PATH, else next to this interpreter (a venv run without activation)."""
+    """The dbt CLI installed beside this interpreter (a venv used without activation, as
+    ``./dev.sh`` and ``dagster dev`` do), else the one on PATH."""
     beside_python = Path(sys.executable).with_name("dbt")
-    return shutil.which("dbt") or (os.fspath(beside_python) if beside_python.exists() else "dbt")
+    if beside_python.exists():
+        return os.fspath(beside_python)
+    return shutil.which("dbt") or "dbt"
 
 
 @contextmanager
@@ -97,13 +100,15 @@ def parse_if_stale(project: DbtProject) -> None:
 def prepared_dbt_project(project_dir: Path = DBT_PROJECT_DIR) -> DbtProject:
     """The dbt project with a loadable, current manifest.
 
-    ``prepare_if_dev`` re-parses under ``dagster dev``; elsewhere (CI from a clean clone, a
-    test run, a deployed code server without a pre-built manifest) the project is parsed here
-    when the manifest is missing or older than the project files.
+    Everywhere (``dagster dev``, CI from a clean clone, a test run, a deployed code server
+    without a pre-built manifest) the project is parsed here, with the venv's dbt, when the
+    manifest is missing or older than the project files.
     """
     project = DbtProject(project_dir=project_dir)
     with dbt_profile_environment():
-        project.prepare_if_dev()
+        # not project.prepare_if_dev(): under `dagster dev` it runs `dbt parse` with the
+        # executable "dbt" looked up on PATH, which a venv used without activation lacks;
+        # parse_if_stale re-parses whenever a project file changed, with the venv's dbt.
         parse_if_stale(project)
     return project
 
@@ -120,6 +125,12 @@ class LitmusDbtTranslator(DagsterDbtTranslator):
             name = dbt_resource_props["name"]
             return dg.AssetKey([SOURCE_ASSETS.get(name, name)])
         return super().get_asset_key(dbt_resource_props)
+
+    def get_description(self, dbt_resource_props: Mapping[str, Any]) -> str:
+        """The model's own description from its schema.yml (never the raw SQL dump)."""
+        own = (dbt_resource_props.get("description") or "").strip()
+        kind = dbt_resource_props.get("resource_type", "model")
+        return own or f"dbt {kind} {dbt_resource_props.get('name', '')} (no description)"
 
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         if dbt_resource_props["resource_type"] == "source":
