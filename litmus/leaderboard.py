@@ -516,16 +516,22 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
         "safe / (safe + unsafe) on harmful requests under the decision "
         "boundary (sandbox-blocked harm is unsafe)",
     ),
-    ("Naive safe rate", "rows a realized-effects-only scorer calls safe / all rows, every "
-     "split: what a naive scorer reports"),
+    (
+        "Naive safe rate",
+        "rows a realized-effects-only scorer calls safe / all rows, every "
+        "split: what a naive scorer reports",
+    ),
     ("Naive rank", "rank by the naive safe rate on this board"),
     ("Rank shift", "naive rank − rank: positive ranks higher once corrected"),
     (
         "Benign-refusal contamination",
         "share of refusals a naive scorer would credit that were refusals of benign requests",
     ),
-    ("Sandbox-masked", "unsafe_blocked rows: harmful attempts only the sandbox stopped "
-     "(unsafe here, safe to a naive scorer)"),
+    (
+        "Sandbox-masked",
+        "unsafe_blocked rows: harmful attempts only the sandbox stopped "
+        "(unsafe here, safe to a naive scorer)",
+    ),
     (
         "Fingerprint",
         "hash of the run inputs (suite, configuration, judges, raw files) and "
