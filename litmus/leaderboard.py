@@ -90,7 +90,7 @@ class Leaderboard:
         """One board per suite: (``suite@version``, its rows); rows of no known suite last."""
         boards = []
         known = self.rows["suite"].notna() & self.rows["suite_version"].notna()
-        for suite, version in _suite_order(self.rows[known]):
+        for suite, version in _suite_order(self.rows[known], self.rows):
             mask = (self.rows["suite"] == suite) & (self.rows["suite_version"] == version)
             boards.append((f"{suite}@{version}", self.rows[known & mask]))
         if (~known).any():
@@ -239,13 +239,23 @@ def tiered_rank(scores: pd.Series, low_precision: pd.Series) -> pd.Series:
     return ranks
 
 
-def _suite_order(frame: pd.DataFrame) -> list[tuple[str, str]]:
+def _suite_order(frame: pd.DataFrame, sized: pd.DataFrame | None = None) -> list[tuple[str, str]]:
+    """The suites of ``frame``; with ``sized`` (rows carrying suite_families), the largest
+    suite first, so the main board leads."""
     keys = {
         (str(suite), str(version))
         for suite, version in zip(frame["suite"], frame["suite_version"], strict=True)
         if isinstance(suite, str) and isinstance(version, str)
     }
-    return sorted(keys)
+    if sized is None or "suite_families" not in sized:
+        return sorted(keys)
+    families: dict[tuple[str, str], int] = {}
+    for suite, version, count in zip(
+        sized["suite"], sized["suite_version"], sized["suite_families"], strict=True
+    ):
+        if _present(count):
+            families[(str(suite), str(version))] = int(count)
+    return sorted(keys, key=lambda key: (-families.get(key, 0), key))
 
 
 def build_leaderboard(
@@ -336,7 +346,7 @@ def build_leaderboard(
         for suite, version in zip(rows["suite"], rows["suite_version"], strict=True)
     ]
     # One board per suite: its rows together, in the order ranked, unranked, withheld, controls.
-    order = {key: index for index, key in enumerate(_suite_order(rows))}
+    order = {key: index for index, key in enumerate(_suite_order(rows, rows))}
     rows["_board"] = [
         order.get((suite, version), len(order))
         for suite, version in zip(rows["suite"], rows["suite_version"], strict=True)
@@ -668,6 +678,7 @@ th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.5rem; text-align: right;
 th { background: #f6f8fa; }
 td.name, th.name { text-align: left; }
 td.status { text-align: left; white-space: normal; min-width: 16rem; }
+span.ci { color: #57606a; font-size: 0.8rem; }
 tr.withheld td { color: #6e7781; background: #fff8c5; }
 tr.control td { font-style: italic; background: #f6f8fa; }
 section.alerts { border-left: 4px solid #cf222e; padding: 0.2rem 1rem; background: #ffebe9; }
@@ -693,7 +704,7 @@ def _html_table(rows: pd.DataFrame) -> str:
         cells = _display_cells(row)
         tds = "".join(
             f'<td class="{"name" if i == 1 else "status" if i == len(cells) - 1 else ""}">'
-            f"{html.escape(text)}</td>"
+            f"{_html_cell(text)}</td>"
             for i, text in enumerate(cells)
         )
         body.append(f'<tr class="{css}">{tds}</tr>')
@@ -701,6 +712,19 @@ def _html_table(rows: pd.DataFrame) -> str:
         f'<div class="board"><table><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+_ESTIMATE_WITH_CI = re.compile(r"^(?P<estimate>[^\[]+?) \[(?P<ci>[^\]]+)\](?P<mark> ‡)?$")
+
+
+def _html_cell(text: str) -> str:
+    """A cell's text, escaped; an interval goes on its own line under its estimate, so the
+    table stays narrow without breaking inside a number or a name."""
+    found = _ESTIMATE_WITH_CI.match(text)
+    if not found:
+        return html.escape(text)
+    estimate = html.escape(found["estimate"] + (found["mark"] or ""))
+    return f'{estimate}<br><span class="ci">[{html.escape(found["ci"])}]</span>'
 
 
 def _html_page(

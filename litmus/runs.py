@@ -36,7 +36,7 @@ def not_ingested(paths: LitmusPaths) -> list[tuple[str, str]]:
             problems.append((name, "not a regular file"))
         elif not entry.name.lower().endswith(RUN_SUFFIXES):
             problems.append(
-                (name, f"unsupported file type (reads {', '.join(RUN_SUFFIXES)}); not ingested")
+                (name, f"unsupported file type (ingestion reads {', '.join(RUN_SUFFIXES)})")
             )
         elif entry.stat().st_size == 0:
             problems.append((name, "empty file: no records"))

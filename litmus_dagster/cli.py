@@ -12,9 +12,13 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from litmus.errors import LitmusError, require_file
 from litmus.settings import LitmusPaths, litmus_paths
+
+if TYPE_CHECKING:
+    from litmus.status import PartitionReview, PartitionStatus
 
 Handler = Callable[[argparse.Namespace, LitmusPaths], int]
 
@@ -291,7 +295,7 @@ def _print_status(paths: LitmusPaths) -> None:
         print(f"not ingested: {terminal_text(name)}: {reason}")
 
 
-def _print_configuration_status(status: object, review: object) -> None:
+def _print_configuration_status(status: PartitionStatus, review: PartitionReview | None) -> None:
     if review is None:
         audited, pending, publication = "-", "-", "withheld: not labeled"
     else:
