@@ -702,6 +702,12 @@ def _html_table(rows: pd.DataFrame) -> str:
     for _, row in rows.iterrows():  # display rows only
         css = "withheld" if row["status"] == "withheld" else str(row["row_kind"])
         cells = _display_cells(row)
+        if row["status"] == "withheld":  # the reason where it is read, across the number columns
+            body.append(
+                f'<tr class="{css}"><td>—</td><td class="name">{html.escape(cells[1])}</td>'
+                f'<td class="status" colspan="{len(cells) - 2}">{html.escape(cells[-1])}</td></tr>'
+            )
+            continue
         tds = "".join(
             f'<td class="{"name" if i == 1 else "status" if i == len(cells) - 1 else ""}">'
             f"{_html_cell(text)}</td>"
