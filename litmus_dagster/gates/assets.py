@@ -56,12 +56,18 @@ def publication_gates(
         results = evaluate_partition_gates(con, context.partition_key, suites)
         record_partition_gates(con, context.partition_key, results)
         configuration = configuration_key(con, context.partition_key)
+        suite = con.execute(
+            "SELECT string_agg(DISTINCT suite || '@' || suite_version, ' + ') "
+            "FROM raw_trajectories WHERE partition_key = ?",
+            [context.partition_key],
+        ).fetchall()[0][0]
     failed = {r.gate: r.message for r in results if not r.passed}
     if failed:
         context.log.warning(f"{context.partition_key} withheld: {failed}")
     return dg.MaterializeResult(
         metadata={
             "configuration": configuration,
+            "suite": suite or "unknown",  # one board per suite: the board it belongs to
             "publishable": not failed,
             "failed_gates": dg.MetadataValue.json(failed),
             "passed_gates": [r.gate for r in results if r.passed],
