@@ -499,6 +499,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM stops a command like Ctrl-C: the current step is abandoned (its transaction
     # rolls back), nothing after it runs, and the last published board stays as it was.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _quiet_interrupts
     try:
         if getattr(args, "prepare_home", True):  # the demo first checks whose folder it is
             paths.ensure()
@@ -518,7 +520,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    from litmus_dagster import stop
+
+    stop.request()  # seen by the pipeline even where the exception below is swallowed
     raise KeyboardInterrupt
+
+
+_default_unraisablehook = sys.unraisablehook
+
+
+def _quiet_interrupts(unraisable: object) -> None:
+    """An interrupt that landed in a finalizer is not an error to print: the stop flag
+    carries it to the pipeline."""
+    if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        return
+    _default_unraisablehook(unraisable)  # type: ignore[arg-type]
 
 
 def _interrupted() -> int:

@@ -24,6 +24,7 @@ from litmus.errors import LitmusError
 from litmus.sample import SampleManifest
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
+from litmus_dagster import stop
 from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -141,6 +142,7 @@ def _materialize(
     raise_on_error: bool = True,
     job_name: str,
 ) -> dg.ExecuteInProcessResult:
+    stop.check()
     try:
         run = materialize_named(
             selection,
@@ -156,6 +158,7 @@ def _materialize(
         raise
     if not run.success and was_interrupted(run):
         raise KeyboardInterrupt
+    stop.check()  # a signal swallowed during the run still stops the pipeline here
     return run
 
 
