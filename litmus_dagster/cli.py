@@ -154,7 +154,7 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     # a suite file that clashes with the stored suite stops the run before any work
     ensure_suites_fit(paths, [load_suite_file(path) for path in suite_files(paths)])
     started = time.monotonic()
-    if args.refusal_judge is not None:
+    if getattr(args, "refusal_judge", None) is not None:
         from litmus.refusal_judge import JUDGE_ENV, configured_judge
 
         # the flag wins over the environment; the Dagster resource reads the variable
@@ -240,6 +240,7 @@ def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
     stage_sample(paths, manifest)
     _say(f"sample: {manifest.n_trajectories} trajectories, {len(manifest.run_paths)} run files")
     args.rescore_all = False
+    args.refusal_judge = None  # the demo's judge, if any, comes from $LITMUS_REFUSAL_JUDGE
     return cmd_run(args, paths)
 
 
