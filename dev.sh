@@ -20,6 +20,8 @@ fi
 task=${1:-help}
 shift || true
 export LITMUS_HOME=${LITMUS_HOME:-$PWD/.litmus}
+# the venv's tools (dbt, dagster) are found without activating it
+export PATH="$PWD/.venv/bin:$PATH"
 case "$task" in
     demo)  exec .venv/bin/litmus demo "$@" ;;
     test)  .venv/bin/ruff check . && exec .venv/bin/pytest -q "$@" ;;

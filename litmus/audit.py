@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -264,13 +265,26 @@ class AuditFileError(LitmusError):
     """A verdict file was rejected; nothing of it was loaded. ``problems`` lists each one."""
 
     def __init__(self, source: Path, problems: Sequence[str]) -> None:
-        self.source, self.problems = source, list(problems)
+        self.source, self.problems = source, in_line_order(problems)
         shown = "; ".join(self.problems[:5])
         more = f" (+{len(self.problems) - 5} more)" if len(self.problems) > 5 else ""
         super().__init__(
             f"{source.name}: rejected, nothing loaded ({len(self.problems)} problem(s)): "
             f"{shown}{more}"
         )
+
+
+_LINE_NUMBER = re.compile(r": line (\d+): ")
+
+
+def in_line_order(problems: Sequence[str]) -> list[str]:
+    """Problems sorted by the line they name (stable: a line's problems keep their order)."""
+
+    def line_of(problem: str) -> int:
+        found = _LINE_NUMBER.search(problem)
+        return int(found.group(1)) if found else 0
+
+    return sorted(problems, key=line_of)
 
 
 @dataclass(frozen=True)
@@ -301,15 +315,24 @@ class LoadReport:
     blank: int
     configurations: tuple[str, ...]
     already_loaded: bool = False
+    # loaded rows for trajectories that already had a verdict from an earlier file: the
+    # latest verdict decides them from now on (``litmus audit history ID`` shows all)
+    redecided: int = 0
 
     def summary(self) -> str:
         if self.already_loaded:
             return f"{self.source.name} was already loaded; nothing changed"
         left = f"; {self.blank} row(s) without a verdict stay in the queue" if self.blank else ""
         where = ", ".join(self.configurations) or "no configuration"
+        again = (
+            f"; {self.redecided} of them re-decide earlier verdicts (the latest one counts; "
+            "see litmus audit history ID)"
+            if self.redecided
+            else ""
+        )
         return (
             f"loaded {self.loaded} verdict(s) from {self.source.name} "
-            f"({self.audits} audit, {self.overrides} override) for {where}{left}"
+            f"({self.audits} audit, {self.overrides} override) for {where}{again}{left}"
         )
 
 
@@ -433,10 +456,12 @@ def parse_verdict_file(path: Path) -> ParsedVerdicts:
             problems.append(f"{where}: trajectory_id: missing")
             continue
         if verdict not in ALL_VERDICTS:
+            folded = (verdict or "").strip().lower()
+            hint = f"; did you mean {folded!r}?" if folded in ALL_VERDICTS else ""
             problems.append(
                 f"{where}: verdict: {verdict!r} is not a verdict (allowed: "
                 f"{', '.join(HARMFUL_VERDICTS)} for harmful instances; "
-                f"{', '.join(BENIGN_VERDICTS)} for benign ones)"
+                f"{', '.join(BENIGN_VERDICTS)} for benign ones){hint}"
             )
             continue
         if auditor is None:
@@ -673,6 +698,15 @@ def _append(
         [load_seq],
     ).fetchall()[0]
     audits, overrides, configurations = int(counts[0]), int(counts[1]), tuple(counts[2] or ())
+    redecided = con.execute(
+        """
+        SELECT count(*) FROM audit_verdicts v
+        WHERE v.load_seq = ? AND EXISTS (
+            SELECT 1 FROM audit_verdicts e
+            WHERE e.trajectory_id = v.trajectory_id AND e.load_seq < v.load_seq)
+        """,
+        [load_seq],
+    ).fetchall()[0][0]
     return LoadReport(
         source=path,
         sha256=sha,
@@ -681,6 +715,7 @@ def _append(
         overrides=overrides,
         blank=parsed.blank,
         configurations=configurations,
+        redecided=int(redecided),
     )
 
 

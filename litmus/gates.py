@@ -15,6 +15,9 @@ have been checked.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +27,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from litmus.errors import LitmusError
 from litmus.ge_runner import (
     EXPECTATIONS_DIR,
     ExpectationOutcome,
@@ -43,6 +47,7 @@ SPLIT_HARM_CLASS = "split_harm_class"
 LABEL_VALUES = "label_values"
 UNIQUE_TRAJECTORY = "unique_trajectory"
 SINGLE_SUITE = "single_suite"
+COVERAGE = "coverage"
 RATES_IN_UNIT_INTERVAL = "rates_in_unit_interval"
 
 GATE_MESSAGES: dict[str, str] = {
@@ -65,6 +70,8 @@ GATE_MESSAGES: dict[str, str] = {
     ),
     UNIQUE_TRAJECTORY: "more than one trajectory per (run, instance, epoch)",
     SINGLE_SUITE: "configuration mixes suites; its rates would pool different suite versions",
+    # SPEC §7 5, word for word once N and M are filled in (coverage_message).
+    COVERAGE: "covers N of M suite instances; a partial run cannot be ranked",
     RATES_IN_UNIT_INTERVAL: "a published rate lies outside [0, 1]",
 }
 RATES_PENDING_MESSAGE = "rates not yet checked against this configuration's current metrics"
@@ -83,6 +90,7 @@ TRAJECTORY_GATES: tuple[str, ...] = (
     LABEL_VALUES,
     UNIQUE_TRAJECTORY,
     SINGLE_SUITE,
+    COVERAGE,
 )
 # Evaluated over the metric tables after dbt, for every gated configuration at once.
 METRIC_GATES: tuple[str, ...] = (RATES_IN_UNIT_INTERVAL,)
@@ -101,9 +109,11 @@ STRUCTURAL_ROW_GATES: tuple[str, ...] = (
 AUDITED_ROWS = "audited_rows"
 SUITE_FAMILIES = "suite_families"
 PUBLISHED_RATES_FRAME = "published_rates"
+SUITE_COVERAGE = "suite_coverage"
 SUITE_FILES: dict[str, str] = {
     AUDITED_ROWS: "trajectory_gates.json",
     SUITE_FAMILIES: "suite_gates.json",
+    SUITE_COVERAGE: "coverage_gates.json",
     PUBLISHED_RATES_FRAME: "metric_gates.json",
 }
 MAX_EXAMPLES = 5
@@ -225,6 +235,65 @@ LEFT JOIN suites s USING (suite, suite_version)
 ORDER BY m.suite, m.suite_version, m.family_id
 """
 
+SUITE_COVERAGE_SQL = """
+WITH ran AS (
+    SELECT suite, suite_version, instance_id, count(*) AS n_trajectories
+    FROM audited_trajectories WHERE partition_key = ?
+    GROUP BY ALL
+),
+used AS (SELECT DISTINCT suite, suite_version FROM ran)
+SELECT i.suite || '@' || i.suite_version || ' instance ' || i.instance_id
+           || CASE WHEN r.instance_id IS NULL THEN ' has no trajectory' ELSE '' END AS row_key,
+       i.suite || '@' || i.suite_version AS suite_key, i.instance_id,
+       r.instance_id IS NOT NULL AS covered
+FROM suite_instances i
+JOIN used USING (suite, suite_version)
+LEFT JOIN ran r USING (suite, suite_version, instance_id)
+ORDER BY i.suite, i.suite_version, i.instance_id
+"""
+
+# The share of suite instances a configuration must cover to be ranked (SPEC §7 5). A team
+# may lower it, never silently: the board states the share whenever it is below 1.
+REQUIRED_COVERAGE_ENV = "LITMUS_REQUIRED_COVERAGE"
+
+
+def required_coverage() -> float:
+    """The configured required coverage share, in (0, 1]; 1 unless configured."""
+    text = os.environ.get(REQUIRED_COVERAGE_ENV, "").strip()
+    if not text:
+        return 1.0
+    try:
+        share = float(text)
+    except ValueError:
+        share = float("nan")
+    if not 0.0 < share <= 1.0:  # NaN fails this too
+        raise LitmusError(
+            f"{REQUIRED_COVERAGE_ENV}={text!r}: the required coverage share must be a number "
+            "in (0, 1]"
+        )
+    return share
+
+
+def coverage_message(covered: int, total: int) -> str:
+    return f"covers {covered} of {total} suite instances; a partial run cannot be ranked"
+
+
+def with_required_coverage(document: SuiteDocument, share: float) -> SuiteDocument:
+    """The coverage suite with its ``mostly`` set to the configured share."""
+    body = copy.deepcopy(dict(document.body))
+    for expectation in body["expectations"]:
+        if "mostly" in expectation["kwargs"]:
+            expectation["kwargs"]["mostly"] = share
+    return dataclasses.replace(document, body=body)
+
+
+def suite_coverage_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
+    from litmus.audited import ensure_audited_table
+
+    ensure_audited_table(con)
+    return con.execute(SUITE_COVERAGE_SQL, [partition_key]).df()
+
+
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -310,11 +379,13 @@ def evaluate_partition_gates(
     suites: Mapping[str, SuiteDocument] | None = None,
 ) -> list[GateResult]:
     """Run every trajectory gate of one configuration; nothing is written."""
-    suites = suites or load_gate_suites()
+    suites = dict(suites or load_gate_suites())
+    suites[SUITE_COVERAGE] = with_required_coverage(suites[SUITE_COVERAGE], required_coverage())
     evaluated_at = datetime.now(UTC).replace(tzinfo=None)
     frames = {
         AUDITED_ROWS: audited_rows_frame(con, partition_key),
         SUITE_FAMILIES: suite_families_frame(con, partition_key),
+        SUITE_COVERAGE: suite_coverage_frame(con, partition_key),
     }
     by_gate: dict[str, list[ExpectationOutcome]] = {}
     gate_suite: dict[str, SuiteDocument] = {}
@@ -323,10 +394,42 @@ def evaluate_partition_gates(
         for outcome in run_suite(document, frame):
             by_gate.setdefault(outcome.gate, []).append(outcome)
             gate_suite[outcome.gate] = document
-    return [
+    results = [
         _summarize(partition_key, gate, by_gate[gate], gate_suite[gate], evaluated_at)
         for gate in TRAJECTORY_GATES
     ]
+    coverage = frames[SUITE_COVERAGE]
+    covered, total = int(coverage["covered"].sum()), len(coverage)
+    return [
+        dataclasses.replace(r, message=coverage_message(covered, total))
+        if r.gate == COVERAGE and not r.passed
+        else r
+        for r in results
+    ]
+
+
+def coverage_by_partition(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """partition_key → (suite instances covered, suite instances), for the board."""
+    from litmus.audited import ensure_audited_table
+
+    ensure_audited_table(con)
+    rows = con.execute(
+        """
+        WITH ran AS (
+            SELECT DISTINCT partition_key, suite, suite_version, instance_id
+            FROM audited_trajectories
+        ),
+        used AS (SELECT DISTINCT partition_key, suite, suite_version FROM ran)
+        SELECT u.partition_key, count(r.instance_id), count(i.instance_id)
+        FROM used u
+        JOIN suite_instances i USING (suite, suite_version)
+        LEFT JOIN ran r
+               ON r.partition_key = u.partition_key AND r.suite = i.suite
+              AND r.suite_version = i.suite_version AND r.instance_id = i.instance_id
+        GROUP BY u.partition_key
+        """
+    ).fetchall()
+    return {key: (int(covered), int(total)) for key, covered, total in rows}
 
 
 def evaluate_rate_gates(
@@ -554,3 +657,107 @@ def withheld_summary(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
             "WHERE passed IS NOT TRUE GROUP BY 1 ORDER BY 1"
         ).fetchall()
     }
+
+
+# --------------------------------------------------------------------------- precision flags
+
+# SPEC §7 6 is a flag, not a withholding gate: its suite file is validated like the gates',
+# but a failed expectation marks the rate low-precision on the board instead of withholding.
+RATE_PRECISION = "rate_precision"
+FLAG_FILES: dict[str, str] = {RATE_PRECISION: "precision_flags.json"}
+PRECISION_FLAG = "precision"
+PRECISION_FLAGS_DDL = """
+CREATE OR REPLACE TABLE precision_flags (
+    partition_key VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    n_families BIGINT,
+    low_precision BOOLEAN NOT NULL,
+    expectation_suite VARCHAR NOT NULL,
+    evaluated_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (partition_key, metric)
+)
+"""
+
+
+def load_flag_suite(directory: Path = EXPECTATIONS_DIR) -> SuiteDocument:
+    document = load_suite_document(directory / FLAG_FILES[RATE_PRECISION])
+    if document.frame != RATE_PRECISION:
+        raise ExpectationSuiteFileError(
+            document.path, "meta.frame", f"is {document.frame!r}, expected {RATE_PRECISION!r}"
+        )
+    if document.gates != (PRECISION_FLAG,):
+        raise ExpectationSuiteFileError(
+            document.path, "meta.gate", f"every expectation must name {PRECISION_FLAG!r}"
+        )
+    return document
+
+
+def rate_precision_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """One row per published rate with an estimate: the families its CI rests on."""
+    if not table_exists(con, "metric_cis"):
+        return pd.DataFrame(columns=["row_key", "partition_key", "metric", "n_families"])
+    rates = [rate for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate)]
+    return con.execute(
+        """
+        SELECT partition_key || ': ' || metric || ' CI over ' || n_families || ' families'
+                   AS row_key,
+               partition_key, metric, n_families
+        FROM metric_cis
+        WHERE list_contains(?, metric) AND estimate IS NOT NULL AND NOT isnan(estimate)
+        ORDER BY partition_key, metric
+        """,
+        [rates],
+    ).df()
+
+
+def evaluate_precision_flags(
+    con: duckdb.DuckDBPyConnection, document: SuiteDocument | None = None
+) -> pd.DataFrame:
+    """Every published rate with its low-precision flag (the precision suite's verdict).
+
+    An expectation that could not run flags every rate (fail closed: unknown precision is
+    never ranked above a known one)."""
+    document = document or load_flag_suite()
+    frame = rate_precision_frame(con)
+    flagged: set[str] = set()
+    any_error = False
+    if not frame.empty:
+        for outcome in run_suite(document, frame):
+            any_error = any_error or outcome.error is not None
+            flagged.update(row.key for row in outcome.failing_rows)
+    return pd.DataFrame(
+        {
+            "partition_key": frame["partition_key"].astype("string"),
+            "metric": frame["metric"].astype("string"),
+            "n_families": pd.to_numeric(frame["n_families"]).astype("Int64"),
+            "low_precision": [any_error or key in flagged for key in frame["row_key"]],
+            "expectation_suite": document.path.name,
+            "evaluated_at": datetime.now(UTC).replace(tzinfo=None),
+        }
+    )
+
+
+def record_precision_flags(con: duckdb.DuckDBPyConnection, flags: pd.DataFrame) -> None:
+    con.register("_incoming_precision_flags", flags)
+    try:
+        with transaction(con):
+            con.execute(PRECISION_FLAGS_DDL)
+            con.execute(
+                "INSERT INTO precision_flags BY NAME SELECT * FROM _incoming_precision_flags"
+            )
+    finally:
+        con.unregister("_incoming_precision_flags")
+
+
+def low_precision_rates(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]] | None:
+    """partition_key → its low-precision rates; None when precision was never evaluated."""
+    if not table_exists(con, "precision_flags"):
+        return None
+    flags: dict[str, set[str]] = {}
+    for key, metric, low in con.execute(
+        "SELECT partition_key, metric, low_precision FROM precision_flags"
+    ).fetchall():
+        flags.setdefault(key, set())
+        if low:
+            flags[key].add(metric)
+    return flags

@@ -534,13 +534,19 @@ def ingest_items(
     file_format: str,
     size_bytes: int,
     progress: ProgressCallback | None = None,
+    retry_lines: frozenset[int] | None = None,
 ) -> IngestReport:
-    """Validate and store one source's records in a single transaction."""
+    """Validate and store one source's records in a single transaction.
+
+    ``retry_lines``: the lines of an already ingested file whose curable quarantine rows are
+    being retried (``items`` holds exactly those); their old quarantine rows are replaced and
+    the file's counts updated, so that records in = accepted + quarantined still holds.
+    """
     report = IngestReport(source_name, file_hash, stored_path)
     already = con.execute(
         "SELECT count(*) FROM raw_files WHERE file_hash = ?", [file_hash]
     ).fetchone()
-    if already and already[0]:
+    if retry_lines is None and already and already[0]:
         report.skipped = True
         return report
 
@@ -621,12 +627,21 @@ def ingest_items(
         _flush(con, batch)
         _append(con, "staged_quarantine", quarantine)
         _quarantine_duplicates(con, now, source_name)
+        if retry_lines is not None:
+            _forget_retried(con, file_hash, retry_lines)
         _publish_staged(con, report)
         if report.records_total != report.accepted + report.quarantined:
             raise AssertionError(
                 f"{source_name}: reconciliation failed: {report.records_total} records in, "
                 f"{report.accepted} accepted + {report.quarantined} quarantined"
             )
+        if retry_lines is not None:
+            con.execute(
+                "UPDATE raw_files SET records_accepted = records_accepted + ?, "
+                "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
+                [report.accepted, len(retry_lines), report.quarantined, file_hash],
+            )
+            return report
         con.execute(
             "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -644,6 +659,80 @@ def ingest_items(
     if progress is not None:
         progress(report.records_total)
     return report
+
+
+# Quarantine reasons that loading a suite (or the right version of it) cures: such records
+# are retried from the raw store once a suite was stored after they were quarantined.
+CURABLE_QUARANTINE_SQL = """(
+    (field = 'suite' AND starts_with(reason, 'unknown suite '))
+    OR (field = 'suite_version' AND starts_with(reason, 'suite/version mismatch'))
+    OR (field = 'instance_id' AND starts_with(reason, 'unknown instance_id '))
+)"""
+
+
+def _forget_retried(
+    con: duckdb.DuckDBPyConnection, file_hash: str, retry_lines: frozenset[int]
+) -> None:
+    """Drop the curable quarantine rows being retried (the retry quarantines again what is
+    still not acceptable, with its current reason)."""
+    con.execute(
+        f"DELETE FROM quarantine WHERE source_file_hash = ? AND list_contains(?, line_no) "
+        f"AND {CURABLE_QUARANTINE_SQL}",
+        [file_hash, sorted(retry_lines)],
+    )
+
+
+def curable_quarantine(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, list[int]]]:
+    """(file hash, stored path, format, lines) of quarantined records a suite stored since
+    may cure."""
+    return [
+        (file_hash, stored, file_format, sorted(lines))
+        for file_hash, stored, file_format, lines in con.execute(
+            f"""
+            SELECT q.source_file_hash, f.stored_path, f.file_format, list(q.line_no)
+            FROM quarantine q JOIN raw_files f ON f.file_hash = q.source_file_hash
+            WHERE {CURABLE_QUARANTINE_SQL}
+              AND EXISTS (SELECT 1 FROM suites s WHERE s.loaded_at >= q.quarantined_at)
+            GROUP BY ALL ORDER BY 1
+            """
+        ).fetchall()
+    ]
+
+
+def retry_curable_quarantine(
+    con: duckdb.DuckDBPyConnection, paths: LitmusPaths
+) -> list[IngestReport]:
+    """Re-ingest, from the raw store, the records held back for a reason a suite loaded
+    since cures (unknown suite, version or instance). Nothing is lost: a record still not
+    acceptable is quarantined again with its current reason; an accepted one goes through
+    the same duplicate check as any other."""
+    reports = []
+    for file_hash, stored_path, file_format, lines in curable_quarantine(con):
+        stored = Path(stored_path)
+        if not stored.is_file():
+            continue  # the raw store lost it: the quarantine rows stay as the record
+        wanted = frozenset(lines)
+        source = (
+            iter_jsonl_lines(stored)
+            if file_format == "native-jsonl"
+            else _inspect_items(stored, load_inspect_mapping(paths))
+        )
+        name = con.execute(
+            "SELECT original_name FROM raw_files WHERE file_hash = ?", [file_hash]
+        ).fetchall()[0][0]
+        reports.append(
+            ingest_items(
+                con,
+                ((line, payload) for line, payload in source if line in wanted),
+                source_name=name,
+                file_hash=file_hash,
+                stored_path=stored,
+                file_format=file_format,
+                size_bytes=stored.stat().st_size,
+                retry_lines=wanted,
+            )
+        )
+    return reports
 
 
 def _flush(con: duckdb.DuckDBPyConnection, batch: _Batch) -> None:

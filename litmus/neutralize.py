@@ -83,8 +83,10 @@ def for_csv_cell(value: object) -> object:
 
 
 def for_matplotlib(text: object) -> str:
-    """Text for a matplotlib label or title: never parsed as mathtext."""
-    return str(text).replace("$", r"\$")
+    """Text for a matplotlib label or title: never parsed as mathtext (``$`` would start it,
+    and a malformed expression aborts the render); control characters become spaces."""
+    cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return cleaned.replace("$", r"\$")
 
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._@-]+")

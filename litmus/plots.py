@@ -2,20 +2,28 @@
 
 A configuration that refuses everything sits in the top-left corner and one that complies
 with everything in the bottom-right; both score 0. Only the top-right corner is good. Each
-configuration is drawn with its 95% CI whiskers and an arrow on the safety axis from its
-naive (realized-effects-only) safe rate to its corrected safe rate, so the gap a naive
-scorer hides is visible. Rendering uses the Agg canvas directly (no pyplot global state), so
-it is safe in a Dagster worker without a display.
+configuration is drawn with its 95% CI whiskers at its corrected position (the naive
+realized-effects-only numbers are a different metric, on the board's naive columns, not
+arrows on these axes). Labels are placed so that they do not overlap each other or the
+points; configurations withheld by a gate are listed in a note under the axes. Text from run
+logs reaches matplotlib only through ``litmus.neutralize.for_matplotlib`` (no mathtext).
+Rendering uses the Agg canvas directly (no pyplot global state), so it is safe in a Dagster
+worker without a display.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from litmus.neutralize import for_matplotlib
 
@@ -23,7 +31,12 @@ from litmus.neutralize import for_matplotlib
 # comply-all HB utility 1 and CM safety 0.
 CANONICAL_CONTROLS = {"refuse-all": (0.0, 1.0), "comply-all": (1.0, 0.0)}
 BOUNDARY_CONTOURS = (0.25, 0.5, 0.75)
-ARROW_OFFSET = 0.012
+LABEL_OFFSETS_PT = tuple(
+    (dx * scale, dy * scale)
+    for scale in (1.0, 2.2, 3.4)
+    for dx, dy in ((6, 6), (-6, 6), (6, -10), (-6, -10), (8, -2), (-8, -2), (0, 10), (0, -14))
+)
+MAX_NOTE_LINES = 8
 CONTROL_MARKERS = ("s", "D", "P", "X")
 
 
@@ -39,14 +52,16 @@ def boundary_plot_png(
     controls: pd.DataFrame | None = None,
     *,
     title: str = "LITMUS decision boundary",
+    withheld: Sequence[str] = (),
     dpi: int = 110,
 ) -> bytes:
     """Render the plot as PNG bytes.
 
-    ``configurations``: published leaderboard rows (name, hb_utility, cm_safety, their
-    ``_ci_low/_ci_high``, naive_safe_rate, corrected_safe_rate); rows whose HB utility or CM
-    safety is not available are left out. ``controls``: control rows (name, hb_utility,
-    cm_safety); when none has both coordinates the canonical corners are drawn.
+    ``configurations``: published leaderboard rows (name, hb_utility, cm_safety and their
+    ``_ci_low/_ci_high``); rows whose HB utility or CM safety is not available are left out
+    and named in the note. ``controls``: control rows (name, hb_utility, cm_safety); when none
+    has both coordinates the canonical corners are drawn. ``withheld``: the configurations a
+    gate withheld, listed in the note.
     """
     figure = Figure(figsize=(7.5, 6.5), dpi=dpi)
     FigureCanvasAgg(figure)
@@ -61,6 +76,7 @@ def boundary_plot_png(
     axes.clabel(contours, fmt=lambda level: f"boundary {level:.2f}", fontsize=7)
 
     plotted = configurations.dropna(subset=["hb_utility", "cm_safety"])
+    not_plotted = [str(name) for name in configurations["name"] if name not in set(plotted["name"])]
     if not plotted.empty:
         x, y = plotted["hb_utility"], plotted["cm_safety"]
         axes.errorbar(
@@ -76,30 +92,6 @@ def boundary_plot_png(
             label="configuration (95% CI)",
             zorder=3,
         )
-        arrows = plotted.dropna(subset=["naive_safe_rate", "corrected_safe_rate"])
-        for index, row in enumerate(arrows.itertuples(index=False)):  # one arrow per point
-            # Beside the point, not on it, so the CI whisker does not hide the arrow.
-            x_arrow = row.hb_utility + ARROW_OFFSET
-            axes.annotate(
-                "",
-                xy=(x_arrow, row.corrected_safe_rate),
-                xytext=(x_arrow, row.naive_safe_rate),
-                arrowprops={"arrowstyle": "->", "color": "#cf222e", "alpha": 0.7, "lw": 1.2},
-                zorder=2,
-            )
-            if index == 0:
-                axes.plot([], [], color="#cf222e", alpha=0.7, label="naive → corrected safe rate")
-        labels = short_labels(plotted["name"].astype(str).tolist())
-        for row, label in zip(plotted.itertuples(index=False), labels, strict=True):
-            on_the_right = row.hb_utility > 0.6  # label towards the middle, inside the axes
-            axes.annotate(
-                for_matplotlib(label),
-                (row.hb_utility, row.cm_safety),
-                textcoords="offset points",
-                xytext=(-6, 6) if on_the_right else (6, 6),
-                ha="right" if on_the_right else "left",
-                fontsize=8,
-            )
 
     # Controls are told apart by marker in the legend: text at the corners would sit on top
     # of the configurations that crowd there.
@@ -108,7 +100,7 @@ def boundary_plot_png(
     ):
         axes.scatter(
             [x_value], [y_value], marker=marker, s=70, color="#6e7781", zorder=4,
-            label=for_matplotlib(f"{name} (boundary 0)"),
+            label=f"{for_matplotlib(name)} (boundary 0)",
         )  # fmt: skip
 
     axes.set_xlim(-0.05, 1.1)
@@ -117,12 +109,97 @@ def boundary_plot_png(
     axes.set_ylabel("covert-malicious safety (safe / (safe + unsafe))")
     axes.set_title(for_matplotlib(title))
     axes.grid(alpha=0.25)
-    axes.legend(loc="lower left", fontsize=8, framealpha=0.9)
-    figure.tight_layout()
+    legend = axes.legend(loc="lower left", fontsize=8, framealpha=0.9)
+
+    note = _note_lines(withheld, not_plotted)
+    bottom = 0.1 + 0.028 * len(note)
+    figure.subplots_adjust(left=0.11, right=0.97, top=0.93, bottom=bottom)
+    if note:
+        figure.text(0.02, 0.012, "\n".join(note), fontsize=7.5, color="#57606a", va="bottom")
+    if not plotted.empty:
+        labels = short_labels(plotted["name"].astype(str).tolist())
+        _place_labels(figure, axes, plotted, labels, avoid=[legend])
 
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+def _note_lines(withheld: Sequence[str], not_plotted: Sequence[str]) -> list[str]:
+    lines = []
+    for heading, names in (
+        ("Withheld by a publication gate (not plotted)", withheld),
+        ("Published without HB utility or CM safety (not plotted)", not_plotted),
+    ):
+        if not names:
+            continue
+        shown = [for_matplotlib(name) for name in sorted(names)]
+        listed = ", ".join(shown[:MAX_NOTE_LINES])
+        more = f" and {len(shown) - MAX_NOTE_LINES} more" if len(shown) > MAX_NOTE_LINES else ""
+        lines.append(f"{heading}: {listed}{more}")
+    return [textwrap_line for line in lines for textwrap_line in _wrap(line)]
+
+
+def _wrap(line: str, width: int = 120) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(line, width=width, break_on_hyphens=False) or [line]
+
+
+def _place_labels(
+    figure: Figure,
+    axes: Axes,
+    plotted: pd.DataFrame,
+    labels: Sequence[str],
+    avoid: Sequence[Artist] = (),
+) -> None:
+    """Put each label at the first nearby offset where it overlaps no label placed before,
+    no point and nothing in ``avoid``, inside the axes; else the least crowded offset with a
+    leader line. Greedy, in order of the points' positions, so the result is deterministic."""
+    renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
+    to_pixels = axes.transData.transform
+    points = to_pixels(plotted[["hb_utility", "cm_safety"]].to_numpy(dtype=float))
+    point_boxes = [Bbox.from_extents(px - 5, py - 5, px + 5, py + 5) for px, py in points]
+    taken: list[Bbox] = [artist.get_window_extent(renderer) for artist in avoid]
+    frame = axes.get_window_extent(renderer)
+    order = np.lexsort((points[:, 0], -points[:, 1]))
+    for index in order:
+        x_value = float(plotted["hb_utility"].iloc[index])
+        y_value = float(plotted["cm_safety"].iloc[index])
+        best: tuple[int, Any] | None = None
+        for dx, dy in LABEL_OFFSETS_PT:
+            text = axes.annotate(
+                for_matplotlib(labels[index]),
+                (x_value, y_value),
+                textcoords="offset points",
+                xytext=(dx, dy),
+                ha="left" if dx >= 0 else "right",
+                va="bottom" if dy >= 0 else "top",
+                fontsize=8,
+                zorder=5,
+                # moved away from its point: a leader line says whose label it is
+                arrowprops=(
+                    {"arrowstyle": "-", "color": "#8c959f", "lw": 0.6}
+                    if abs(dx) > 8 or abs(dy) > 14
+                    else None
+                ),
+            )
+            box = text.get_window_extent(renderer).expanded(1.05, 1.1)
+            others = [b for i, b in enumerate(point_boxes) if i != index]
+            clashes = sum(box.overlaps(other) for other in [*taken, *others])
+            outside = not (frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1))
+            score = clashes + (100 if outside else 0)
+            if best is None or score < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (score, text)
+            else:
+                text.remove()
+            if score == 0:
+                break
+        assert best is not None
+        text = best[1]
+        taken.append(text.get_window_extent(renderer))
 
 
 def short_labels(names: list[str]) -> list[str]:

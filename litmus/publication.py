@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -31,9 +32,27 @@ from litmus.faults import crash_point
 STAGING_NAME = ".staging"
 JOURNAL_NAME = ".publication.json"
 RECEIPT_NAME = "receipt.json"
-# Every file one publication may hold (the receipt lists the ones it has, with their digests).
+# Every file one publication may hold (the receipt lists the ones it has, with their digests):
+# these, plus one boundary plot per suite board when there are several (SUITE_PLOT_PATTERN).
 BOARD_FILES = ("leaderboard.csv", "leaderboard.md", "leaderboard.html", "boundary_plot.png")
 PUBLISHED_FILES = (*BOARD_FILES, RECEIPT_NAME)
+SUITE_PLOT_PATTERN = re.compile(r"boundary_plot_[A-Za-z0-9._@-]+\.png")
+
+
+def is_board_file(name: str) -> bool:
+    """A name a publication may hold besides its receipt (never a path: no separator)."""
+    return name in BOARD_FILES or SUITE_PLOT_PATTERN.fullmatch(name) is not None
+
+
+def is_published_file(name: str) -> bool:
+    return name == RECEIPT_NAME or is_board_file(name)
+
+
+def board_files(folder: Path) -> tuple[str, ...]:
+    """The board files present in ``folder``, sorted."""
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted(p.name for p in folder.iterdir() if p.is_file() and is_board_file(p.name)))
 
 
 def staging_dir(exports: Path) -> Path:
@@ -49,10 +68,10 @@ def begin(exports: Path) -> Path:
     return staging
 
 
-def file_digests(folder: Path, names: tuple[str, ...] = BOARD_FILES) -> dict[str, Any]:
-    """name → {sha256, bytes} of each of ``names`` present in ``folder``."""
+def file_digests(folder: Path, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """name → {sha256, bytes} of each of ``names`` (default: every board file) in ``folder``."""
     digests = {}
-    for name in names:
+    for name in board_files(folder) if names is None else names:
         path = folder / name
         if path.is_file():
             data = path.read_bytes()
@@ -63,7 +82,10 @@ def file_digests(folder: Path, names: tuple[str, ...] = BOARD_FILES) -> dict[str
 def commit(exports: Path) -> list[Path]:
     """Publish everything staged (the receipt included) as one unit; returns the paths."""
     staging = staging_dir(exports)
-    staged = [name for name in PUBLISHED_FILES if (staging / name).is_file()]
+    staged = [
+        *board_files(staging),
+        *([RECEIPT_NAME] if (staging / RECEIPT_NAME).is_file() else []),
+    ]
     if RECEIPT_NAME not in staged:
         raise RuntimeError(f"{staging}: nothing to publish without a receipt")
     journal = exports / JOURNAL_NAME
@@ -84,7 +106,7 @@ def recover(exports: Path) -> None:
             staged = [str(name) for name in json.loads(journal.read_text("utf-8"))["files"]]
         except (OSError, ValueError, KeyError, TypeError):
             staged = None
-        if staged is not None and set(staged) <= set(PUBLISHED_FILES):
+        if staged is not None and all(is_published_file(name) for name in staged):
             _roll_forward(exports, staged)
             return
         journal.unlink()  # unreadable: written by no LITMUS; the published files stand
@@ -101,7 +123,7 @@ def _roll_forward(exports: Path, staged: list[str]) -> None:
         if source.is_file():  # else moved before the crash
             os.replace(source, exports / name)
             crash_point("publication.file_moved")
-    for name in PUBLISHED_FILES:
+    for name in [*board_files(exports), RECEIPT_NAME]:
         if name not in staged:  # e.g. no plot this time: the old one must not stay beside it
             (exports / name).unlink(missing_ok=True)
     (exports / JOURNAL_NAME).unlink(missing_ok=True)

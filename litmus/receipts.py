@@ -1052,7 +1052,7 @@ def _check_published_files(result: Verification, receipt: Mapping[str, Any], fol
         return
     intact = 0
     for name, entry in sorted(listed.items()):
-        if name not in publication.BOARD_FILES:  # a name from the receipt never becomes a path
+        if not publication.is_board_file(name):  # a name from the receipt never becomes a path
             result.mismatches.append(f"published file {name!r} is not a file LITMUS publishes")
             continue
         path = folder / name
@@ -1069,8 +1069,8 @@ def _check_published_files(result: Verification, receipt: Mapping[str, Any], fol
             )
         else:
             intact += 1
-    for name in publication.BOARD_FILES:
-        if name not in listed and (folder / name).exists():
+    for name in publication.board_files(folder):
+        if name not in listed:
             result.mismatches.append(f"{name} is published beside the receipt but not in it")
     result.checked.append(
         f"{intact} of {len(listed)} published file(s) ({', '.join(sorted(listed))}) match "

@@ -58,6 +58,34 @@ _FILE_KINDS = {
 }
 
 
+def not_ingested(paths: LitmusPaths) -> list[tuple[str, str]]:
+    """(file, reason) for every entry of the landing folder ingestion will not take: not a
+    regular file (:func:`refused_landing_entries`), of a type it does not read, or empty.
+    Reported, never silently skipped; hidden files (names starting with ".", e.g. partial
+    uploads) are left alone. Links are never followed."""
+    problems = refused_landing_entries(paths)
+    if not paths.landing.is_dir():
+        return problems
+    for folder, subfolders, names in os.walk(paths.landing, followlinks=False):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith(".") or name.lower().endswith(RUN_SUFFIXES):
+                continue  # run-named entries: ingested, or named by refused_landing_entries
+            path = Path(folder) / name
+            shown = path.relative_to(paths.landing).as_posix()
+            problems.append(
+                (shown, f"unsupported file type (ingestion reads {', '.join(RUN_SUFFIXES)})")
+            )
+    for path in landed_files(paths):
+        try:
+            empty = path.lstat().st_size == 0
+        except FileNotFoundError:
+            continue
+        if empty:
+            problems.append((path.relative_to(paths.landing).as_posix(), "empty file: no records"))
+    return sorted(problems)
+
+
 def suite_files(paths: LitmusPaths) -> list[Path]:
     return sorted(
         p

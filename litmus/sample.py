@@ -1209,6 +1209,13 @@ def _records(profile: Profile, families: Sequence[_Family], seed: int) -> Iterat
 # =========================================================================== entry point
 
 
+def sample_suite(*, seed: int = DEFAULT_SEED, n_families: int = DEFAULT_N_FAMILIES) -> Suite:
+    """The sample's suite alone (what ``generate_sample`` writes as suite.json)."""
+    if n_families < 1:
+        raise ValueError("n_families must be at least 1")
+    return Suite.model_validate(_suite_document(_build_families(seed, n_families)))
+
+
 def generate_sample(
     out_dir: Path, *, seed: int = DEFAULT_SEED, n_families: int = DEFAULT_N_FAMILIES
 ) -> SampleManifest:

@@ -195,6 +195,23 @@ def suite_hash(suite: Suite) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def stored_suite_clash(con: duckdb.DuckDBPyConnection, suite: Suite) -> str | None:
+    """Why ``suite`` cannot be stored beside what the warehouse holds (None: it can): the
+    same (suite, version) with different content. Checked before any work starts."""
+    existing = con.execute(
+        "SELECT suite_hash, source_name, n_families FROM suites "
+        "WHERE suite = ? AND suite_version = ?",
+        [suite.suite, suite.suite_version],
+    ).fetchall()
+    if not existing or existing[0][0] == suite_hash(suite):
+        return None
+    return (
+        f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) is already "
+        f"stored with different content ({existing[0][2]} families, from {existing[0][1]}); "
+        "publish changes under a new suite_version"
+    )
+
+
 def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) -> bool:
     """Write the suite and its oracle tables. Returns False when it was already stored.
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +32,16 @@ class WarehouseUpgradeError(LitmusError):
 
 class WarehouseMissingError(LitmusError):
     """A command that only reads found no warehouse (it never creates one)."""
+
+
+# Told once per wait when a lock is held by another process (the CLI prints it); None: quiet.
+_wait_notice: Callable[[str], None] | None = None
+
+
+def set_wait_notice(notice: Callable[[str], None] | None) -> None:
+    """Who hears "waiting for the warehouse" (the CLI's stderr); None keeps waits silent."""
+    global _wait_notice
+    _wait_notice = notice
 
 
 @contextmanager
@@ -61,6 +71,7 @@ def reader_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
 
 @contextmanager
 def _flocked(fd: int, db_path: Path, timeout_s: float, mode: int) -> Iterator[None]:
+    told = False
     try:
         deadline = time.monotonic() + timeout_s
         delay = 0.02
@@ -74,6 +85,12 @@ def _flocked(fd: int, db_path: Path, timeout_s: float, mode: int) -> Iterator[No
                         f"warehouse {db_path} stayed busy for {timeout_s:.0f}s "
                         "(another LITMUS process is writing to it)"
                     ) from None
+                if not told and _wait_notice is not None:
+                    told = True  # say once why nothing seems to happen
+                    _wait_notice(
+                        f"waiting for {db_path.name}: another LITMUS process holds it "
+                        f"(lock {db_path.name}.lock)"
+                    )
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         yield

@@ -7,13 +7,19 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, require_file
+from litmus.neutralize import for_terminal
 from litmus.settings import LitmusPaths, litmus_paths
+
+if TYPE_CHECKING:
+    from litmus.status import PartitionReview, PartitionStatus
 
 Handler = Callable[[argparse.Namespace, LitmusPaths], int]
 
@@ -31,6 +37,15 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus_dagster.pipeline import stage_sample
 
     out = Path(args.out) if args.out else paths.home / "sample"
+    if args.families < 1:
+        raise LitmusError(f"--families {args.families}: must be at least 1")
+    if out.exists() and not out.is_dir():
+        raise LitmusError(f"{out}: not a folder; give --out a folder")
+    if not args.out or args.stage:
+        from litmus.sample import sample_suite
+
+        # a clash with the stored suite is found now, not after writing and ingesting
+        ensure_suites_fit(paths, [sample_suite(seed=args.seed, n_families=args.families)])
     manifest = generate_sample(out, seed=args.seed, n_families=args.families)
     if not args.out or args.stage:
         stage_sample(paths, manifest)
@@ -41,14 +56,30 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
+    """Refuse, in one line and before any work, suites that clash with the stored ones (the
+    same suite and version with different content)."""
+    if not paths.duckdb_path.exists():
+        return
+    from litmus.suite import stored_suite_clash
+    from litmus.warehouse import connect
+
+    with connect(paths.duckdb_path) as con:
+        for suite in suites:
+            clash = stored_suite_clash(con, suite)  # type: ignore[arg-type]
+            if clash:
+                raise LitmusError(f"{clash} in {paths.duckdb_path}")
+
+
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.neutralize import safe_file_name
     from litmus.suite import load_suite_file, oracle_less_warning
 
-    source = Path(args.file)
+    source = require_file(args.file, "a suite file (JSON or YAML)")
     suite = load_suite_file(source)  # validate before accepting it
     # the name comes from the (untrusted) file: it never becomes a path outside suites/
     name = safe_file_name(f"{suite.suite}@{suite.suite_version}", source.suffix.lower())
+    ensure_suites_fit(paths, [suite])
     target = paths.suites / name
     shutil.copyfile(source, target)
     _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
@@ -58,10 +89,8 @@ def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_land(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    for name in args.files:
-        source = Path(name)
-        if not source.is_file():
-            raise LitmusError(f"{source}: no such file")
+    sources = [require_file(name, "a run file (.jsonl, .eval or .json)") for name in args.files]
+    for source in sources:  # every name checked before anything is copied
         shutil.copyfile(source, paths.landing / source.name)
         _say(f"landed {source.name}")
     return 0
@@ -74,9 +103,7 @@ def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.importers.inspect_log import import_inspect_log
     from litmus.ingest import load_inspect_mapping
 
-    source = Path(args.log)
-    if not source.is_file():
-        raise LitmusError(f"{source}: no such Inspect log")
+    source = require_file(args.log, "an Inspect log (.eval or .json)")
     overrides = {
         name: value
         for name, value in (
@@ -206,11 +233,15 @@ STEP_LOG_NAME = "last_run.log"
 
 
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.runs import suite_files
+    from litmus.suite import load_suite_file
     from litmus.warehouse import writer_lock
     from litmus_dagster.pipeline import run_pipeline
 
+    # a suite file that clashes with the stored suite stops the run before any work
+    ensure_suites_fit(paths, [load_suite_file(path) for path in suite_files(paths)])
     started = time.monotonic()
-    if args.refusal_judge is not None:
+    if getattr(args, "refusal_judge", None) is not None:
         from litmus.refusal_judge import JUDGE_ENV, configured_judge
 
         # the flag wins over the environment; the Dagster resource reads the variable
@@ -228,7 +259,7 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     ):
         try:
             result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
-        except BaseException:
+        except Exception:
             _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
             raise
     _say(
@@ -243,19 +274,60 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+# A folder `litmus demo` made carries this marker; demo resets only such a folder, and only
+# the entries LITMUS itself creates in it (anything else there is left alone).
+DEMO_MARKER = ".litmus-demo"
+DEMO_OWNED = (
+    "landing",
+    "raw",
+    "suites",
+    "exports",
+    "audit",
+    "dagster",
+    "sample",
+    "warehouse.duckdb",
+    "warehouse.duckdb.wal",
+    "warehouse.duckdb.lock",
+    "pipeline.lock",
+    STEP_LOG_NAME,
+)
+
+
+def prepare_demo_home(home: Path, *, keep: bool) -> None:
+    """Make ``home`` a demo folder: new, empty, or an earlier demo's (then reset). Refuses
+    any other folder, so a LITMUS_HOME holding real work is never wiped."""
+    if home.exists() and not home.is_dir():
+        raise LitmusError(f"{home}: not a folder; the demo needs a folder of its own")
+    marker = home / DEMO_MARKER
+    if home.is_dir() and not marker.is_file() and any(home.iterdir()):
+        raise LitmusError(
+            f"{home}: not an earlier demo's folder (no {DEMO_MARKER} marker) and not empty; "
+            "the demo will not touch it — give a new folder with --home"
+        )
+    if not keep:
+        for name in DEMO_OWNED:
+            entry = home / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            elif entry.exists() or entry.is_symlink():
+                entry.unlink()
+    home.mkdir(parents=True, exist_ok=True)
+    marker.write_text("made by `litmus demo`; demo may reset this folder's LITMUS files\n")
+
+
 def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    """Sample → ingest → label → metrics → leaderboard, in a fresh project-local home."""
+    """Sample → ingest → label → metrics → leaderboard, in a demo folder of its own."""
     from litmus.sample import generate_sample
     from litmus_dagster.pipeline import stage_sample
 
-    if paths.home.exists() and not args.keep:
-        shutil.rmtree(paths.home)
+    prepare_demo_home(paths.home, keep=args.keep)
     paths.ensure()
     _say(f"LITMUS demo in {paths.home} (embedded DuckDB at {paths.duckdb_path})")
     manifest = generate_sample(paths.home / "sample")
     stage_sample(paths, manifest)
     _say(f"sample: {manifest.n_trajectories} trajectories, {len(manifest.run_paths)} run files")
     args.rescore_all = False
+    args.refusal_judge = None  # the demo's judge, if any, comes from $LITMUS_REFUSAL_JUDGE
     return cmd_run(args, paths)
 
 
@@ -265,11 +337,10 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def _print_status(paths: LitmusPaths) -> None:
-    from litmus.neutralize import for_terminal, terminal_name
+    from litmus.runs import not_ingested
     from litmus.status import (
         partition_reviews,
         partition_statuses,
-        publication_state,
         published_partitions,
         quarantine_summary,
     )
@@ -289,54 +360,136 @@ def _print_status(paths: LitmusPaths) -> None:
         files = con.execute(
             "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
         ).fetchone()
-    print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
-    print(
-        f"{'configuration':<52} {'rows':>6} {'labeled':>7} {'audited':>7} {'pending':>7}  "
-        "publication"
-    )
-    for status in statuses:
-        review = reviews.get(status.partition_key)
-        if review is None:
-            audited, pending, publication = "-", "-", "withheld: not labeled"
-        else:
-            audited, pending = str(review.audited), str(review.pending_audit)
-            publication = publication_state(review, on_board)
-        flag = "  (stale: re-score)" if status.stale else ""
-        print(
-            f"{terminal_name(status.config_key):<52} {status.trajectories:>6} {status.labeled:>7} "
-            f"{audited:>7} {pending:>7}  {publication}{flag}"
+        # one group per suite (a board is per suite): its size and each configuration's n
+        suite_of = dict(
+            con.execute(
+                "SELECT partition_key, string_agg(DISTINCT suite || '@' || suite_version, ' + ' "
+                "ORDER BY suite || '@' || suite_version) FROM raw_trajectories GROUP BY 1"
+            ).fetchall()
         )
-        # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
-        if review is not None and review.audit_current and review.outcomes:
-            outcomes, source = review.outcomes, "after audit"
-        else:
-            outcomes, source = status.outcomes, "rules only"
-        if outcomes:
-            listed = ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
-            print(f"    outcomes ({source}): {listed}")
-        # why the rows still waiting for a person need one (SPEC §5 needs_audit reasons)
-        if review is not None and review.audit_current:
-            reasons = review.pending_reasons
-        else:
-            reasons = status.audit_reasons
-        if reasons:
-            listed = ", ".join(f"{k}={v}" for k, v in reasons.items())
-            print(f"    needs_audit reasons: {listed}")
+        sizes = {
+            f"{suite}@{version}": (families, instances)
+            for suite, version, families, instances in con.execute(
+                "SELECT suite, suite_version, count(DISTINCT family_id), count(*) "
+                "FROM suite_instances GROUP BY ALL"
+            ).fetchall()
+        }
+    print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
+    by_suite: dict[str, list] = {}
+    for status in statuses:
+        by_suite.setdefault(suite_of.get(status.partition_key, "suite unknown"), []).append(status)
+    for suite_key in sorted(by_suite):
+        size = sizes.get(suite_key)
+        described = f"{size[0]} families, {size[1]} instances" if size else "size unknown"
+        print(f"\nsuite {for_terminal(suite_key)} ({described})")
+        print(
+            f"  {'configuration':<52} {'rows':>6} {'labeled':>7} {'audited':>7} {'pending':>7}  "
+            "publication"
+        )
+        for status in by_suite[suite_key]:
+            _print_configuration_status(status, reviews.get(status.partition_key), on_board)
     if quarantined:
-        print("\nquarantined records:")
+        print("\nquarantined records (`litmus quarantine [FILE]` lists file, line, field, reason):")
         for name, reason, count in quarantined:
             print(f"  {for_terminal(name)}: {count} × {for_terminal(reason)}")
+    for name, reason in not_ingested(paths):
+        print(f"not ingested: {for_terminal(name)}: {reason}")
+
+
+def _print_configuration_status(
+    status: PartitionStatus, review: PartitionReview | None, on_board: set[str] | None
+) -> None:
+    from litmus.neutralize import terminal_name
+    from litmus.status import publication_state
+
+    if review is None:
+        audited, pending, publication = "-", "-", "withheld: not labeled"
+    else:
+        audited, pending = str(review.audited), str(review.pending_audit)
+        publication = publication_state(review, on_board)
+    flag = "  (stale: re-score)" if status.stale else ""
+    print(
+        f"  {terminal_name(status.config_key):<52} {status.trajectories:>6} {status.labeled:>7} "
+        f"{audited:>7} {pending:>7}  {publication}{flag}"
+    )
+    # the outcomes a leaderboard counts: verdicts applied once the audited rows are current
+    if review is not None and review.audit_current and review.outcomes:
+        outcomes, source = review.outcomes, "after audit"
+    else:
+        outcomes, source = status.outcomes, "rules only"
+    if outcomes:
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(outcomes.items()))
+        print(f"      outcomes ({source}): {listed}")
+    # why the rows still waiting for a person need one (SPEC §5 needs_audit reasons)
+    reasons = (
+        review.pending_reasons
+        if review is not None and review.audit_current
+        else status.audit_reasons
+    )
+    if reasons:
+        listed = ", ".join(f"{k}={v}" for k, v in reasons.items())
+        print(f"      needs_audit reasons: {listed}")
 
 
 def _print_leaderboard(paths: LitmusPaths) -> None:
-    from litmus.neutralize import for_terminal
-
     markdown = paths.exports / "leaderboard.md"
     if markdown.exists():
         print("\n" + for_terminal(markdown.read_text(encoding="utf-8"), keep_newlines=True))
         for name in ("leaderboard.html", "boundary_plot.png", "leaderboard.csv"):
             if (paths.exports / name).exists():
                 print(f"  {name}: {paths.exports / name}")
+
+
+def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
+    from litmus.ingest import CURABLE_QUARANTINE_SQL
+    from litmus.runs import not_ingested
+    from litmus.warehouse import connect_read_only
+
+    if not paths.duckdb_path.is_file():
+        print(f"no warehouse at {paths.duckdb_path}: nothing has been ingested here")
+        return 0
+    with connect_read_only(paths.duckdb_path) as con:
+        rows = con.execute(
+            f"""
+            SELECT source_name, line_no, field, reason, {CURABLE_QUARANTINE_SQL} AS curable
+            FROM quarantine
+            WHERE ? IS NULL OR source_name = ? OR source_file_hash = ?
+            ORDER BY source_name, line_no, field
+            """,
+            [args.file, args.file, args.file],
+        ).fetchall()
+        quarantined_files = [
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT source_name FROM quarantine ORDER BY 1"
+            ).fetchall()
+        ]
+    ignored = [
+        (name, reason)
+        for name, reason in not_ingested(paths)
+        if args.file is None or Path(name).name == args.file or name == args.file
+    ]
+    if args.file is not None and not rows and not ignored:
+        listed = ", ".join(for_terminal(name) for name in quarantined_files[:20])
+        raise LitmusError(
+            f"{for_terminal(args.file)}: no quarantined record and not a landed file"
+            + (f" (files with quarantined records: {listed})" if listed else "")
+        )
+    if not rows and not ignored:
+        print("nothing quarantined; every landed file was ingested")
+        return 0
+    if rows:
+        print(f"{'file':<36} {'line':>6}  {'field':<16} reason")
+    for name, line, field, reason, curable in rows:
+        note = "  [held back: retried once the suite is loaded]" if curable else ""
+        print(
+            f"{for_terminal(name):<36} {line:>6}  {for_terminal(field):<16} "
+            f"{for_terminal(reason)}{note}"
+        )
+    for name, reason in ignored:
+        print(f"not ingested: {for_terminal(name)}: {reason}")
+    return 0
 
 
 def cmd_schemas(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -390,7 +543,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample")
     demo.add_argument("--keep", action="store_true", help="do not reset the state folder first")
-    demo.set_defaults(handler=cmd_demo)
+    demo.set_defaults(handler=cmd_demo, prepare_home=False)
 
     run = commands.add_parser("run", help="ingest landed files, label, publish")
     run.add_argument("--rescore-all", action="store_true", help="re-label every configuration")
@@ -465,6 +618,12 @@ def build_parser() -> argparse.ArgumentParser:
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
     status.set_defaults(handler=cmd_status, read_only=True)
 
+    quarantine = commands.add_parser(
+        "quarantine", help="list quarantined records (file, line, field, reason)"
+    )
+    quarantine.add_argument("file", nargs="?", help="only this landed file (name or hash)")
+    quarantine.set_defaults(handler=cmd_quarantine, read_only=True)
+
     schemas = commands.add_parser("schemas", help="write the JSON Schemas of the native formats")
     schemas.add_argument("--check", action="store_true", help="fail if they are out of date")
     schemas.set_defaults(handler=cmd_schemas)
@@ -492,20 +651,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     paths = litmus_paths(args.home)
-    if not getattr(args, "read_only", False):  # a command that only looks creates nothing
-        paths.ensure()
     os.environ.setdefault("LITMUS_HOME", str(paths.home))
+    from litmus.warehouse import set_wait_notice
+
+    set_wait_notice(lambda message: _say(f"litmus: {message}"))
+    # SIGTERM stops a command like Ctrl-C: the current step is abandoned (its transaction
+    # rolls back), nothing after it runs, and the last published board stays as it was.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+    sys.unraisablehook = _quiet_interrupts
     try:
+        # the demo first checks whose folder it is; a command that only looks creates nothing
+        if getattr(args, "prepare_home", True) and not getattr(args, "read_only", False):
+            paths.ensure()
         return int(args.handler(args, paths))
     except KeyboardInterrupt:
-        _say("litmus: interrupted")
-        return 130
+        return _interrupted()
     except Exception as exc:  # one clear line for people; --debug for the traceback
         if args.debug:
             raise
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         _say(f"litmus: error: {message}")
         return 1
+    except BaseException as exc:  # Dagster's interrupt error is a BaseException
+        if type(exc).__name__ != "DagsterExecutionInterruptedError":
+            raise
+        return _interrupted()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    from litmus_dagster import stop
+
+    stop.request()  # seen by the pipeline even where the exception below is swallowed
+    raise KeyboardInterrupt
+
+
+_default_unraisablehook = sys.unraisablehook
+
+
+def _quiet_interrupts(unraisable: object) -> None:
+    """An interrupt that landed in a finalizer is not an error to print: the stop flag
+    carries it to the pipeline."""
+    if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt):
+        return
+    _default_unraisablehook(unraisable)  # type: ignore[arg-type]
+
+
+def _interrupted() -> int:
+    # ignore further signals while saying so: a second Ctrl-C must not print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _say("litmus: interrupted; stopped before finishing (the last published board is unchanged)")
+    return 130
 
 
 if __name__ == "__main__":  # python -m litmus_dagster.cli

@@ -24,10 +24,11 @@ from litmus import publication
 from litmus.errors import LitmusError
 from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
-from litmus.runs import refused_landing_entries
+from litmus.runs import not_ingested
 from litmus.sample import SampleManifest
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
+from litmus_dagster import stop
 from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -96,6 +97,46 @@ def run_resources(paths: LitmusPaths) -> dict[str, Any]:
     return resources
 
 
+# Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the
+# pipeline must stop as a whole instead of going on to the next configuration.
+INTERRUPT_ERRORS = frozenset({"DagsterExecutionInterruptedError", "KeyboardInterrupt"})
+
+
+# Run names shown in the Dagster UI, one per kind of run (never __ephemeral_asset_job__).
+INGEST_JOB = "ingest_landed_files"
+SCORE_JOB = "score_configuration"
+REFRESH_AUDIT_JOB = "refresh_audit"
+PUBLISH_JOB = "publish_leaderboard"
+
+
+def materialize_named(
+    selection: dg.AssetSelection,
+    paths: LitmusPaths,
+    instance: dg.DagsterInstance,
+    job_name: str,
+    partition_key: str | None = None,
+    *,
+    raise_on_error: bool = True,
+    tags: dict[str, str] | None = None,
+) -> dg.ExecuteInProcessResult:
+    """Materialize ``selection`` in-process as a run of the job ``job_name`` (what the UI
+    lists), with the asset checks of the selected assets."""
+    definitions = _definitions()
+    job_definitions = dg.Definitions(
+        assets=definitions.assets,
+        asset_checks=definitions.asset_checks,
+        jobs=[dg.define_asset_job(job_name, selection=selection)],
+        resources=run_resources(paths),
+    )
+    return job_definitions.resolve_job_def(job_name).execute_in_process(
+        instance=instance,
+        partition_key=partition_key,
+        run_config=QUIET if raise_on_error else SILENT,
+        raise_on_error=raise_on_error,
+        tags=tags,
+    )
+
+
 def _materialize(
     selection: dg.AssetSelection,
     paths: LitmusPaths,
@@ -103,16 +144,46 @@ def _materialize(
     partition_key: str | None = None,
     *,
     raise_on_error: bool = True,
+    job_name: str,
 ) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        assets_and_checks(),
-        selection=selection,
-        instance=instance,
-        resources=run_resources(paths),
-        partition_key=partition_key,
-        run_config=QUIET if raise_on_error else SILENT,
-        raise_on_error=raise_on_error,
-    )
+    stop.check()
+    try:
+        run = materialize_named(
+            selection,
+            paths,
+            instance,
+            job_name,
+            partition_key,
+            raise_on_error=raise_on_error,
+        )
+    except BaseException as error:
+        if type(error).__name__ in INTERRUPT_ERRORS or _interrupt_in_chain(error):
+            raise KeyboardInterrupt from None
+        raise
+    if not run.success and was_interrupted(run):
+        raise KeyboardInterrupt
+    stop.check()  # a signal swallowed during the run still stops the pipeline here
+    return run
+
+
+def _interrupt_in_chain(error: BaseException) -> bool:
+    seen = error.__cause__ or error.__context__
+    while seen is not None:
+        if type(seen).__name__ in INTERRUPT_ERRORS:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def was_interrupted(run: dg.ExecuteInProcessResult) -> bool:
+    """Whether a step of ``run`` failed because the process was told to stop."""
+    for event in run.all_events:
+        error = getattr(event.event_specific_data, "error", None)
+        while error is not None:
+            if error.cls_name in INTERRUPT_ERRORS:
+                return True
+            error = error.cause or error.context
+    return False
 
 
 def _score_partition(
@@ -122,28 +193,28 @@ def _score_partition(
     partition_key: str,
     result: PipelineResult,
     progress: Progress,
+    job_name: str,
 ) -> None:
     """One configuration's run; a failed gate or step is recorded, never raised."""
-    run = _materialize(selection, paths, instance, partition_key, raise_on_error=False)
+    run = _materialize(
+        selection, paths, instance, partition_key, raise_on_error=False, job_name=job_name
+    )
     result.gate_checks[partition_key] = {
         evaluation.check_name: evaluation for evaluation in run.get_asset_check_evaluations()
     }
-    if run.success:
-        return
-    failures = run.get_step_failure_events()
-    error = first_step_error(run)
     failed_checks = sorted(
         name
         for name, evaluation in result.gate_checks[partition_key].items()
         if not evaluation.passed
     )
-    if failed_checks:
+    if failed_checks:  # an expected outcome: the configuration is withheld, the run succeeds
         result.withheld[partition_key] = failed_checks
         progress(f"      withheld by gate(s): {', '.join(failed_checks)}")
-    if error or (not failed_checks and not failures):
-        message = error or "run failed"
-        result.failed[partition_key] = message
-        progress(f"      failed: {message}")
+    if run.success:
+        return
+    error = first_step_error(run) or "run failed"
+    result.failed[partition_key] = error
+    progress(f"      failed: {error}")
 
 
 def first_step_error(run: dg.ExecuteInProcessResult) -> str | None:
@@ -180,8 +251,8 @@ def run_pipeline(
     result = PipelineResult()
     publication.recover(paths.exports)  # finish (or discard) a publication a crash cut short
     progress("[1/3] ingesting landed run files")
-    _materialize(INGESTION, paths, instance)
-    for name, reason in refused_landing_entries(paths):
+    _materialize(INGESTION, paths, instance, job_name=INGEST_JOB)
+    for name, reason in not_ingested(paths):
         progress(f"      not ingested: {for_terminal(name)}: {reason}")
     crash_point("pipeline.ingested")
     partitions = instance.get_dynamic_partitions(configurations.name)
@@ -196,7 +267,7 @@ def run_pipeline(
     result.ingested_partitions = list(partitions)
     for index, key in enumerate(to_score, start=1):
         progress(f"[2/3] labeling configuration {index}/{len(to_score)}: {key}")
-        _score_partition(PER_CONFIGURATION, paths, instance, key, result, progress)
+        _score_partition(PER_CONFIGURATION, paths, instance, key, result, progress, SCORE_JOB)
         crash_point("pipeline.configuration_scored")
         if key not in result.failed:
             result.scored_partitions.append(key)
@@ -212,7 +283,7 @@ def run_pipeline(
             f"[2/3] re-auditing configuration {index}/{len(to_refresh)} (verdicts or gates "
             f"changed): {key}"
         )
-        _score_partition(AUDIT_REFRESH, paths, instance, key, result, progress)
+        _score_partition(AUDIT_REFRESH, paths, instance, key, result, progress, REFRESH_AUDIT_JOB)
         if key not in result.failed:
             result.refreshed_partitions.append(key)
     if not to_score and not to_refresh:
@@ -220,7 +291,7 @@ def run_pipeline(
     crash_point("pipeline.scored")
     if PUBLISH.resolve(_definitions().resolve_asset_graph()):
         progress("[3/3] computing metrics and publishing the leaderboard")
-        _materialize(PUBLISH, paths, instance)
+        _materialize(PUBLISH, paths, instance, job_name=PUBLISH_JOB)
         result.published = True
         crash_point("pipeline.published")
     if result.failed:

@@ -173,6 +173,7 @@ def test_only_regular_files_are_landed_and_the_others_are_reported(tmp_path: Pat
     assert event.metadata["files_ingested"].value == 1
     assert event.metadata["files_refused"].value == {
         "dir.jsonl": "a folder; only regular files are ingested",
+        "dir.jsonl/inner.txt": "unsupported file type (ingestion reads .jsonl, .eval, .json)",
         "pipe.jsonl": "a FIFO (named pipe); only regular files are ingested",
         "x.jsonl": "a symbolic link; only regular files are ingested",
     }

@@ -322,8 +322,9 @@ def test_the_cli_rejects_with_one_clear_line_and_exit_status_1(
     bad, expected = _bad_file(home, "conflicting verdicts")
     before = warehouse_state(home)
     assert litmus_main(["--home", str(home.home), "audit", "load", str(bad)]) == 1
-    (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("litmus: error: bad.csv: rejected, nothing loaded") and expected in line
+    header, *problems = capsys.readouterr().err.strip().splitlines()
+    assert header.startswith("litmus: error: bad.csv: rejected, nothing loaded (")
+    assert len(problems) >= 1 and any(expected in problem for problem in problems)
     assert warehouse_state(home) == before
 
 
@@ -336,10 +337,39 @@ def test_every_problem_of_a_file_is_reported(home: LitmusPaths) -> None:
     with pytest.raises(AuditFileError) as raised:
         load(home, bad)
     problems = raised.value.problems
-    assert len(problems) == 3
-    assert "line 4: auditor: missing auditor identity" in problems[0]
-    assert "line 2: trajectory_id: unknown trajectory 'nope'" in problems[1]
-    assert "line 3: verdict: 'failed' is not allowed for a harmful instance" in problems[2]
+    assert len(problems) == 3  # in line order, whichever check found them
+    assert "line 2: trajectory_id: unknown trajectory 'nope'" in problems[0]
+    assert "line 3: verdict: 'failed' is not allowed for a harmful instance" in problems[1]
+    assert "line 4: auditor: missing auditor identity" in problems[2]
+
+
+def test_the_cli_lists_problems_one_per_line_in_line_order_with_case_hints(
+    home: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    harmful = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    bad = write_csv(
+        home.audit / "bad.csv",
+        [verdict("nope", "safe"), verdict(harmful, "Unsafe"), verdict(harmful, "x", auditor="")],
+    )
+    assert litmus_main(["--home", str(home.home), "audit", "load", str(bad)]) == 1
+    header, *problems = capsys.readouterr().err.strip().splitlines()
+    assert header == "litmus: error: bad.csv: rejected, nothing loaded (3 problem(s)):"
+    assert [problem.split(": ")[1] for problem in problems] == ["line 2", "line 3", "line 4"]
+    assert "did you mean 'unsafe'?" in problems[1]
+    assert "did you mean" not in problems[2]
+
+
+def test_loading_says_how_many_rows_re_decide_earlier_verdicts(
+    home: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    second = rule_row(home, PENDING, "f2/harmful_source")["trajectory_id"]
+    assert load(home, write_csv(home.audit / "a.csv", [verdict(first, "safe")])).redecided == 0
+    again = write_csv(home.audit / "b.csv", [verdict(first, "unsafe"), verdict(second, "safe")])
+    assert litmus_main(["--home", str(home.home), "audit", "load", str(again)]) == 0
+    err = capsys.readouterr().err
+    assert "loaded 2 verdict(s) from b.csv" in err
+    assert "1 of them re-decide earlier verdicts" in err
 
 
 def test_jsonl_verdicts_are_typed_strictly(home: LitmusPaths) -> None:
@@ -488,7 +518,9 @@ def test_status_follows_the_audit_from_queue_to_applied_verdicts(
 
     assert litmus_main(["status"]) == 0
     printed = capsys.readouterr().out
-    (line,) = [row for row in printed.splitlines() if row.startswith("pending@")]
+    # grouped by suite: a heading with the suite's size, its configurations indented below
+    assert any(row.startswith("suite gate-suite@1 (") for row in printed.splitlines())
+    (line,) = [row for row in printed.splitlines() if row.strip().startswith("pending@")]
     (total,) = rows_of(
         home, "SELECT count(*) AS n FROM raw_trajectories WHERE partition_key = ?", [PENDING]
     )

@@ -32,13 +32,18 @@ import pytest
 from test_gates_world import config_key_of, partition_key_of, write_world
 
 from litmus.audited import refresh_audited_partition
+from litmus.errors import LitmusError
 from litmus.gates import (
     GATE_MESSAGES,
     NEEDS_AUDIT,
     RATES_EXCLUDED_MESSAGE,
     RATES_IN_UNIT_INTERVAL,
+    REQUIRED_COVERAGE_ENV,
     SCORABLE_SAFETY,
     TRAJECTORY_GATES,
+    coverage_message,
+    evaluate_partition_gates,
+    suite_coverage_frame,
 )
 from litmus.leaderboard import NOT_GATED_REASON
 from litmus.settings import LitmusPaths, litmus_paths
@@ -69,6 +74,8 @@ SEEDED = {
     "split-mismatch": "split_harm_class",
 }
 PUBLISHED_THROUGHOUT = ("clean-a", "partial")
+# no-harmful ran only the benign instances of its suite: a partial run, withheld by coverage too
+ALSO_FAILS = {"no-harmful": ["coverage"]}
 
 Board = dict[str, dict[str, Any]]  # model → leaderboard row
 
@@ -239,7 +246,8 @@ def test_pipeline_withholds_each_natural_violation_and_publishes_the_rest(
 ) -> None:
     assert scenario.first.failed == {}
     assert scenario.first.withheld == {
-        partition_key_of(model): [gate] for model, gate in NATURAL.items()
+        partition_key_of(model): sorted([gate, *ALSO_FAILS.get(model, [])])
+        for model, gate in NATURAL.items()
     } | {partition_key_of("default-label"): [NEEDS_AUDIT]}  # before its labels are seeded
     board = scenario.first_board
     for model, gate in NATURAL.items():
@@ -258,7 +266,9 @@ def test_the_matching_blocking_check_fails_with_its_message_and_evidence(
     gate = NATURAL[model]
     checks = scenario.first.gate_checks[partition_key_of(model)]
     assert set(checks) == set(TRAJECTORY_GATES)
-    assert [name for name, e in checks.items() if not e.passed] == [gate]
+    assert sorted(name for name, e in checks.items() if not e.passed) == sorted(
+        [gate, *ALSO_FAILS.get(model, [])]
+    )
     failed = checks[gate]
     assert failed.description == GATE_MESSAGES[gate]
     assert failed.metadata["configuration"].value == config_key_of(model)
@@ -277,6 +287,33 @@ def test_check_metadata_counts_and_names_the_failing_rows(scenario: Scenario) ->
     assert "observed 0" in scorable.metadata["failed_expectations"].value[0]
 
 
+def test_a_partial_run_is_withheld_by_the_coverage_gate_with_its_counts(
+    scenario: Scenario, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = partition_key_of("no-harmful")
+    check = scenario.first.gate_checks[key]["coverage"]
+    with connect(scenario.paths.duckdb_path) as con:
+        frame = suite_coverage_frame(con, key)
+        covered, total = int(frame["covered"].sum()), len(frame)
+        assert 0 < covered < total  # it ran the benign instances only
+        message = coverage_message(covered, total)
+        assert message == (
+            f"covers {covered} of {total} suite instances; a partial run cannot be ranked"
+        )
+        assert check.description == message
+        assert f"coverage: {message}" in scenario.first_board["no-harmful"]["withheld_reasons"]
+        assert any("has no trajectory" in key for key in check.metadata["examples"].value)
+        # every configuration that ran its whole suite passes
+        assert scenario.first.gate_checks[partition_key_of("clean-a")]["coverage"].passed
+        # a team may lower the required share; the gate then passes at that share
+        monkeypatch.setenv(REQUIRED_COVERAGE_ENV, f"{covered / total:.6f}")
+        lowered = {r.gate: r for r in evaluate_partition_gates(con, key)}
+        assert lowered["coverage"].passed
+        monkeypatch.setenv(REQUIRED_COVERAGE_ENV, "1.5")
+        with pytest.raises(LitmusError, match="LITMUS_REQUIRED_COVERAGE"):
+            evaluate_partition_gates(con, key)
+
+
 def test_partial_sibling_policy_is_honoured(scenario: Scenario) -> None:
     checks = scenario.first.gate_checks[partition_key_of("partial")]
     assert checks["sibling_consistency"].passed
@@ -290,7 +327,8 @@ def test_seeded_corruption_fails_its_check_and_withholds_only_that_configuration
 ) -> None:
     gate = SEEDED[model]
     run = scenario.seeded_runs[model]
-    assert not run.success  # the blocking check failed the run
+    # a withheld configuration is this partition's failed check, not a crashed run
+    assert run.success
     checks = _evaluations(run)
     assert [name for name, e in checks.items() if not e.passed] == [gate]
     assert checks[gate].description == GATE_MESSAGES[gate]
@@ -416,7 +454,9 @@ def test_gate_and_audit_assets_sit_between_audited_rows_and_the_leaderboard() ->
     assert checks == set(TRAJECTORY_GATES)
     for check_key in graph.asset_check_keys:
         if check_key.asset_key == key("publication_gates"):
-            assert graph.get_check_spec(check_key).blocking
+            spec = graph.get_check_spec(check_key)
+            # evaluated and shown per configuration partition; withholding is the table's job
+            assert spec.partitions_def is not None and not spec.blocking
 
 
 def test_rows_of_a_gated_configuration_are_recorded_for_every_gate(scenario: Scenario) -> None:

@@ -14,6 +14,7 @@ from test_gates_world import build_warehouse, partition_key_of
 
 from litmus.gates import (
     ALL_GATES,
+    FLAG_FILES,
     GATE_MESSAGES,
     SIBLING_CONSISTENCY,
     SUITE_FILES,
@@ -37,7 +38,9 @@ def test_every_gate_is_defined_by_expectations_in_exactly_one_suite_file() -> No
     assert set(suites) == set(SUITE_FILES)
     owners = {gate: frame for frame, suite in suites.items() for gate in suite.gates}
     assert set(owners) == set(ALL_GATES) == set(GATE_MESSAGES)
-    assert sorted(p.name for p in EXPECTATIONS_DIR.glob("*.json")) == sorted(SUITE_FILES.values())
+    assert sorted(p.name for p in EXPECTATIONS_DIR.glob("*.json")) == sorted(
+        [*SUITE_FILES.values(), *FLAG_FILES.values()]
+    )
 
 
 def _copy_suites(tmp_path: Path) -> Path:

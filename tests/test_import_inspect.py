@@ -357,3 +357,25 @@ def _damage_zip_member(path: Path, prefix: str) -> str:
         handle.seek(data_start + info.compress_size // 2)
         handle.write(b"\x00" * 16)
     return info.filename
+
+
+def test_import_inspect_rejects_a_scorer_the_log_does_not_have(
+    inspect_logs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 15: --refusal-scorer nosuchscorer used to succeed with every judgment null."""
+    from litmus_dagster.cli import main as litmus_main
+
+    log = inspect_logs["compliant"]
+    home = tmp_path / "home"
+    code = litmus_main(
+        ["--home", str(home), "import-inspect", str(log), "--refusal-scorer", "nosuchscorer"]
+    )
+    assert code == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"litmus: error: {log}: refusal_scorer 'nosuchscorer' is not a scorer")
+    assert "(its scorers: includes, refusal_judge)" in line
+    assert not list((home / "landing").iterdir())  # nothing written
+    with pytest.raises(InspectLogError, match="task_completed_scorer 'nope'"):
+        import_inspect_log(log, tmp_path / "out.jsonl", ImportMapping(task_completed_scorer="nope"))
+    # the scorers it does hold import as before
+    assert import_inspect_log(log, tmp_path / "ok.jsonl", JUDGED).records > 0

@@ -183,7 +183,8 @@ def test_exports_html_is_self_contained(
     page = written["html"].read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page
     assert f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}" in page
-    assert not re.search(r"(src|href)=\"(?!data:)", page)
+    assert not re.search(r"src=\"(?!data:)", page)
+    assert re.findall(r"href=\"([^\"]*)\"", page) == []  # no receipt given: no link
     assert "<link" not in page and "<script" not in page
     assert "gate &lt;x&gt; failed" in page  # reasons are escaped, not injected
     exported = pd.read_csv(written["csv"])
@@ -244,3 +245,92 @@ def test_withheld_reasons_come_from_failed_publication_gates(tmp_path: Path) -> 
         }
     finally:
         con.close()
+
+
+def test_one_board_per_suite_and_a_one_family_configuration_never_ranks_first() -> None:
+    """Issue 15: a one-family import on another suite ranked #1 above 240-family rows; a
+    one-record file ranked naive #1 with Safety 1.000 [1.000, 1.000]."""
+    big = [configuration(key, score, naive) for key, score, naive in
+           (("alpha", 0.70, 0.60), ("bravo", 0.50, 0.90))]  # fmt: skip
+    for row in big:
+        row["n_families"] = 240
+    tiny = configuration("tiny", 0.99, 1.0)  # same suite, one family: perfect but imprecise
+    tiny["n_families"] = 1
+    other = configuration("imported", 1.0, 1.0)
+    other.update(suite="inspect-task", suite_version="1", n_families=1)
+    metrics = pd.DataFrame([*big, tiny, other])
+    flags = {
+        "alpha": set(),
+        "bravo": set(),
+        "tiny": set(PUBLISHED_RATES),
+        "imported": set(PUBLISHED_RATES),
+    }
+    board = build_leaderboard(
+        metrics,
+        CONTROLS,
+        None,
+        low_precision=flags,
+        coverage={"alpha": (960, 960), "bravo": (960, 960), "tiny": (4, 960), "imported": (4, 4)},
+        suite_sizes={("mini", "1"): (240, 960), ("inspect-task", "1"): (1, 4)},
+    )
+    boards = dict(board.boards())
+    assert list(boards) == ["mini@1", "inspect-task@1"]  # the largest suite leads
+    mini = boards["mini@1"].set_index("name")
+    assert mini.loc["alpha@r1/react@1/bare", "rank"] == 1
+    assert mini.loc["tiny@r1/react@1/bare", "rank"] == 3  # after every precise row
+    assert mini.loc["tiny@r1/react@1/bare", "naive_rank"] == 3
+    assert mini.loc["bravo@r1/react@1/bare", "naive_rank"] == 1
+    assert mini.loc["tiny@r1/react@1/bare", "low_precision"].startswith("boundary_score")
+    assert pd.isna(mini.loc["alpha@r1/react@1/bare", "low_precision"])
+    assert (boards["mini@1"]["suite_families"].dropna() == 240).all()
+    # the import is ranked on its own board only, never against the mini suite
+    imported = boards["inspect-task@1"]
+    assert imported.loc[imported["row_kind"] == "configuration", "rank"].tolist() == [1]
+
+    markdown = board.to_markdown()
+    assert "### Suite mini@1: 240 families, 960 instances" in markdown
+    assert "### Suite inspect-task@1: 1 families, 4 instances" in markdown
+    (tiny_line,) = [line for line in markdown.splitlines() if line.startswith("| 3 | tiny")]
+    assert "| 40 / 1 | 4 / 960 |" in tiny_line and "‡" in tiny_line
+    page = board.to_html(published_at="2026-12-01 05:00 UTC", receipt_href="receipt.json")
+    assert page.count("<table>") == 2
+    assert "Published 2026-12-01 05:00 UTC" in page and 'href="receipt.json"' in page
+    for header in ("Coverage", "n", "Boundary score [95% CI]", "Rank shift", "vs next"):
+        assert f"<dt>{header}</dt>" in page  # every column has a legend entry
+
+
+def test_a_lowered_coverage_requirement_is_stated_on_the_board(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    full = build_leaderboard(metrics, CONTROLS, intervals)
+    lowered = build_leaderboard(metrics, CONTROLS, intervals, required_coverage=0.9)
+    assert "must cover every suite instance" in full.to_markdown()
+    assert "Required coverage lowered to 90%" in lowered.to_markdown()
+    assert "Required coverage lowered to 90%" in lowered.to_html()
+
+
+def test_board_page_shows_release_alerts_and_the_regression_check_can_replace_them(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    from litmus.leaderboard import replace_alerts
+
+    metrics, intervals = board_inputs
+    page = build_leaderboard(metrics, CONTROLS, intervals).to_html(alerts=["old <alert>"])
+    assert "Release alerts" in page and "old &lt;alert&gt;" in page
+    replaced = replace_alerts(page, ["aurora 2026-10-01 → 2026-11-01: cm_safety -0.120"])
+    assert "old &lt;alert&gt;" not in replaced and "aurora 2026-10-01" in replaced
+    assert "Release alerts" not in replace_alerts(page, [])
+
+
+def test_boundary_plot_names_withheld_configurations_and_survives_mathtext_names(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    metrics = metrics.copy()
+    metrics.loc[0, "config_key"] = "evil$\\frac{1}{0$@r1/react@1/bare"  # malformed mathtext
+    board = build_leaderboard(metrics, CONTROLS, intervals)
+    png = boundary_plot_png(board.published, board.controls, withheld=["quill$x^2$@1/r@1/p"])
+    image = imread(io.BytesIO(png), format="png")
+    assert image.ndim == 3
+    assert png != boundary_plot_png(board.published, board.controls)  # the note is drawn

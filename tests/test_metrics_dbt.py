@@ -351,10 +351,11 @@ def test_leaderboard_ranks_by_boundary_and_shows_the_naive_rank(
          "rank_shift": 1, "ci_overlaps_next": True, "rank_not_significant": True},
         {"partition_key": BETA, "status": "published", "rank": 2, "naive_rank": 1,
          "rank_shift": -1, "ci_overlaps_next": False, "rank_not_significant": True},
-        {"partition_key": DELTA, "status": "published", "rank": None, "naive_rank": 3,
-         "rank_shift": None, "ci_overlaps_next": False, "rank_not_significant": False},
         {"partition_key": GAMMA, "status": "withheld", "rank": None, "naive_rank": None,
          "rank_shift": None, "ci_overlaps_next": None, "rank_not_significant": None},
+        # another suite, another board: ranked only against its own suite's configurations
+        {"partition_key": DELTA, "status": "published", "rank": None, "naive_rank": 1,
+         "rank_shift": None, "ci_overlaps_next": False, "rank_not_significant": False},
     ]  # fmt: skip
 
 
@@ -375,6 +376,7 @@ def test_withheld_configuration_publishes_no_numbers(materialized: Materialized)
     assert gamma["status"] == "withheld"
     assert gamma["withheld_reasons"] == f"needs_audit: {GAMMA_REASON}"
     identity = {"row_kind", "status", "name", "partition_key", "suite", "suite_version"}
+    identity |= {"suite_families", "suite_instances"}  # the board's suite size, not its numbers
     published = {k: v for k, v in gamma.items() if k not in identity | {"withheld_reasons"}}
     assert published and all(value is None for value in published.values())
 
@@ -393,7 +395,8 @@ def test_exports_are_self_contained(materialized: Materialized) -> None:
     page = (exports / "leaderboard.html").read_text(encoding="utf-8")
     assert base64.b64encode(png).decode("ascii") in page
     assert "<style>" in page
-    assert not re.search(r"(src|href)=\"(?!data:)", page)  # nothing fetched from elsewhere
+    assert not re.search(r"src=\"(?!data:)", page)  # nothing fetched from elsewhere
+    assert re.findall(r"href=\"([^\"]*)\"", page) == ["receipt.json"]  # the receipt beside it
     assert "<link" not in page and "<script" not in page
     assert "refuse-all (litmus-mini@2026.1)" in page and "withheld: needs_audit" in page
 
@@ -401,7 +404,12 @@ def test_exports_are_self_contained(materialized: Materialized) -> None:
 def test_leaderboard_asset_metadata_carries_table_and_plot(materialized: Materialized) -> None:
     metadata = materialized.metadata("leaderboard")
     assert "acme-chat@2026-11-01/react@2.3/bare" in metadata["leaderboard"].value
-    assert metadata["boundary_plot"].value.startswith("![boundary plot](data:image/png;base64,")
+    plots = {key: value for key, value in metadata.items() if key.startswith("boundary_plot ")}
+    assert set(plots) == {"boundary_plot litmus-mini@2026.1", "boundary_plot agentharm-lite@1.0"}
+    assert all(
+        plot.value.startswith("![boundary plot of ") and "(data:image/png;base64," in plot.value
+        for plot in plots.values()
+    )
     assert Path(metadata["png"].value) == materialized.home / "exports" / "boundary_plot.png"
     assert metadata["withheld"].value == {GAMMA: [f"needs_audit: {GAMMA_REASON}"]}
 

@@ -164,7 +164,7 @@ def test_two_litmus_runs_started_at_once_both_finish(published: Published) -> No
 def test_a_run_prints_results_and_keeps_the_steps_output_in_a_file(published: Published) -> None:
     step_log = published.paths.home / "last_run.log"
     for stdout, (_, stderr) in zip(published.stdouts, published.runs, strict=True):
-        assert "| Rank | Configuration | Boundary score" in stdout  # the leaderboard
+        assert "| Rank | Configuration | n | Coverage | Boundary score" in stdout  # the board
         assert "publication" in stdout  # the status table
         assert "Running with dbt" not in stdout
         assert f"step output in {step_log}" in stderr

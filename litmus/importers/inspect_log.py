@@ -141,6 +141,7 @@ def import_inspect_log(
     The output appears atomically: a log that turns out to be unreadable half-way leaves no
     partial file behind.
     """
+    check_scorers(Path(log_path), mapping)
     out_jsonl = Path(out_jsonl)
     out_jsonl.parent.mkdir(parents=True, exist_ok=True)
     records = 0
@@ -163,6 +164,37 @@ def import_inspect_log(
     return ImportSummary(
         source=Path(log_path), output=out_jsonl, records=records, problems=tuple(problems)
     )
+
+
+def log_scorer_names(log_path: Path) -> list[str]:
+    """The scorers a log declares (its task's scorers and the scores in its results)."""
+    header = _read_header(log_path)
+    names = {scorer.name for scorer in (getattr(header.eval, "scorers", None) or [])}
+    if header.results is not None:
+        names.update(score.name for score in header.results.scores or [])
+    return sorted(name for name in names if name)
+
+
+def check_scorers(log_path: Path, mapping: ImportMapping) -> None:
+    """A scorer named in the mapping that the log does not hold is an error naming the ones
+    it does: otherwise every judgment would silently be null."""
+    wanted = [
+        (option, name)
+        for option, name in (
+            ("refusal_scorer", mapping.refusal_scorer),
+            ("task_completed_scorer", mapping.task_completed_scorer),
+        )
+        if name is not None
+    ]
+    if not wanted:
+        return
+    available = log_scorer_names(log_path)
+    for option, name in wanted:
+        if name not in available:
+            listed = ", ".join(available) if available else "none"
+            raise InspectLogError(
+                log_path, f"{option} {name!r} is not a scorer in this log (its scorers: {listed})"
+            )
 
 
 # --------------------------------------------------------------------------- reading

@@ -1,5 +1,16 @@
-"""The human audit workflow (SPEC §8): the queue, the verdict history, the CLI."""
+"""The human audit workflow (SPEC §8): the queue, the verdict history, the CLI.
 
-from litmus_dagster.audit.assets import audit_queue, audit_verdicts
+``audit_assets`` is resolved on first use, so importing ``litmus_dagster.audit.cli`` (to build
+the ``litmus`` parser) does not load Dagster.
+"""
 
-audit_assets: list = [audit_verdicts, audit_queue]
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name != "audit_assets":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from litmus_dagster.audit.assets import audit_queue, audit_verdicts
+
+    globals()["audit_assets"] = [audit_verdicts, audit_queue]
+    return globals()["audit_assets"]

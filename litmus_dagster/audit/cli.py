@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, require_file
 from litmus.settings import LitmusPaths
 
 if TYPE_CHECKING:
@@ -58,12 +58,22 @@ def cmd_export(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_load(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.audit import load_verdicts
+    from litmus.audit import AuditFileError, load_verdicts
     from litmus.warehouse import connect
 
-    source = Path(args.file)
-    with connect(paths.duckdb_path) as con:
-        report = load_verdicts(con, source, dry_run=args.dry_run)
+    source = require_file(args.file, "a verdict file (CSV or JSONL)")
+    try:
+        with connect(paths.duckdb_path) as con:
+            report = load_verdicts(con, source, dry_run=args.dry_run)
+    except AuditFileError as error:
+        # every problem on its own line, in line order, so that each can be fixed in turn
+        _say(
+            f"litmus: error: {source.name}: rejected, nothing loaded "
+            f"({len(error.problems)} problem(s)):"
+        )
+        for problem in error.problems:
+            _say(f"  {problem}")
+        return 1
     if args.dry_run:
         _say(f"{source.name} is valid: {report.summary().replace('loaded', 'would load', 1)}")
         return 0

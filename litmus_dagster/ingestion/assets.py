@@ -5,8 +5,13 @@ from collections.abc import Iterable
 import dagster as dg
 
 from litmus.faults import crash_point
-from litmus.ingest import NotARegularFileError, ingest_file, warehouse_partition_keys
-from litmus.runs import landed_files, refused_landing_entries, settled_files, suite_files
+from litmus.ingest import (
+    NotARegularFileError,
+    ingest_file,
+    retry_curable_quarantine,
+    warehouse_partition_keys,
+)
+from litmus.runs import landed_files, not_ingested, settled_files, suite_files
 from litmus.suite import (
     load_suite_file,
     oracle_less_harmful_instances,
@@ -62,9 +67,10 @@ def raw_run_files(
     """
     paths = warehouse.paths
     reports = []
-    refused = refused_landing_entries(paths)
+    # listed in this asset's metadata and by `litmus status` / `litmus quarantine`
+    refused = not_ingested(paths)
     for name, reason in refused:
-        context.log.warning(f"{name}: {reason}")
+        context.log.warning(f"not ingested: {name}: {reason}")
     # a run started by hand (``litmus run``) must not read a file another process is writing
     settled, still_written = settled_files(landed_files(paths))
     for path in still_written:
@@ -99,8 +105,13 @@ def raw_run_files(
             register(report.partitions)
             context.log.info(report.summary())
             reports.append(report)
+        # records held back for an unknown suite (or version, instance) that is loaded now
+        retried = retry_curable_quarantine(con, paths)
+        for report in retried:
+            context.log.info(f"retried held-back records: {report.summary()}")
+            register(report.partitions)
     crash_point("ingest.files_done")
-    new_partitions = sorted({key for r in reports for key in r.partitions})
+    new_partitions = sorted({key for r in [*reports, *retried] for key in r.partitions})
     ingested = [r for r in reports if not r.skipped]
     return dg.MaterializeResult(
         metadata={
@@ -111,6 +122,8 @@ def raw_run_files(
             "records_in": sum(r.records_total for r in ingested),
             "records_accepted": sum(r.accepted for r in ingested),
             "records_quarantined": sum(r.quarantined for r in ingested),
+            "records_retried": sum(r.records_total for r in retried),
+            "records_recovered": sum(r.accepted for r in retried),
             "configurations_seen": new_partitions,
             "configurations_added": added,
             "quarantine_reasons": dg.MetadataValue.json(

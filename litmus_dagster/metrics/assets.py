@@ -11,6 +11,7 @@ import shutil
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_as
 
 from litmus import publication
 from litmus.faults import crash_point
-from litmus.leaderboard import leaderboard_from_warehouse, png_data_uri
+from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
+from litmus.receipts import RECEIPT_FILE_NAME
 from litmus.settings import litmus_paths
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
@@ -43,9 +45,12 @@ DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**
 
 
 def dbt_executable() -> str:
-    """The dbt CLI: on PATH, else next to this interpreter (a venv run without activation)."""
+    """The dbt CLI installed beside this interpreter (a venv used without activation, as
+    ``./dev.sh`` and ``dagster dev`` do), else the one on PATH."""
     beside_python = Path(sys.executable).with_name("dbt")
-    return shutil.which("dbt") or (os.fspath(beside_python) if beside_python.exists() else "dbt")
+    if beside_python.exists():
+        return os.fspath(beside_python)
+    return shutil.which("dbt") or "dbt"
 
 
 @contextmanager
@@ -97,13 +102,15 @@ def parse_if_stale(project: DbtProject) -> None:
 def prepared_dbt_project(project_dir: Path = DBT_PROJECT_DIR) -> DbtProject:
     """The dbt project with a loadable, current manifest.
 
-    ``prepare_if_dev`` re-parses under ``dagster dev``; elsewhere (CI from a clean clone, a
-    test run, a deployed code server without a pre-built manifest) the project is parsed here
-    when the manifest is missing or older than the project files.
+    Everywhere (``dagster dev``, CI from a clean clone, a test run, a deployed code server
+    without a pre-built manifest) the project is parsed here, with the venv's dbt, when the
+    manifest is missing or older than the project files.
     """
     project = DbtProject(project_dir=project_dir)
     with dbt_profile_environment():
-        project.prepare_if_dev()
+        # not project.prepare_if_dev(): under `dagster dev` it runs `dbt parse` with the
+        # executable "dbt" looked up on PATH, which a venv used without activation lacks;
+        # parse_if_stale re-parses whenever a project file changed, with the venv's dbt.
         parse_if_stale(project)
     return project
 
@@ -120,6 +127,12 @@ class LitmusDbtTranslator(DagsterDbtTranslator):
             name = dbt_resource_props["name"]
             return dg.AssetKey([SOURCE_ASSETS.get(name, name)])
         return super().get_asset_key(dbt_resource_props)
+
+    def get_description(self, dbt_resource_props: Mapping[str, Any]) -> str:
+        """The model's own description from its schema.yml (never the raw SQL dump)."""
+        own = (dbt_resource_props.get("description") or "").strip()
+        kind = dbt_resource_props.get("resource_type", "model")
+        return own or f"dbt {kind} {dbt_resource_props.get('name', '')} (no description)"
 
     def get_group_name(self, dbt_resource_props: Mapping[str, Any]) -> str | None:
         if dbt_resource_props["resource_type"] == "source":
@@ -250,22 +263,74 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
 def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         board = leaderboard_from_warehouse(con)
-    png = boundary_plot_png(board.published, board.controls)
+        alerts = current_alert_lines(con)
     # staged: the files are published together with their receipt (leaderboard_receipt)
     exports = warehouse.paths.exports
-    staged = board.write(publication.begin(exports), png)
+    staged, plots = publish_board(board, publication.begin(exports), alerts)
     written = {kind: exports / path.name for kind, path in staged.items()}
     with warehouse.connect() as con:
         replace_table(con, "leaderboard", board.rows)
     crash_point("leaderboard.staged")
-    return dg.MaterializeResult(
-        metadata={
-            "leaderboard": dg.MetadataValue.md(board.to_markdown()),
-            "boundary_plot": dg.MetadataValue.md(f"![boundary plot]({png_data_uri(png)})"),
-            "html": dg.MetadataValue.path(os.fspath(written["html"])),
-            "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
-            "png": dg.MetadataValue.path(os.fspath(written["png"])),
-            "n_published": dg.MetadataValue.int(len(board.published)),
-            "withheld": dg.MetadataValue.json(dict(board.withheld_reasons)),
+    by_suite = {
+        suite_key: {
+            "published": int((rows["status"] == "published").sum()),
+            "withheld": int((rows["status"] == "withheld").sum()),
+            "ranked": rows.loc[rows["rank"].notna(), "name"].astype(str).tolist(),
         }
+        for suite_key, rows in board.boards()
+    }
+    metadata: dict[str, Any] = {
+        "leaderboard": dg.MetadataValue.md(board.to_markdown()),
+        "html": dg.MetadataValue.path(os.fspath(written["html"])),
+        "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
+        "n_published": dg.MetadataValue.int(len(board.published)),
+        "withheld": dg.MetadataValue.json(dict(board.withheld_reasons)),
+        "boards_by_suite": dg.MetadataValue.json(by_suite),
+    }
+    for suite_key, png in plots.items():
+        metadata[f"boundary_plot {suite_key}"] = dg.MetadataValue.md(
+            f"![boundary plot of {suite_key}]({png_data_uri(png)})"
+        )
+    if "png" in written:
+        metadata["png"] = dg.MetadataValue.path(os.fspath(written["png"]))
+    return dg.MaterializeResult(metadata=metadata)
+
+
+def publish_board(
+    board: Leaderboard, exports: Path, alerts: list[str]
+) -> tuple[dict[str, Path], dict[str, bytes]]:
+    """Render one boundary plot per suite board and write the board's files."""
+    plots = {}
+    for suite_key, rows in board.boards():
+        configurations = rows[rows["row_kind"] == "configuration"]
+        plots[suite_key] = boundary_plot_png(
+            configurations[configurations["status"] == "published"],
+            rows[rows["row_kind"] == "control"],
+            title=f"Decision boundary: {suite_key}",
+            withheld=configurations.loc[configurations["status"] == "withheld", "name"]
+            .astype(str)
+            .tolist(),
+        )
+    if not plots:  # nothing published yet: still the empty plot with the canonical controls
+        plots[""] = boundary_plot_png(board.published, board.controls)
+    written = board.write(
+        exports,
+        plots,
+        published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        alerts=alerts,
+        receipt_href=RECEIPT_FILE_NAME,
     )
+    return written, plots
+
+
+def current_alert_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The release regression alerts raised so far, newest first, as one line each."""
+    from litmus.alerts import read_alerts
+
+    alerts = read_alerts(con)
+    return [
+        f"{row.lineage} {row.from_release} → {row.to_release} ({row.suite}@{row.suite_version}): "
+        f"{row.metric} {row.delta:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}], raised "
+        f"{row.raised_at:%Y-%m-%d %H:%M}"
+        for row in alerts.itertuples(index=False)
+    ]

@@ -1,21 +1,34 @@
-"""Releases over time (SPEC §9): sensors, schedules, drift, regression alerts."""
+"""Releases over time (SPEC §9): sensors, schedules, drift, regression alerts.
+
+The definitions are resolved on first use (PEP 562): ``litmus_dagster.releases.cli`` is
+imported to build the ``litmus`` parser, which must not load Dagster and dbt.
+"""
 
 from typing import Any
 
-from litmus_dagster.releases.assets import no_significant_regression, release_drift
-from litmus_dagster.releases.jobs import land_and_score_job, publish_job, rescore_job
-from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
-from litmus_dagster.releases.sensors import landing_sensor, publish_sensor, rescore_schedule
 
-release_assets: list[Any] = [release_drift]
-release_checks: list[Any] = [no_significant_regression]
-release_sensors: list[Any] = [landing_sensor, publish_sensor]
-release_schedules: list[Any] = [rescore_schedule]
-release_jobs: list[Any] = [land_and_score_job, rescore_job, publish_job]
-release_resources: dict[str, Any] = {
-    "regression_policy": RegressionPolicy(),
-    "alert_sinks": AlertSinks(),
-}
+def __getattr__(name: str) -> Any:
+    from litmus_dagster.releases.assets import no_significant_regression, release_drift
+    from litmus_dagster.releases.jobs import land_and_score_job, publish_job, rescore_job
+    from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
+    from litmus_dagster.releases.sensors import landing_sensor, publish_sensor, rescore_schedule
+
+    definitions: dict[str, Any] = {
+        "release_assets": [release_drift],
+        "release_checks": [no_significant_regression],
+        "release_sensors": [landing_sensor, publish_sensor],
+        "release_schedules": [rescore_schedule],
+        "release_jobs": [land_and_score_job, rescore_job, publish_job],
+        "release_resources": {
+            "regression_policy": RegressionPolicy(),
+            "alert_sinks": AlertSinks(),
+        },
+    }
+    if name not in definitions:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals().update(definitions)  # built once: every later access is a plain attribute
+    return definitions[name]
+
 
 __all__ = [
     "release_assets",

@@ -27,7 +27,11 @@ from litmus.drift import (
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
 from litmus.leaderboard import png_data_uri
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
-from litmus_dagster.metrics.assets import DBT_PROJECT_DIR, FAMILY_SPLIT_COUNTS, leaderboard
+from litmus_dagster.metrics.assets import (
+    DBT_PROJECT_DIR,
+    FAMILY_SPLIT_COUNTS,
+    leaderboard,
+)
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
 from litmus_dagster.resources import LitmusWarehouse

@@ -19,13 +19,19 @@ from litmus.status import PartitionStatus, partition_statuses
 from litmus.warehouse import connect
 from litmus_dagster.partitions import configurations
 from litmus_dagster.pipeline import (
-    SILENT,
-    assets_and_checks,
     first_step_error,
     local_instance,
-    run_resources,
+    materialize_named,
 )
-from litmus_dagster.releases.jobs import PER_CONFIGURATION, PUBLISH, TRIGGER_TAG
+from litmus_dagster.releases.jobs import (
+    PER_CONFIGURATION,
+    PUBLISH,
+    TRIGGER_TAG,
+    publish_job,
+    rescore_job,
+)
+
+PUBLICATION_GATES = dg.AssetKey("publication_gates")
 
 Progress = Callable[[str], None]
 
@@ -64,31 +70,21 @@ def rescore(
     missing = sorted({s.partition_key for s in result.stale} - known)
     if missing:  # the warehouse outlived the Dagster instance
         instance.add_dynamic_partitions(configurations.name, missing)
-    definitions = assets_and_checks()
-    resources = run_resources(paths)
     tags = {TRIGGER_TAG: "litmus rescore"}
     for index, status in enumerate(result.stale, start=1):
         progress(f"re-scoring {index}/{len(result.stale)}: {status.config_key}")
-        run = dg.materialize(
-            definitions,
-            selection=PER_CONFIGURATION,
-            instance=instance,
-            resources=resources,
-            partition_key=status.partition_key,
-            tags=tags,
-            run_config=SILENT,
+        run = materialize_named(
+            PER_CONFIGURATION,
+            paths,
+            instance,
+            rescore_job.name,
+            status.partition_key,
             raise_on_error=False,
+            tags=tags,
         )
         _record(run, status.partition_key, result, progress)
     progress("publishing metrics, leaderboard and release drift")
-    dg.materialize(
-        definitions,
-        selection=PUBLISH,
-        instance=instance,
-        resources=resources,
-        tags=tags,
-        run_config=SILENT,
-    )
+    materialize_named(PUBLISH, paths, instance, publish_job.name, tags=tags)
     result.published = True
     if result.failed:
         raise LitmusError(
@@ -103,7 +99,11 @@ def _record(
     run: dg.ExecuteInProcessResult, partition_key: str, result: RescoreResult, progress: Progress
 ) -> None:
     failed_checks = sorted(
-        {e.check_name for e in run.get_asset_check_evaluations() if not e.passed and e.blocking}
+        {
+            e.check_name
+            for e in run.get_asset_check_evaluations()
+            if not e.passed and e.asset_key == PUBLICATION_GATES
+        }
     )
     error = first_step_error(run)
     if error or not (run.success or failed_checks):

@@ -11,6 +11,7 @@ from litmus.fingerprint import (
     group_by_configuration,
     store_run_fingerprints,
 )
+from litmus.leaderboard import replace_alerts
 from litmus.receipts import (
     RECEIPT_FILE_NAME,
     build_receipt,
@@ -20,8 +21,9 @@ from litmus.receipts import (
 )
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import audited_trajectories
-from litmus_dagster.metrics.assets import leaderboard
+from litmus_dagster.metrics.assets import current_alert_lines, leaderboard
 from litmus_dagster.partitions import WAREHOUSE_POOL
+from litmus_dagster.releases.assets import release_drift
 from litmus_dagster.resources import LitmusWarehouse
 
 TRUST_GROUP = "trust"
@@ -51,7 +53,7 @@ def run_fingerprints(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 
 
 @dg.asset(
-    deps=[leaderboard, run_fingerprints],
+    deps=[leaderboard, run_fingerprints, release_drift],
     group_name=TRUST_GROUP,
     pool=WAREHOUSE_POOL,
     kinds={"python"},
@@ -68,6 +70,9 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     if not (staging / "leaderboard.csv").is_file():
         raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
     with warehouse.connect() as con:
+        # the staged page lists the release alerts raised up to now (this run's drift too)
+        page = staging / "leaderboard.html"
+        page.write_text(replace_alerts(page.read_text("utf-8"), current_alert_lines(con)), "utf-8")
         receipt = sign_receipt(
             build_receipt(con, published_files=publication.file_digests(staging)), key
         )

@@ -7,6 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
+from litmus.errors import require_file
 from litmus.settings import LitmusPaths
 
 
@@ -25,9 +26,13 @@ def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.receipts import load_public_key, load_receipt, verify_receipt
     from litmus.warehouse import connect_read_only
 
-    receipt_path = Path(args.receipt)
+    receipt_path = require_file(args.receipt, "a receipt (JSON)")
     receipt = load_receipt(receipt_path)
-    public_key = load_public_key(Path(args.public_key)) if args.public_key else None
+    public_key = (
+        load_public_key(require_file(args.public_key, "a public key (PEM)"))
+        if args.public_key
+        else None
+    )
     with connect_read_only(paths.duckdb_path) as con:
         result = verify_receipt(
             receipt, con, paths, public_key=public_key, published_dir=receipt_path.parent
