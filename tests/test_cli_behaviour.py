@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from litmus.warehouse import writer_lock
+from litmus.warehouse import connect, writer_lock
 from litmus_dagster.cli import DEMO_MARKER, prepare_demo_home
 
 
@@ -56,6 +56,8 @@ def test_demo_resets_only_litmus_files_of_an_earlier_demo(tmp_path: Path) -> Non
 def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    with connect(home / "warehouse.duckdb"):  # status reads an existing warehouse only
+        pass
     holder = subprocess.Popen(
         [
             sys.executable,
