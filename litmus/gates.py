@@ -31,6 +31,7 @@ from litmus.ge_runner import (
     SuiteDocument,
     load_suite_document,
     run_suite,
+    run_suite_in_warehouse,
 )
 from litmus.leaderboard import PUBLISHED_RATES
 from litmus.warehouse import table_columns, table_exists, transaction
@@ -311,15 +312,22 @@ def evaluate_partition_gates(
     """Run every trajectory gate of one configuration; nothing is written."""
     suites = suites or load_gate_suites()
     evaluated_at = datetime.now(UTC).replace(tzinfo=None)
-    frames = {
-        AUDITED_ROWS: audited_rows_frame(con, partition_key),
-        SUITE_FAMILIES: suite_families_frame(con, partition_key),
-    }
+    from litmus.audited import ensure_audited_table
+
+    ensure_audited_table(con)
+    frame_sql = {AUDITED_ROWS: AUDITED_ROWS_SQL, SUITE_FAMILIES: SUITE_FAMILIES_SQL}
     by_gate: dict[str, list[ExpectationOutcome]] = {}
     gate_suite: dict[str, SuiteDocument] = {}
-    for frame_name, frame in frames.items():
+    for frame_name, sql in frame_sql.items():
         document = suites[frame_name]
-        for outcome in run_suite(document, frame):
+        # The frame stays in DuckDB; GE validates the narrow frames built from it.
+        relation = f"litmus_gate_frame_{frame_name}"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {relation} AS {sql}", [partition_key])
+        try:
+            outcomes = run_suite_in_warehouse(document, con, relation)
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {relation}")
+        for outcome in outcomes:
             by_gate.setdefault(outcome.gate, []).append(outcome)
             gate_suite[outcome.gate] = document
     return [
