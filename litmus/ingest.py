@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -177,7 +178,12 @@ def _parse_line(raw: bytes) -> dict[str, Any]:
     return value
 
 
-def _validate(value: dict[str, Any]) -> RunRecord:
+# A lone UTF-16 surrogate can only reach a parsed string through a \\uD800–\\uDFFF escape:
+# strict UTF-8 decoding rejects encoded surrogates. A line without one skips the check below.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _validate(value: dict[str, Any], *, may_hold_surrogates: bool = True) -> RunRecord:
     try:
         record = RunRecord.model_validate(value)
     except ValidationError as exc:
@@ -189,6 +195,8 @@ def _validate(value: dict[str, Any]) -> RunRecord:
         raise _Rejected(format_location(first["loc"]), reason) from None
     except RecursionError:
         raise _Rejected("<record>", "record nested too deeply") from None
+    if not may_hold_surrogates:
+        return record
     try:
         # DuckDB stores UTF-8; a lone surrogate from a "\ud800" escape cannot be stored.
         json.dumps(value, ensure_ascii=False).encode("utf-8")
@@ -252,6 +260,9 @@ class _Batch:
     def __init__(self) -> None:
         self.trajectories: dict[str, list[Any]] = {c: [] for c in self.TRAJECTORY_COLUMNS}
         self.steps: dict[str, list[Any]] = {c: [] for c in self.STEP_COLUMNS}
+        # the same lists, in column order, for appending without a dict lookup per value
+        self._trajectory_lists = [self.trajectories[c] for c in self.TRAJECTORY_COLUMNS]
+        self._step_lists = [self.steps[c] for c in self.STEP_COLUMNS]
 
     def __len__(self) -> int:
         return len(self.trajectories["trajectory_id"])
@@ -261,67 +272,74 @@ class _Batch:
         tid = trajectory_id(record.run_id, record.instance_id, record.epoch)
         judge = record.judgments
         effect = record.unguarded_effect
-        row = {
-            "trajectory_id": tid,
-            "partition_key": partition_key_for(cfg),
-            "config_key": config_key(cfg),
-            "lineage_key": lineage_key(cfg),
-            "model": cfg.model,
-            "model_release": cfg.model_release,
-            "harness": cfg.harness,
-            "harness_version": cfg.harness_version,
-            "plugin": cfg.plugin,
-            "policy_version": cfg.policy_version,
-            "run_id": record.run_id,
-            "suite": record.suite,
-            "suite_version": record.suite_version,
-            "instance_id": record.instance_id,
-            "epoch": record.epoch,
-            "termination": record.termination,
-            "final_response": record.final_response,
-            "n_steps": len(record.steps),
-            "has_unguarded_effect": effect is not None,
-            "unguarded_effect_prohibited": effect.prohibited if effect else None,
-            "unguarded_effect_description": effect.description if effect else None,
-            "harm_prevented_by": record.harm_prevented_by,
-            "judge_refusal": judge.refusal if judge else None,
-            "judge_task_completed": judge.task_completed if judge else None,
-            "judge_helpfulness": judge.helpfulness if judge else None,
-            "judge_tool_call_risk": judge.tool_call_risk if judge else None,
-            "judge_engagement": judge.engagement if judge else None,
-            "judge_name": judge.judge if judge else None,
-            "source_file_hash": file_hash,
-            "source_line": line_no,
-            "record_sha256": record_sha,
-        }
-        for column, value in row.items():
-            self.trajectories[column].append(value)
+        partition_key = partition_key_for(cfg)
+        values = (
+            tid,
+            partition_key,
+            config_key(cfg),
+            lineage_key(cfg),
+            cfg.model,
+            cfg.model_release,
+            cfg.harness,
+            cfg.harness_version,
+            cfg.plugin,
+            cfg.policy_version,
+            record.run_id,
+            record.suite,
+            record.suite_version,
+            record.instance_id,
+            record.epoch,
+            record.termination,
+            record.final_response,
+            len(record.steps),
+            effect is not None,
+            effect.prohibited if effect else None,
+            effect.description if effect else None,
+            record.harm_prevented_by,
+            judge.refusal if judge else None,
+            judge.task_completed if judge else None,
+            judge.helpfulness if judge else None,
+            judge.tool_call_risk if judge else None,
+            judge.engagement if judge else None,
+            judge.judge if judge else None,
+            file_hash,
+            line_no,
+            record_sha,
+        )
+        for column, value in zip(self._trajectory_lists, values, strict=True):
+            column.append(value)
+        (
+            step_lines,
+            step_ids,
+            step_indexes,
+            thoughts,
+            messages,
+            tool_names,
+            arguments_json,
+            match_args,
+            statuses,
+            outputs,
+        ) = self._step_lists
         for index, step in enumerate(record.steps):
             call, result = step.tool_call, step.tool_result
-            for column, value in (
-                ("source_line", line_no),
-                ("trajectory_id", tid),
-                ("step_idx", index),
-                ("thought", step.thought),
-                ("message", step.message),
-                ("tool_name", call.name if call else None),
-                (
-                    "arguments_json",
+            step_lines.append(line_no)
+            step_ids.append(tid)
+            step_indexes.append(index)
+            thoughts.append(step.thought)
+            messages.append(step.message)
+            if call is None:
+                tool_names.append(None)
+                arguments_json.append(None)
+                match_args.append(None)
+            else:
+                tool_names.append(call.name)
+                arguments_json.append(
                     json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-                    if call
-                    else None,
-                ),
-                (
-                    "match_args",
-                    [(key, match_text(value)) for key, value in call.arguments.items()]
-                    if call
-                    else None,
-                ),
-                ("status", result.status if result else None),
-                ("output", result.output if result else None),
-            ):
-                self.steps[column].append(value)
-        return row["partition_key"]
+                )
+                match_args.append([(key, match_text(v)) for key, v in call.arguments.items()])
+            statuses.append(result.status if result else None)
+            outputs.append(result.output if result else None)
+        return partition_key
 
 
 _STAGING_DDL = """
@@ -442,12 +460,14 @@ def ingest_items(
                     excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
                     record_sha = hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
                     value = _parse_line(payload)
+                    may_hold_surrogates = _SURROGATE_ESCAPE.search(payload) is not None
                 else:
                     value = payload
+                    may_hold_surrogates = True
                     canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
                     excerpt = canonical[:EXCERPT_CHARS]
                     record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
-                record = _validate(value)
+                record = _validate(value, may_hold_surrogates=may_hold_surrogates)
                 versions = suite_versions.get(record.suite)
                 if versions is None:
                     raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")

@@ -104,6 +104,54 @@ def load_suite_file(path: Path) -> Suite:
 
 
 @dataclass(frozen=True)
+class SuiteFileOutcome:
+    """What ``store_suite_file`` did with one suite file."""
+
+    suite: str
+    suite_version: str
+    stored: bool  # False: the same content was already in the warehouse
+    complete_siblings: bool
+    sibling_policy: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}@{self.suite_version}"
+
+
+def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOutcome:
+    """Validate and store one suite file, unless these exact bytes were stored before.
+
+    A file whose SHA-256 is recorded in ``suite_files`` (and whose suite is still stored)
+    was validated and stored by an earlier run; a (suite, version) is immutable, so parsing
+    it again could only confirm that. Any other file goes through ``store_suite``.
+    """
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    known = con.execute(
+        "SELECT s.suite, s.suite_version, s.complete_siblings, "
+        "coalesce(s.sibling_policy, 'complete') FROM suite_files f "
+        "JOIN suites s USING (suite, suite_version) WHERE f.file_sha256 = ?",
+        [digest],
+    ).fetchall()
+    if known:
+        suite_name, version, complete, policy = known[0]
+        return SuiteFileOutcome(suite_name, version, False, bool(complete), str(policy))
+    suite = parse_suite_bytes(data, str(path))
+    stored = store_suite(con, suite, path.name)
+    con.execute(
+        "INSERT INTO suite_files VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [digest, suite.suite, suite.suite_version, datetime.now(UTC).replace(tzinfo=None)],
+    )
+    return SuiteFileOutcome(
+        suite.suite,
+        suite.suite_version,
+        stored,
+        not sibling_problems(suite),
+        suite.sibling_policy,
+    )
+
+
+@dataclass(frozen=True)
 class SiblingProblem:
     family_id: str
     missing: tuple[str, ...]

@@ -4,7 +4,7 @@ import dagster as dg
 
 from litmus.ingest import ingest_file
 from litmus.runs import landed_files, settled_files, suite_files
-from litmus.suite import load_suite_file, sibling_problems, store_suite
+from litmus.suite import store_suite_file
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -18,12 +18,10 @@ def suite_catalog(
     stored, unchanged, incomplete = [], [], []
     with warehouse.connect() as con:
         for path in suite_files(paths):
-            suite = load_suite_file(path)
-            (stored if store_suite(con, suite, path.name) else unchanged).append(
-                f"{suite.suite}@{suite.suite_version}"
-            )
-            if sibling_problems(suite):
-                incomplete.append(f"{suite.suite}@{suite.suite_version} ({suite.sibling_policy})")
+            outcome = store_suite_file(con, path)
+            (stored if outcome.stored else unchanged).append(outcome.key)
+            if not outcome.complete_siblings:
+                incomplete.append(f"{outcome.key} ({outcome.sibling_policy})")
         n_instances = con.execute("SELECT count(*) FROM suite_instances").fetchone()[0]
     context.log.info(f"suites stored: {stored or 'none'}; unchanged: {unchanged or 'none'}")
     return dg.MaterializeResult(
