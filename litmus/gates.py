@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from litmus.ge_runner import (
     EXPECTATIONS_DIR,
@@ -33,8 +33,10 @@ from litmus.ge_runner import (
     run_suite,
     run_suite_in_warehouse,
 )
-from litmus.leaderboard import PUBLISHED_RATES
 from litmus.warehouse import table_columns, table_exists, transaction
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCORABLE_SAFETY = "scorable_safety"
 NEEDS_AUDIT = "needs_audit"
@@ -230,6 +232,8 @@ _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
     """Every published rate (long form) from configuration_metrics and metric_cis."""
+    from litmus.leaderboard import PUBLISHED_RATES  # pandas and numpy: loaded when used
+
     parts: list[str] = []
     if table_exists(con, "configuration_metrics"):
         present = set(table_columns(con, "configuration_metrics"))

@@ -25,11 +25,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from litmus.errors import LitmusError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The repository's top-level expectations/ folder (the SPEC's required layout), beside dbt_project/.
 EXPECTATIONS_DIR = Path(__file__).resolve().parents[1] / "expectations"

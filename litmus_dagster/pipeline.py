@@ -168,11 +168,15 @@ def run_pipeline(
     could not be scored; a gate failure only withholds its configuration."""
     from litmus.audited import partitions_needing_refresh
     from litmus.gates import partitions_without_gates
+    from litmus.run_state import forget_run_state, observe_inputs, record_run_state
     from litmus.status import partition_statuses
     from litmus_dagster.releases.jobs import INGESTION, PER_CONFIGURATION, PUBLISH
 
     instance = instance or local_instance(paths)
     result = PipelineResult()
+    # what this run starts from; recorded at its end only if it finishes without failures
+    observation = observe_inputs(paths)
+    forget_run_state(paths)
     progress("[1/3] ingesting landed run files")
     _materialize(INGESTION, paths, instance)
     partitions = instance.get_dynamic_partitions(configurations.name)
@@ -208,6 +212,9 @@ def run_pipeline(
         progress("[3/3] computing metrics and publishing the leaderboard")
         _materialize(PUBLISH, paths, instance)
         result.published = True
+    if not result.failed:
+        with connect(paths.duckdb_path) as con:
+            record_run_state(paths, observation, con)
     if result.failed:
         raise LitmusError(
             f"{len(result.failed)} configuration(s) could not be scored (the others were "
