@@ -49,6 +49,7 @@ TARGET_PEAK_RSS_GB = 2.0
 FLOOR_SCRIPT = """
 import sys, duckdb
 con = duckdb.connect(sys.argv[1])
+con.execute("SET enable_progress_bar = false")
 con.execute("SET preserve_insertion_order = false")
 con.execute(
     "CREATE TABLE trajectories AS SELECT * FROM read_json(?, format = 'newline_delimited', "
