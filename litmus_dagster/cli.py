@@ -139,7 +139,10 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
                     _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
                     raise
     if current is not None:
-        _say(f"{current} (checked in {time.monotonic() - started:.1f}s)")
+        _say(
+            f"{current} (checked in {time.monotonic() - started:.1f}s; the last run's "
+            f"step output in {step_log})"
+        )
         _print_status(paths)
         _print_leaderboard(paths)
         return 0
