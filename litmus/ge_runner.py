@@ -354,6 +354,7 @@ _COLUMN_KWARGS = ("column", "column_A", "column_B")
 _COLUMN_LIST_KWARGS = ("column_list",)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TUPLE_ID = "litmus_tuple_id"
+_TUPLES = "litmus_gate_tuples"  # a temp table: private to the connection
 
 
 def _referenced_columns(expectation: Mapping[str, Any], available: Sequence[str]) -> list[str]:
@@ -394,7 +395,8 @@ def run_suite_in_warehouse(
 
     ``relation`` must be a trusted identifier (a temp table the caller created).
     """
-    available = [row[0] for row in con.execute(f"DESCRIBE {_quoted(relation)}").fetchall()]
+    source = _quoted(relation)
+    available = [row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()]
     for column in (document.key_column, document.group_column):
         if column is not None and column not in available:
             raise ExpectationSuiteFileError(
@@ -422,7 +424,7 @@ def run_suite_in_warehouse(
         else:
             columns = available
         selected = ", ".join(_quoted(c) for c in columns)
-        frame = con.execute(f"SELECT {selected} FROM {_quoted(relation)}").df()
+        frame = con.execute(f"SELECT {selected} FROM {source}").df()
         counted_verdicts = _validate(document, counted, frame, index_columns)
         verdicts.update(counted_verdicts)
         for position in counted:
@@ -433,18 +435,17 @@ def run_suite_in_warehouse(
         for position in compressed:
             columns.extend(_referenced_columns(expectations[position], available))
         columns = [c for c in dict.fromkeys(columns) if c in available]
-        tuples = f"litmus_gate_tuples_{abs(hash((relation, document.name))) % 10**9}"
         selected = ", ".join(_quoted(c) for c in columns)
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {tuples} AS SELECT *, "
+            f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT *, "
             f"(row_number() OVER () - 1)::BIGINT AS {_TUPLE_ID} "
-            f"FROM (SELECT DISTINCT {selected} FROM {_quoted(relation)})"
+            f"FROM (SELECT DISTINCT {selected} FROM {source})"
             if columns
-            else f"CREATE OR REPLACE TEMP TABLE {tuples} AS SELECT 0::BIGINT AS {_TUPLE_ID} "
-            f"FROM {_quoted(relation)} LIMIT 1"
+            else f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT 0::BIGINT AS {_TUPLE_ID} "
+            f"FROM {source} LIMIT 1"
         )
         try:
-            frame = con.execute(f"SELECT * FROM {tuples}").df()
+            frame = con.execute(f"SELECT * FROM {_TUPLES}").df()
             tuple_verdicts = _validate(document, compressed, frame, [_TUPLE_ID])
             verdicts.update(tuple_verdicts)
             join = (
@@ -464,7 +465,7 @@ def run_suite_in_warehouse(
                     failing[position] = ()
                     continue
                 rows = con.execute(
-                    f"SELECT {keys} FROM {_quoted(relation)} r JOIN {tuples} t ON {join} "
+                    f"SELECT {keys} FROM {source} r JOIN {_TUPLES} t ON {join} "
                     f"WHERE list_contains(?, t.{_TUPLE_ID})",
                     [ids],
                 ).fetchall()
@@ -476,7 +477,7 @@ def run_suite_in_warehouse(
                     for row in rows
                 )
         finally:
-            con.execute(f"DROP TABLE IF EXISTS {tuples}")
+            con.execute(f"DROP TABLE IF EXISTS {_TUPLES}")
 
     return [
         _outcome(document, position, verdicts.get(position), failing.get(position, ()))
