@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from litmus.errors import LitmusError
 from litmus.ge_runner import (
@@ -35,9 +35,12 @@ from litmus.ge_runner import (
     SuiteDocument,
     load_suite_document,
     run_suite,
+    run_suite_in_warehouse,
 )
-from litmus.leaderboard import PUBLISHED_RATES
 from litmus.warehouse import table_columns, table_exists, transaction
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCORABLE_SAFETY = "scorable_safety"
 NEEDS_AUDIT = "needs_audit"
@@ -299,6 +302,8 @@ _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
     """Every published rate (long form) from configuration_metrics and metric_cis."""
+    from litmus.leaderboard import PUBLISHED_RATES  # pandas and numpy: loaded when used
+
     parts: list[str] = []
     if table_exists(con, "configuration_metrics"):
         present = set(table_columns(con, "configuration_metrics"))
@@ -382,26 +387,38 @@ def evaluate_partition_gates(
     suites = dict(suites or load_gate_suites())
     suites[SUITE_COVERAGE] = with_required_coverage(suites[SUITE_COVERAGE], required_coverage())
     evaluated_at = datetime.now(UTC).replace(tzinfo=None)
-    frames = {
-        AUDITED_ROWS: audited_rows_frame(con, partition_key),
-        SUITE_FAMILIES: suite_families_frame(con, partition_key),
-        SUITE_COVERAGE: suite_coverage_frame(con, partition_key),
+    from litmus.audited import ensure_audited_table
+
+    ensure_audited_table(con)
+    frame_sql = {
+        AUDITED_ROWS: AUDITED_ROWS_SQL,
+        SUITE_FAMILIES: SUITE_FAMILIES_SQL,
+        SUITE_COVERAGE: SUITE_COVERAGE_SQL,
     }
     by_gate: dict[str, list[ExpectationOutcome]] = {}
     gate_suite: dict[str, SuiteDocument] = {}
-    for frame_name, frame in frames.items():
+    for frame_name, sql in frame_sql.items():
         document = suites[frame_name]
-        for outcome in run_suite(document, frame):
+        # The frame stays in DuckDB; GE validates the narrow frames built from it.
+        relation = f"litmus_gate_frame_{frame_name}"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {relation} AS {sql}", [partition_key])
+        try:
+            outcomes = run_suite_in_warehouse(document, con, relation)
+            if frame_name == SUITE_COVERAGE:
+                covered, total = con.execute(
+                    f"SELECT count(*) FILTER (WHERE covered), count(*) FROM {relation}"
+                ).fetchone()
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {relation}")
+        for outcome in outcomes:
             by_gate.setdefault(outcome.gate, []).append(outcome)
             gate_suite[outcome.gate] = document
     results = [
         _summarize(partition_key, gate, by_gate[gate], gate_suite[gate], evaluated_at)
         for gate in TRAJECTORY_GATES
     ]
-    coverage = frames[SUITE_COVERAGE]
-    covered, total = int(coverage["covered"].sum()), len(coverage)
     return [
-        dataclasses.replace(r, message=coverage_message(covered, total))
+        dataclasses.replace(r, message=coverage_message(int(covered), int(total)))
         if r.gate == COVERAGE and not r.passed
         else r
         for r in results
@@ -694,6 +711,10 @@ def load_flag_suite(directory: Path = EXPECTATIONS_DIR) -> SuiteDocument:
 
 def rate_precision_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per published rate with an estimate: the families its CI rests on."""
+    import pandas as pd
+
+    from litmus.leaderboard import PUBLISHED_RATES  # pandas and numpy: loaded when used
+
     if not table_exists(con, "metric_cis"):
         return pd.DataFrame(columns=["row_key", "partition_key", "metric", "n_families"])
     rates = [rate for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate)]

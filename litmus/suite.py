@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -104,6 +105,54 @@ def load_suite_file(path: Path) -> Suite:
 
 
 @dataclass(frozen=True)
+class SuiteFileOutcome:
+    """What ``store_suite_file`` did with one suite file."""
+
+    suite: str
+    suite_version: str
+    stored: bool  # False: the same content was already in the warehouse
+    complete_siblings: bool
+    sibling_policy: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}@{self.suite_version}"
+
+
+def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOutcome:
+    """Validate and store one suite file, unless these exact bytes were stored before.
+
+    A file whose SHA-256 is recorded in ``suite_files`` (and whose suite is still stored)
+    was validated and stored by an earlier run; a (suite, version) is immutable, so parsing
+    it again could only confirm that. Any other file goes through ``store_suite``.
+    """
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    known = con.execute(
+        "SELECT s.suite, s.suite_version, s.complete_siblings, "
+        "coalesce(s.sibling_policy, 'complete') FROM suite_files f "
+        "JOIN suites s USING (suite, suite_version) WHERE f.file_sha256 = ?",
+        [digest],
+    ).fetchall()
+    if known:
+        suite_name, version, complete, policy = known[0]
+        return SuiteFileOutcome(suite_name, version, False, bool(complete), str(policy))
+    suite = parse_suite_bytes(data, str(path))
+    stored = store_suite(con, suite, path.name)
+    con.execute(
+        "INSERT INTO suite_files VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        [digest, suite.suite, suite.suite_version, datetime.now(UTC).replace(tzinfo=None)],
+    )
+    return SuiteFileOutcome(
+        suite.suite,
+        suite.suite_version,
+        stored,
+        not sibling_problems(suite),
+        suite.sibling_policy,
+    )
+
+
+@dataclass(frozen=True)
 class SiblingProblem:
     family_id: str
     missing: tuple[str, ...]
@@ -170,23 +219,35 @@ def oracle_less_warning(suite: Suite) -> str | None:
     )
 
 
-def stored_oracle_less_warnings(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The oracle-less warning for every stored suite that has such instances."""
+def stored_oracle_less_counts(
+    con: duckdb.DuckDBPyConnection,
+) -> dict[str, tuple[int, int]]:
+    """suite@version → (oracle-less harmful instances, harmful instances), for every stored
+    suite that has such instances."""
     rows = con.execute(
         """
-        SELECT suite, suite_version,
+        SELECT suite || '@' || suite_version,
                count(*) FILTER (WHERE request_harm_class = 'harmful' AND n_prohibited = 0),
                count(*) FILTER (WHERE request_harm_class = 'harmful')
-        FROM suite_instances GROUP BY 1, 2
+        FROM suite_instances GROUP BY 1
         HAVING count(*) FILTER (WHERE request_harm_class = 'harmful' AND n_prohibited = 0) > 0
-        ORDER BY 1, 2
+        ORDER BY 1
         """
     ).fetchall()
+    return {key: (int(missing), int(harmful)) for key, missing, harmful in rows}
+
+
+def stored_oracle_less_warnings(
+    con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None
+) -> list[str]:
+    """The oracle-less warning for every stored suite (of ``only``, suite@version keys, when
+    given) that has such instances."""
     return [
-        f"suite {name}@{version}: {missing} of {harmful} harmful instance(s) declare no "
+        f"suite {key}: {missing} of {harmful} harmful instance(s) declare no "
         "prohibited effect (no oracle): their trajectories are labeled safe only when the agent "
         "executed no tool call that returned ok; the rest go to audit (SPEC §5)"
-        for name, version, missing, harmful in rows
+        for key, (missing, harmful) in stored_oracle_less_counts(con).items()
+        if only is None or key in only
     ]
 
 

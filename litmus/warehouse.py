@@ -175,6 +175,14 @@ CREATE TABLE IF NOT EXISTS suites (
 );
 -- The suite's sibling_policy (complete | partial), read by the sibling-consistency gate.
 ALTER TABLE suites ADD COLUMN IF NOT EXISTS sibling_policy VARCHAR;
+-- Suite files already stored, by the SHA-256 of their bytes: a file seen before is not
+-- parsed and validated again on every run (a 125,000-instance suite takes tens of seconds).
+CREATE TABLE IF NOT EXISTS suite_files (
+    file_sha256 VARCHAR PRIMARY KEY,
+    suite VARCHAR NOT NULL,
+    suite_version VARCHAR NOT NULL,
+    first_seen_at TIMESTAMP NOT NULL
+);
 CREATE TABLE IF NOT EXISTS suite_instances (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,

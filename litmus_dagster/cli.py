@@ -233,13 +233,11 @@ STEP_LOG_NAME = "last_run.log"
 
 
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.run_state import nothing_new
     from litmus.runs import suite_files
     from litmus.suite import load_suite_file
     from litmus.warehouse import writer_lock
-    from litmus_dagster.pipeline import run_pipeline
 
-    # a suite file that clashes with the stored suite stops the run before any work
-    ensure_suites_fit(paths, [load_suite_file(path) for path in suite_files(paths)])
     started = time.monotonic()
     if getattr(args, "refusal_judge", None) is not None:
         from litmus.refusal_judge import JUDGE_ENV, configured_judge
@@ -252,16 +250,28 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     step_log = paths.home / STEP_LOG_NAME
     # dbt and Dagster steps print their own log lines; the terminal gets the progress lines
     # (stderr) and the results, the step lines go to a file beside the warehouse
-    with (
-        writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S),
-        step_log.open("w", encoding="utf-8") as log,
-        contextlib.redirect_stdout(log),
-    ):
-        try:
-            result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
-        except Exception:
-            _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
-            raise
+    with writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S):
+        # the cheap question first: a run with nothing new keeps the last run's step log
+        current = None if args.rescore_all else nothing_new(paths)
+        if current is None:
+            from litmus_dagster.pipeline import run_pipeline
+
+            # a suite file that clashes with the stored suite stops the run before any work
+            ensure_suites_fit(paths, [load_suite_file(path) for path in suite_files(paths)])
+            with step_log.open("w", encoding="utf-8") as log, contextlib.redirect_stdout(log):
+                try:
+                    result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
+                except BaseException:
+                    _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
+                    raise
+    if current is not None:
+        _say(
+            f"{current} (checked in {time.monotonic() - started:.1f}s; the last run's "
+            f"step output in {step_log})"
+        )
+        _print_status(paths)
+        _print_leaderboard(paths)
+        return 0
     _say(
         f"done in {time.monotonic() - started:.1f}s: {len(result.ingested_partitions)} "
         f"configuration(s), {len(result.scored_partitions)} labeled; step output in {step_log}"

@@ -243,6 +243,7 @@ def run_pipeline(
     could not be scored; a gate failure only withholds its configuration."""
     from litmus.audited import partitions_needing_refresh
     from litmus.gates import partitions_without_gates
+    from litmus.run_state import forget_run_state, observe_inputs, record_run_state
     from litmus.status import partition_statuses
     from litmus.suite import stored_oracle_less_warnings
     from litmus_dagster.releases.jobs import INGESTION, PER_CONFIGURATION, PUBLISH
@@ -250,6 +251,9 @@ def run_pipeline(
     instance = instance or local_instance(paths)
     result = PipelineResult()
     publication.recover(paths.exports)  # finish (or discard) a publication a crash cut short
+    # what this run starts from; recorded at its end only if it finishes without failures
+    observation = observe_inputs(paths)
+    forget_run_state(paths)
     progress("[1/3] ingesting landed run files")
     _materialize(INGESTION, paths, instance, job_name=INGEST_JOB)
     for name, reason in not_ingested(paths):
@@ -294,6 +298,9 @@ def run_pipeline(
         _materialize(PUBLISH, paths, instance, job_name=PUBLISH_JOB)
         result.published = True
         crash_point("pipeline.published")
+    if not result.failed:
+        with connect(paths.duckdb_path) as con:
+            record_run_state(paths, observation, con)
     if result.failed:
         raise LitmusError(
             f"{len(result.failed)} configuration(s) could not be scored (the others were "

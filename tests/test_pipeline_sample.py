@@ -203,3 +203,52 @@ def test_status_agrees_with_the_leaderboard_on_what_is_published(scored_sample) 
     (quill,) = [review for review in reviews.values() if review.pending_audit]
     assert quill.publication == "withheld: needs_audit"
     assert quill.pending_audit == quill.outcomes["insufficient_evidence"] == 60
+
+
+def test_a_run_with_nothing_new_says_so_and_anything_new_runs(
+    scored_sample, tmp_path, capsys
+) -> None:
+    """The no-op check on a copy of the scored world: equal state → ``litmus run`` returns
+    at once and says so; a new landed file, a suite file touched, or a configuration with
+    rows but no current labels → the pipeline must run."""
+    import os
+    import shutil
+
+    from litmus.run_state import nothing_new
+    from litmus.settings import litmus_paths
+    from litmus_dagster.cli import main
+
+    source, _ = scored_sample
+    # copy2 keeps modification times, so the copy is the world the run left behind
+    paths = litmus_paths(shutil.copytree(source.home, tmp_path / "home")).ensure()
+    assert (nothing_new(paths) or "").startswith("nothing new since the last run")
+    assert main(["--home", str(paths.home), "run"]) == 0
+    captured = capsys.readouterr()
+    assert "nothing new since the last run" in captured.err
+    assert "leaderboard" in captured.out and "[1/3]" not in captured.err
+
+    old = 1_600_000_000
+    landed = paths.landing / "late.jsonl"
+    landed.write_text("{}\n")
+    os.utime(landed, (old, old))
+    assert nothing_new(paths) is None
+    landed.unlink()
+    assert nothing_new(paths) is not None
+
+    suite = next(paths.suites.iterdir())
+    stat = suite.stat()
+    os.utime(suite, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    assert nothing_new(paths) is None
+    os.utime(suite, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert nothing_new(paths) is not None
+
+    (paths.exports / "leaderboard.md").unlink()
+    assert nothing_new(paths) is None
+    shutil.copy2(source.exports / "leaderboard.md", paths.exports / "leaderboard.md")
+    assert nothing_new(paths) is not None
+
+    # rows without current labels (e.g. ingested, then interrupted before labeling)
+    with connect(paths.duckdb_path) as con:
+        key = con.execute("SELECT min(partition_key) FROM trajectory_labels").fetchone()[0]
+        con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [key])
+    assert nothing_new(paths) is None

@@ -169,6 +169,8 @@ def test_a_run_prints_results_and_keeps_the_steps_output_in_a_file(published: Pu
         assert "Running with dbt" not in stdout
         assert f"step output in {step_log}" in stderr
     assert "Running with dbt" in step_log.read_text()
+    # the run that waited for the other one found nothing new and said so
+    assert sum("nothing new since the last run" in stderr for _, stderr in published.runs) == 1
 
 
 def test_publication_writes_a_signed_receipt_of_everything(published: Published) -> None:

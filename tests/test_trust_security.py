@@ -63,6 +63,20 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/gates.py", "union"): "SELECTs built from those same constant names",
     ("litmus/ingest.py", "CURABLE_QUARANTINE_SQL"): "a module constant: a fixed WHERE condition",
     ("litmus_dagster/cli.py", "CURABLE_QUARANTINE_SQL"): "ingest's constant WHERE condition",
+    ("litmus/gates.py", "relation"): "'litmus_gate_frame_' + a key of the constant frame SQL",
+    (
+        "litmus/gates.py",
+        "sql",
+    ): "one of the constant frame SQL strings",
+    ("litmus/ge_runner.py", "source"): "the caller's temp table name, double-quoted",
+    ("litmus/ge_runner.py", "selected"): "double-quoted names of columns DESCRIBE listed",
+    ("litmus/ge_runner.py", "_quoted(c)"): "a double-quoted name of a column DESCRIBE listed",
+    ("litmus/ge_runner.py", "keys"): "double-quoted key columns DESCRIBE listed",
+    ("litmus/ge_runner.py", "join"): "equalities of double-quoted columns DESCRIBE listed",
+    ("litmus/ge_runner.py", "_TUPLES"): "constant temp table name",
+    ("litmus/ge_runner.py", "_TUPLE_ID"): "constant column name",
+    ("litmus/run_state.py", "table"): "table names from the constant _WAREHOUSE_TABLES",
+    ("litmus/run_state.py", "latest"): "max() of a column named in _WAREHOUSE_TABLES, or NULL",
 }
 # Functions whose SQL identifier parameter must be a string literal at every call site:
 # (function, argument position) → the files that call it ("" for every file).

@@ -12,13 +12,7 @@ from litmus.ingest import (
     warehouse_partition_keys,
 )
 from litmus.runs import landed_files, not_ingested, settled_files, suite_files
-from litmus.suite import (
-    load_suite_file,
-    oracle_less_harmful_instances,
-    oracle_less_warning,
-    sibling_problems,
-    store_suite,
-)
+from litmus.suite import store_suite_file, stored_oracle_less_counts, stored_oracle_less_warnings
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -30,21 +24,21 @@ def suite_catalog(
     """Benchmark suites (SPEC §3) from ``<home>/suites``, validated, stored with their oracles."""
     paths = warehouse.paths
     stored, unchanged, incomplete = [], [], []
-    oracle_less: dict[str, int] = {}
     with warehouse.connect() as con:
         for path in suite_files(paths):
-            suite = load_suite_file(path)
-            (stored if store_suite(con, suite, path.name) else unchanged).append(
-                f"{suite.suite}@{suite.suite_version}"
-            )
-            if sibling_problems(suite):
-                incomplete.append(f"{suite.suite}@{suite.suite_version} ({suite.sibling_policy})")
-            if warning := oracle_less_warning(suite):  # accepted, never silently
-                context.log.warning(warning)
-                oracle_less[f"{suite.suite}@{suite.suite_version}"] = len(
-                    oracle_less_harmful_instances(suite)
-                )
+            outcome = store_suite_file(con, path)
+            (stored if outcome.stored else unchanged).append(outcome.key)
+            if not outcome.complete_siblings:
+                incomplete.append(f"{outcome.key} ({outcome.sibling_policy})")
         n_instances = con.execute("SELECT count(*) FROM suite_instances").fetchone()[0]
+        present = {*stored, *unchanged}
+        for warning in stored_oracle_less_warnings(con, present):  # accepted, never silently
+            context.log.warning(warning)
+        oracle_less = {
+            key: missing
+            for key, (missing, _) in stored_oracle_less_counts(con).items()
+            if key in present
+        }
     context.log.info(f"suites stored: {stored or 'none'}; unchanged: {unchanged or 'none'}")
     return dg.MaterializeResult(
         metadata={

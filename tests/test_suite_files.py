@@ -1,0 +1,43 @@
+"""Suite files are parsed once: the exact bytes seen before are recognized by their SHA-256,
+while any other file (reformatted, or changed under a stored version) is validated again."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import duckdb
+import pytest
+
+from conftest import ONE_FAMILY_SUITE
+from litmus.errors import SuiteError
+from litmus.settings import LitmusPaths
+from litmus.suite import store_suite_file
+
+
+def test_a_suite_file_seen_before_is_recognized_and_a_changed_one_still_checked(
+    warehouse: duckdb.DuckDBPyConnection, litmus_home: LitmusPaths
+) -> None:
+    path = litmus_home.suites / "suite.json"
+    path.write_text(json.dumps(ONE_FAMILY_SUITE))
+    first = store_suite_file(warehouse, path)
+    assert first.stored and first.complete_siblings
+    again = store_suite_file(warehouse, path)
+    assert (again.key, again.stored, again.complete_siblings) == (first.key, False, True)
+    assert warehouse.execute("SELECT count(*) FROM suite_files").fetchone() == (1,)
+
+    # the same suite, other bytes: validated again, recognized as the stored content
+    path.write_text(json.dumps(ONE_FAMILY_SUITE, indent=4))
+    assert not store_suite_file(warehouse, path).stored
+    assert warehouse.execute("SELECT count(*) FROM suite_files").fetchone() == (2,)
+
+    # other content under the stored version is still refused, naming the field
+    changed = copy.deepcopy(ONE_FAMILY_SUITE)
+    changed["families"][0]["category"] = "changed"
+    path.write_text(json.dumps(changed))
+    with pytest.raises(SuiteError, match="suite_version"):
+        store_suite_file(warehouse, path)
+    # and a broken file is still named precisely
+    path.write_text('{"suite": ')
+    with pytest.raises(SuiteError, match="invalid JSON"):
+        store_suite_file(warehouse, path)
