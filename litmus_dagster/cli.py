@@ -361,6 +361,8 @@ def _print_status(paths: LitmusPaths) -> None:
             f"\nno warehouse at {paths.duckdb_path}: "
             "nothing has been ingested here (`litmus run` creates it)"
         )
+        for name, reason in not_ingested(paths):
+            print(f"not ingested: {for_terminal(name)}: {reason}")
         return
     on_board = published_partitions(paths.exports)
     with connect_read_only(paths.duckdb_path) as con:
@@ -450,15 +452,11 @@ def _print_leaderboard(paths: LitmusPaths) -> None:
                 print(f"  {name}: {paths.exports / name}")
 
 
-def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
+def _quarantined(paths: LitmusPaths, file: str | None) -> tuple[list[tuple], list[str]]:
+    """(quarantined rows of ``file`` or of every file, names of files with quarantined rows)."""
     from litmus.ingest import CURABLE_QUARANTINE_SQL
-    from litmus.runs import not_ingested
     from litmus.warehouse import connect_read_only
 
-    if not paths.duckdb_path.is_file():
-        print(f"no warehouse at {paths.duckdb_path}: nothing has been ingested here")
-        return 0
     with connect_read_only(paths.duckdb_path) as con:
         rows = con.execute(
             f"""
@@ -467,7 +465,7 @@ def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
             WHERE ? IS NULL OR source_name = ? OR source_file_hash = ?
             ORDER BY source_name, line_no, field
             """,
-            [args.file, args.file, args.file],
+            [file, file, file],
         ).fetchall()
         quarantined_files = [
             row[0]
@@ -475,6 +473,17 @@ def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
                 "SELECT DISTINCT source_name FROM quarantine ORDER BY 1"
             ).fetchall()
         ]
+    return rows, quarantined_files
+
+
+def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
+    from litmus.runs import not_ingested
+
+    rows: list[tuple] = []
+    quarantined_files: list[str] = []
+    if paths.duckdb_path.is_file():  # else nothing was ingested: only the landing folder speaks
+        rows, quarantined_files = _quarantined(paths, args.file)
     ignored = [
         (name, reason)
         for name, reason in not_ingested(paths)
