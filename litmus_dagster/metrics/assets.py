@@ -158,6 +158,9 @@ CREATE OR REPLACE TABLE metric_cis (
     ci_low DOUBLE,
     ci_high DOUBLE,
     n_valid_resamples BIGINT NOT NULL,
+    standard_error DOUBLE,                -- bootstrap SE, corrected for stratification
+    effective_n DOUBLE,                   -- cluster effective sample size of the Wilson interval
+    interval_method VARCHAR NOT NULL,     -- wilson_effective_n | percentile (docs/statistics.md)
     n_families BIGINT NOT NULL,
     n_resamples BIGINT NOT NULL,
     seed BIGINT NOT NULL,
@@ -204,7 +207,10 @@ class MetricCIConfig(dg.Config):
     group_name=METRICS_GROUP,
     pool=WAREHOUSE_POOL,
     kinds={"python", "duckdb"},
-    description="95% family-cluster bootstrap CIs (stratified by category) of every rate.",
+    description=(
+        "95% CIs of every rate: Wilson intervals on the family-cluster effective sample size "
+        "from a stratified family bootstrap (docs/statistics.md)."
+    ),
 )
 def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:

@@ -10,6 +10,7 @@ import pandas as pd
 
 import litmus.stats
 from litmus.alerts import (
+    assess_comparisons,
     deliver,
     find_regressions,
     record_delivery,
@@ -79,7 +80,10 @@ class ReleaseDriftConfig(dg.Config):
     ),
 )
 def release_drift(
-    context: dg.AssetExecutionContext, config: ReleaseDriftConfig, warehouse: LitmusWarehouse
+    context: dg.AssetExecutionContext,
+    config: ReleaseDriftConfig,
+    warehouse: LitmusWarehouse,
+    regression_policy: RegressionPolicy,
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         inputs = read_drift_inputs(con)
@@ -96,15 +100,23 @@ def release_drift(
         seed=config.seed,
         confidence=config.confidence,
     )
+    # The decisions (regression / underpowered / no regression, raw and adjusted p-values)
+    # are stored with the deltas, so the table shows what the check decided.
+    assessed = assess_comparisons(
+        result.comparisons,
+        threshold=regression_policy.resolved_threshold(),
+        metrics=regression_policy.metrics,
+        correction=regression_policy.resolved_correction(),
+    )
     with warehouse.connect() as con:
-        replace_release_drift(con, result.comparisons)
+        replace_release_drift(con, assessed)
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
 
     plots = write_drift_plots(
         warehouse.paths.exports, result.releases, result.comparisons, published_cis
     )
-    summary = drift_summary_lines(result.comparisons)
+    summary = drift_summary_lines(assessed)
     metadata: dict[str, dg.RawMetadataValue] = {
         "n_comparisons": dg.MetadataValue.int(
             int(
@@ -118,7 +130,7 @@ def release_drift(
             "\n".join(f"- {line}" for line in summary) or "no lineage has two published releases"
         ),
         "not_compared": dg.MetadataValue.json(result.skipped),
-        "deltas": dg.MetadataValue.md(_markdown(result.comparisons)),
+        "deltas": dg.MetadataValue.md(_markdown(assessed)),
     }
     for lineage, (path, png) in sorted(plots.items()):
         metadata[f"drift_plot {lineage}"] = dg.MetadataValue.md(
@@ -159,16 +171,22 @@ def _markdown(comparisons: pd.DataFrame) -> str:
     if comparisons.empty:
         return "no comparisons"
     lines = [
-        "| lineage | suite | from → to | metric | delta | 95% CI | significant |",
-        "|---|---|---|---|---|---|---|",
+        "| lineage | suite | from → to | metric | delta | 95% CI | MDE (80% power) | p | "
+        "adjusted p | decision |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def number(value: object, spec: str) -> str:
+        return "n/a" if pd.isna(value) else format(float(value), spec)
+
     for row in comparisons.itertuples(index=False):
-        delta = "n/a" if pd.isna(row.delta) else f"{row.delta:+.3f}"
         interval = "n/a" if pd.isna(row.ci_low) else f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
         lines.append(
             f"| {row.lineage_key} | {row.suite}@{row.suite_version} | "
-            f"{row.from_release} → {row.to_release} | {row.metric} | {delta} | {interval} | "
-            f"{'yes' if row.excludes_zero else 'no'} |"
+            f"{row.from_release} → {row.to_release} | {row.metric} | "
+            f"{number(row.delta, '+.3f')} | {interval} | {number(row.mde, '.3f')} | "
+            f"{number(row.p_value, '.3g')} | {number(row.p_adjusted, '.3g')} "
+            f"({row.correction}) | {row.decision} |"
         )
     return "\n".join(lines)
 
@@ -191,10 +209,16 @@ def no_significant_regression(
     alert_sinks: AlertSinks,
 ) -> dg.AssetCheckResult:
     threshold = regression_policy.resolved_threshold()
+    correction = regression_policy.resolved_correction()
     sinks = alert_sinks.sinks()  # a misconfigured sink fails here, before anything is recorded
     with warehouse.connect() as con:
         comparisons = con.sql("SELECT * FROM release_drift").df()
-    alerts = find_regressions(comparisons, threshold=threshold, metrics=regression_policy.metrics)
+    alerts = find_regressions(
+        comparisons,
+        threshold=threshold,
+        metrics=regression_policy.metrics,
+        correction=correction,
+    )
     now = datetime.now(UTC)
     with warehouse.connect() as con:
         new = record_new_alerts(con, alerts, now)
@@ -230,10 +254,25 @@ def no_significant_regression(
         description=(
             "; ".join(alert.summary() for alert in alerts)
             if alerts
-            else f"no release dropped by more than {threshold * 100:.1f} points with a CI below 0"
+            else f"no release dropped by more than {threshold * 100:.1f} points with a "
+            f"{correction}-adjusted significant drop"
         ),
         metadata={
             "threshold": dg.MetadataValue.float(threshold),
+            "correction": dg.MetadataValue.text(correction),
+            "underpowered": dg.MetadataValue.json(
+                [
+                    f"{row.lineage_key} {row.from_release} → {row.to_release} {row.metric}: "
+                    f"MDE {row.mde_adjusted * 100:.1f} pts > threshold"
+                    for row in assess_comparisons(
+                        comparisons,
+                        threshold=threshold,
+                        metrics=regression_policy.metrics,
+                        correction=correction,
+                    ).itertuples(index=False)
+                    if row.decision == "underpowered"
+                ]
+            ),
             "watched_metrics": dg.MetadataValue.json(list(regression_policy.metrics)),
             "regressions": dg.MetadataValue.json(
                 [
