@@ -202,7 +202,8 @@ def validate_policy(
         )
     if correction not in CORRECTIONS:
         raise ValueError(
-            f"unknown multiple-comparison correction {correction!r}; choose from {list(CORRECTIONS)}"
+            f"unknown multiple-comparison correction {correction!r}; "
+            f"choose from {list(CORRECTIONS)}"
         )
 
 

@@ -391,7 +391,8 @@ def drift_summary_lines(
             record = row.iloc[0]
             delta, low, high = (float(record[c]) for c in ("delta", "ci_low", "ci_high"))
             marker = "*" if bool(record["excludes_zero"]) else ""
-            cell = f"{METRIC_LABELS[metric]} {points(delta)}{marker} [{points(low)}, {points(high)}]"
+            interval = f"[{points(low)}, {points(high)}]"
+            cell = f"{METRIC_LABELS[metric]} {points(delta)}{marker} {interval}"
             if "mde" in record and pd.notna(record["mde"]):
                 cell += f" MDE {abs(float(record['mde'])) * 100:.1f} pts"
             decision = record.get("decision")

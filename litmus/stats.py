@@ -399,9 +399,7 @@ def t_quantile(probability: float, df: int | np.ndarray) -> np.ndarray:
     return np.asarray(scipy_stats.t.ppf(probability, df), dtype=float)
 
 
-def wilson_interval(
-    estimate: np.ndarray, n: np.ndarray, z: float
-) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval(estimate: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of a proportion ``estimate`` observed on ``n`` (effective)
     observations; never zero width for finite ``n``; NaN where the estimate is NaN."""
     p, n = np.broadcast_arrays(np.asarray(estimate, float), np.asarray(n, float))
@@ -460,10 +458,7 @@ def _proportion_inputs(counts: FamilyCounts, names: Sequence[str]) -> tuple[np.n
     per_family = metric_denominators(counts.counts)
     totals = np.array([float(pooled.get(name, np.nan)) for name in names])
     families = np.array(
-        [
-            float((per_family[name] > 0).sum()) if name in per_family else np.nan
-            for name in names
-        ]
+        [float((per_family[name] > 0).sum()) if name in per_family else np.nan for name in names]
     )
     return totals, families
 
@@ -520,7 +515,9 @@ def bootstrap_cis(
             ],
             "effective_n": [
                 _nullable(value) if ok and prop else None
-                for value, ok, prop in zip(wilson.effective_n, available, is_proportion, strict=True)
+                for value, ok, prop in zip(
+                    wilson.effective_n, available, is_proportion, strict=True
+                )
             ],
             "interval_method": [
                 WILSON_EFFECTIVE_N if prop else PERCENTILE for prop in is_proportion

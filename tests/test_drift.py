@@ -359,13 +359,9 @@ def test_a_true_regression_on_many_families_is_a_regression_after_holm() -> None
 def test_holm_and_benjamini_hochberg_adjust_as_published() -> None:
     p = np.array([0.01, 0.04, 0.03, np.nan, 0.005])
     # Holm: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1, made monotone
-    assert np.allclose(
-        adjust_p_values(p, "holm"), [0.03, 0.06, 0.06, np.nan, 0.02], equal_nan=True
-    )
+    assert np.allclose(adjust_p_values(p, "holm"), [0.03, 0.06, 0.06, np.nan, 0.02], equal_nan=True)
     # BH: sorted times 4/1, 4/2, 4/3, 4/4, made monotone from the top
-    assert np.allclose(
-        adjust_p_values(p, "bh"), [0.02, 0.04, 0.04, np.nan, 0.02], equal_nan=True
-    )
+    assert np.allclose(adjust_p_values(p, "bh"), [0.02, 0.04, 0.04, np.nan, 0.02], equal_nan=True)
     assert np.allclose(adjust_p_values(p, "none"), p, equal_nan=True)
     with pytest.raises(ValueError, match="unknown multiple-comparison correction"):
         assess_comparisons(pd.DataFrame(), correction="bonferonni")

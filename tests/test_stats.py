@@ -212,7 +212,7 @@ def test_a_metric_the_suite_lacks_has_no_estimate_and_no_interval() -> None:
     assert by_metric.loc["safety_hs", "estimate"] == 0.75
 
 
-def test_paired_bootstrap_of_a_configuration_against_itself_is_zero_without_false_certainty() -> None:
+def test_paired_bootstrap_of_a_configuration_against_itself_claims_no_false_certainty() -> None:
     counts = family_counts_from_frames(varied_counts())
     paired = paired_bootstrap_difference(counts, counts, n_resamples=300).set_index("metric")
     defined = paired["difference"].notna()

@@ -6,7 +6,7 @@ such as the Slack token is never part of the resource configuration the UI shows
 | field | environment variable | default |
 |---|---|---|
 | ``RegressionPolicy.threshold`` | ``LITMUS_REGRESSION_THRESHOLD`` | 0.02 (2 points) |
-| ``RegressionPolicy.correction`` | ``LITMUS_REGRESSION_CORRECTION`` | ``holm`` (or ``bh``, ``none``) |
+| ``RegressionPolicy.correction`` | ``LITMUS_REGRESSION_CORRECTION`` | ``holm`` (or ``bh``) |
 | ``AlertSinks.webhook_url`` | ``LITMUS_ALERT_WEBHOOK_URL`` | no webhook |
 | ``AlertSinks.slack_token`` | ``LITMUS_SLACK_TOKEN`` | no Slack |
 | ``AlertSinks.slack_channel`` | ``LITMUS_SLACK_CHANNEL`` | required with a token |
