@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from litmus.fingerprint import configuration_fingerprints
+from litmus.warehouse import table_exists
+from litmus.spotcheck import CORRECTED_COLUMNS, labeling_withheld
 from litmus.stats import RATE_METRICS
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
@@ -30,9 +32,23 @@ SIGNIFICANCE_COLUMNS: tuple[str, ...] = ("ci_overlaps_next", "rank_not_significa
 CI_COLUMNS: tuple[str, ...] = tuple(
     f"{rate}_ci_{bound}" for rate in PUBLISHED_RATES for bound in ("low", "high")
 )
+# The measured labeling error (litmus.spotcheck): agreement of the decided spot-checks with
+# the rule labels, and the headline rates corrected for it.
+LABELING_COLUMNS: tuple[str, ...] = (
+    "spot_checks_decided",
+    "labeling_agreement",
+    "labeling_agreement_ci_low",
+    "labeling_agreement_ci_high",
+    *CORRECTED_COLUMNS,
+)
 # Everything that must be blank for a withheld configuration.
 WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
-    RANK_COLUMNS + SIGNIFICANCE_COLUMNS + PUBLISHED_RATES + CI_COLUMNS + PUBLISHED_COUNTS
+    RANK_COLUMNS
+    + SIGNIFICANCE_COLUMNS
+    + PUBLISHED_RATES
+    + CI_COLUMNS
+    + PUBLISHED_COUNTS
+    + LABELING_COLUMNS
 )
 IDENTITY_COLUMNS: tuple[str, ...] = (
     "row_kind",
@@ -50,7 +66,8 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     + PUBLISHED_RATES
     + CI_COLUMNS
     + PUBLISHED_COUNTS
-    + ("withheld_reasons",)
+    + LABELING_COLUMNS
+    + ("labeling_note", "withheld_reasons")
 )
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
 
@@ -140,6 +157,7 @@ def build_leaderboard(
     control_metrics: pd.DataFrame,
     metric_cis: pd.DataFrame | None = None,
     withheld: Mapping[str, Sequence[str]] | None = None,
+    labeling: pd.DataFrame | None = None,
 ) -> Leaderboard:
     """Rank the publishable configurations and list the withheld ones and the controls.
 
@@ -156,6 +174,9 @@ def build_leaderboard(
     for column in CI_COLUMNS:
         if column not in metrics:
             metrics[column] = np.nan
+    if labeling is not None and not labeling.empty:
+        wanted = [c for c in (*LABELING_COLUMNS, "labeling_note") if c in labeling.columns]
+        metrics = metrics.join(labeling.set_index("partition_key")[wanted], how="left")
 
     is_withheld = metrics["partition_key"].isin(list(withheld))
     published = metrics[~is_withheld].assign(
@@ -184,8 +205,11 @@ def build_leaderboard(
         rows[column] = rows[column].astype("boolean")
     for column in PUBLISHED_RATES + CI_COLUMNS:
         rows[column] = rows[column].astype("float64")
-    for column in PUBLISHED_COUNTS:
+    for column in PUBLISHED_COUNTS + ("spot_checks_decided",):
         rows[column] = pd.to_numeric(rows[column]).astype("Int64")
+    for column in LABELING_COLUMNS[1:]:
+        rows[column] = pd.to_numeric(rows[column]).astype("float64")
+    rows["labeling_note"] = rows["labeling_note"].astype("string")
     rows["fingerprint"] = rows["fingerprint"].astype("string")
     return Leaderboard(rows=rows, withheld_reasons=withheld)
 
@@ -204,7 +228,12 @@ def leaderboard_from_warehouse(con: duckdb.DuckDBPyConnection) -> Leaderboard:
     configuration_metrics["fingerprint"] = [
         fingerprints.get(key) for key in configuration_metrics["partition_key"]
     ]
-    return build_leaderboard(configuration_metrics, control_metrics, cis, withheld)
+    labeling = (
+        con.sql("SELECT * FROM labeling_agreement").df()
+        if table_exists(con, "labeling_agreement")
+        else None
+    )
+    return build_leaderboard(configuration_metrics, control_metrics, cis, withheld, labeling)
 
 
 def _withheld_rows(metrics: pd.DataFrame, withheld: Mapping[str, list[str]]) -> pd.DataFrame:
@@ -301,6 +330,8 @@ DISPLAY_HEADERS = (
     "Rank shift",
     "Benign-refusal contamination",
     "Sandbox-masked",
+    "Labeling agreement [95% CI] (n checked)",
+    "Boundary score, label-corrected [95% CI]",
     "Fingerprint",
     "vs next",
     "Status",
@@ -331,10 +362,19 @@ def _display_cells(row: pd.Series) -> list[str]:
         _shift(row["rank_shift"]),
         _number(row["benign_refusal_contamination"]),
         _integer(row["sandbox_masked"]),
+        _labeling(row),
+        _with_ci(row, "corrected_boundary_score"),
         _short_fingerprint(row["fingerprint"]),
         "≈" if row["ci_overlaps_next"] is True else "",
         "reference control" if row["row_kind"] == "control" else "published",
     ]
+
+
+def _labeling(row: pd.Series) -> str:
+    decided = row.get("spot_checks_decided")
+    if decided is None or pd.isna(decided) or not int(decided):
+        return "not measured" if row["row_kind"] == "configuration" else "—"
+    return f"{_with_ci(row, 'labeling_agreement')} (n={int(decided)})"
 
 
 def _short_fingerprint(value: object) -> str:
@@ -348,8 +388,12 @@ LEGEND = (
     "row's, so their order is not significant. n/a: not available (empty denominator or a "
     "split the suite lacks). Fingerprint: hash of the run inputs (suite, configuration, judges, "
     "raw files) and labeler versions; equal fingerprints mean the same inputs scored the same "
-    "way. Withheld configurations failed a publication gate; none of their numbers are "
-    "published."
+    "way. Labeling agreement: share of the decided blind spot-checks (a random stratified sample "
+    "of rule-decided trajectories) whose human verdict equals the rule label; the label-"
+    "corrected boundary score corrects both of its rates for the measured labeling error, and "
+    "its interval carries both uncertainties (docs/statistics.md). Withheld configurations "
+    "failed a publication gate or their measured labeling disagreement exceeds the bound; "
+    "none of their numbers are published."
 )
 
 
@@ -428,8 +472,18 @@ def withheld_from_gates(
 
     Once the table exists, a configuration in ``partition_keys`` without any gate row is
     withheld too (fail closed: unchecked is not passed). Without the table (no gates wired
-    yet) nothing is withheld.
+    yet) nothing is withheld by the gates. Either way a configuration whose measured labeling
+    disagreement exceeds its bound (``litmus.spotcheck``) is withheld with that reason.
     """
+    reasons = _gate_reasons(con, partition_keys)
+    for partition_key, reason in labeling_withheld(con).items():
+        reasons.setdefault(partition_key, []).append(reason)
+    return reasons
+
+
+def _gate_reasons(
+    con: duckdb.DuckDBPyConnection, partition_keys: Sequence[str]
+) -> dict[str, list[str]]:
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_schema = 'main' AND table_name = 'publication_gates'"

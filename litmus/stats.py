@@ -20,7 +20,9 @@ the figures are in ``docs/statistics.md``):
   agrees, e.g. a rate of exactly 0 or 1) the bootstrap says nothing about the spread, and
   each contributing family counts as ONE observation (``n_eff`` = families with a non-empty
   denominator): the interval never collapses to a point. Percentile intervals did collapse
-  there (``1.000 [1.000, 1.000]``) and under-covered near 0 and 1.
+  there (``1.000 [1.000, 1.000]``) and under-covered near 0 and 1. With at most three
+  effective events (or non-events) the bound on that side is the exact Poisson one (Brown,
+  Cai & DasGupta's modified Wilson interval).
 - ``register_disparity`` (a max − min of refusal rates, not a proportion) keeps the
   percentile interval.
 - a paired difference gets ``delta ± t_df · se_paired`` from the paired resamples; when the
@@ -437,15 +439,37 @@ def wilson_effective_n_intervals(
     spread = p * (1 - p)
     informative = (se > 0) & (spread > 0)
     floor = np.maximum(np.asarray(contributing_families, dtype=float), 1.0)
-    ceiling = np.maximum(np.asarray(denominator_total, dtype=float), floor)
     with np.errstate(invalid="ignore", divide="ignore"):
         from_bootstrap = np.where(informative, spread / np.where(se > 0, se, 1.0) ** 2, floor)
-    n_eff = np.clip(from_bootstrap, 1.0, ceiling)
+    # No cap at the trajectory count: stratifying by category can make a cluster sample
+    # more informative than a simple random sample of the same size.
+    n_eff = np.maximum(from_bootstrap, 1.0)
     z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
     t = float(t_quantile(0.5 + confidence / 2, degrees_of_freedom(n_families, n_strata)))
     n_eff = n_eff * (z / t) ** 2
     low, high = wilson_interval(p, n_eff, z)
+    low, high = _rare_event_bounds(p, n_eff, low, high, 1.0 - confidence)
     return ProportionIntervals(low=low, high=high, standard_error=se, effective_n=n_eff)
+
+
+RARE_EVENTS = 3.0
+
+
+def _rare_event_bounds(
+    p: np.ndarray, n_eff: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Brown, Cai & DasGupta's modified Wilson interval: with at most three (effective)
+    events the Wilson lower bound is too high, so it is lowered to the exact Poisson bound
+    ½·χ²(α/2; 2x)/n; likewise the upper bound with at most three non-events."""
+    events, non_events = p * n_eff, (1 - p) * n_eff
+    with np.errstate(invalid="ignore"):
+        rare = (events > 0) & (events <= RARE_EVENTS) & (p < 0.5)
+        poisson_low = scipy_stats.chi2.ppf(alpha / 2, 2 * np.where(rare, events, 1.0)) / 2
+        low = np.where(rare, np.minimum(low, poisson_low / n_eff), low)
+        rare = (non_events > 0) & (non_events <= RARE_EVENTS) & (p > 0.5)
+        poisson_high = scipy_stats.chi2.ppf(alpha / 2, 2 * np.where(rare, non_events, 1.0)) / 2
+        high = np.where(rare, np.maximum(high, 1 - poisson_high / n_eff), high)
+    return low, high
 
 
 def _n_strata(counts: FamilyCounts) -> int:

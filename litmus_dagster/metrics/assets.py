@@ -237,7 +237,14 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
 
 @dg.asset(
     # metric_rate_gates: the rates gate records its verdicts before the leaderboard reads them
-    deps=[metric_cis, CONFIGURATION_METRICS, CONTROL_METRICS, "metric_rate_gates"],
+    # labeling_agreement: the measured labeling error can withhold a configuration
+    deps=[
+        metric_cis,
+        CONFIGURATION_METRICS,
+        CONTROL_METRICS,
+        "metric_rate_gates",
+        "labeling_agreement",
+    ],
     group_name=METRICS_GROUP,
     pool=WAREHOUSE_POOL,
     kinds={"python", "duckdb"},
