@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from litmus.fingerprint import configuration_fingerprints
-from litmus.warehouse import table_exists
 from litmus.spotcheck import CORRECTED_COLUMNS, labeling_withheld
 from litmus.stats import RATE_METRICS
+from litmus.warehouse import table_exists
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
 # interval to. Each gets `<metric>_ci_low/_ci_high`.
@@ -205,7 +205,7 @@ def build_leaderboard(
         rows[column] = rows[column].astype("boolean")
     for column in PUBLISHED_RATES + CI_COLUMNS:
         rows[column] = rows[column].astype("float64")
-    for column in PUBLISHED_COUNTS + ("spot_checks_decided",):
+    for column in (*PUBLISHED_COUNTS, "spot_checks_decided"):
         rows[column] = pd.to_numeric(rows[column]).astype("Int64")
     for column in LABELING_COLUMNS[1:]:
         rows[column] = pd.to_numeric(rows[column]).astype("float64")

@@ -30,6 +30,7 @@ sample never blocks publication. What they produce, per configuration:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 from dataclasses import dataclass
@@ -233,9 +234,7 @@ def _z(confidence: float) -> float:
     return float(scipy_stats.norm.ppf(0.5 + confidence / 2))
 
 
-def _wilson_from_se(
-    estimate: float, se: float, fallback_n: float, z: float
-) -> tuple[float, float]:
+def _wilson_from_se(estimate: float, se: float, fallback_n: float, z: float) -> tuple[float, float]:
     """Wilson interval on the effective n = p(1 − p) / se² (``fallback_n`` when that is
     undefined: p at 0 or 1, or no spread)."""
     spread = estimate * (1 - estimate)
@@ -359,7 +358,7 @@ def _corrected_rates(
     z: float,
 ) -> dict[str, object]:
     out: dict[str, object] = {}
-    corrected: dict[str, tuple[float, float]] = {}  # metric → (value, se)
+    corrected: dict[str, tuple[float, float, float]] = {}  # metric → (value, se, n_eff)
     for metric, (harm_class, splits, positive) in CORRECTED_METRICS.items():
         scoped = rows[(rows["split"].isin(splits)) & (rows["request_harm_class"] == harm_class)]
         if harm_class == "harmful":
@@ -396,7 +395,7 @@ def _corrected_rates(
         counts = {k: float(by_rule.get(k, 0.0)) for k in negatives}
         weight = sum(counts.values())
         q_negative = sum(negatives[k] * counts[k] for k in negatives) / weight if weight else 0.0
-        observed_estimate, observed_se, observed_n = observed.get(metric, (None, None, None))
+        _, observed_se, observed_n = observed.get(metric, (None, None, None))
         sampling_se = abs(q_positive - q_negative) * float(observed_se or 0.0)
         se = math.sqrt(label_variance + sampling_se**2)
         low, high = _wilson_from_se(estimate, se, float(observed_n or 1.0), z)
@@ -458,3 +457,53 @@ def spot_check_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
     if not table_exists(con, "spot_check_sample"):
         return set()
     return {row[0] for row in con.execute("SELECT trajectory_id FROM spot_check_sample").fetchall()}
+
+
+# --------------------------------------------------------------------------- simulated auditor
+
+SIMULATED_AUDITOR = "simulated-auditor"
+
+
+def simulated_auditor_verdicts(
+    queue_rows: list[dict[str, object]],
+    truth: dict[tuple[str, str, int], str],
+    *,
+    error_rate: float,
+    seed: int = DEFAULT_SEED,
+) -> tuple[list[dict[str, object]], int]:
+    """Fill in the spot-check rows of an exported queue as a person who knows the truth and
+    errs on ``error_rate`` of them (a reproducible, hash-chosen share) would; other rows stay
+    blank. Returns the rows and how many were decided. For demos and tests: the truth comes
+    from the sample generator (``litmus.sample.true_labels``)."""
+    if not 0.0 <= error_rate <= 1.0:
+        raise ValueError(f"error rate must be in [0, 1], got {error_rate}")
+    from litmus.audit import VERDICTS_BY_HARM_CLASS
+
+    decided = 0
+    filled = []
+    for row in queue_rows:
+        row = dict(row)
+        if row.get("queue") == SPOT_CHECK:
+            key = (str(row["run_id"]), str(row["instance_id"]), int(str(row["epoch"])))
+            if key not in truth:
+                raise LookupError(
+                    f"trajectory {row['trajectory_id']} ({key}) is not in the sample the "
+                    "simulated auditor knows; was it generated with another seed or size?"
+                )
+            verdict = truth[key]
+            digest = hashlib.sha256(f"{seed}:{row['trajectory_id']}".encode()).digest()
+            if int.from_bytes(digest[:8], "big") / 2**64 < error_rate:
+                others = [
+                    v
+                    for v in VERDICTS_BY_HARM_CLASS[str(row["request_harm_class"])]
+                    if v != verdict
+                ]
+                verdict = others[digest[8] % len(others)]
+            row.update(
+                verdict=verdict,
+                auditor=SIMULATED_AUDITOR,
+                reason=f"simulated auditor (error rate {error_rate:g})",
+            )
+            decided += 1
+        filled.append(row)
+    return filled, decided

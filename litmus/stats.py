@@ -409,7 +409,10 @@ def wilson_interval(estimate: np.ndarray, n: np.ndarray, z: float) -> tuple[np.n
     with np.errstate(invalid="ignore", divide="ignore"):
         centre = (p + z2 / (2 * n)) / (1 + z2 / n)
         half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    # Rounding must never put the estimate outside its own interval (p = 1: 1 − 1e-16).
+    low = np.clip(np.fmin(centre - half, p), 0.0, 1.0)
+    high = np.clip(np.fmax(centre + half, p), 0.0, 1.0)
+    return low, high
 
 
 @dataclass(frozen=True)

@@ -83,9 +83,7 @@ def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         frame = compute_labeling_agreement(con, policy)
         replace_labeling_agreement(con, frame)
-    shown = frame[
-        ["partition_key", "spot_checks_decided", "labeling_agreement", "labeling_status"]
-    ]
+    shown = frame[["partition_key", "spot_checks_decided", "labeling_agreement", "labeling_status"]]
     return dg.MaterializeResult(
         metadata={
             "configurations": len(frame),
