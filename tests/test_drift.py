@@ -22,6 +22,7 @@ from litmus.drift import (
     replace_release_drift,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.plugin_deltas import compute_plugin_deltas, plugin_delta_lines, plugin_delta_plot_png
 from litmus.stats import family_counts_from_frames, paired_bootstrap_difference
 from litmus.warehouse import connect
 
@@ -365,3 +366,58 @@ def test_holm_and_benjamini_hochberg_adjust_as_published() -> None:
     assert np.allclose(adjust_p_values(p, "none"), p, equal_nan=True)
     with pytest.raises(ValueError, match="unknown multiple-comparison correction"):
         assess_comparisons(pd.DataFrame(), correction="bonferonni")
+
+
+def identity(partition_key: str, plugin: str, *, model: str = "aurora") -> dict[str, object]:
+    return {
+        "partition_key": partition_key,
+        "config_key": f"{model}@2026-09-01/react@2.3/{plugin}",
+        "model": model,
+        "model_release": "2026-09-01",
+        "harness": "react",
+        "harness_version": "2.3",
+        "plugin": plugin,
+        "suite": "s",
+        "suite_version": "1",
+    }
+
+
+def test_configurations_differing_only_in_plugin_get_paired_deltas_against_bare() -> None:
+    configurations = pd.DataFrame(
+        [
+            identity("bare", "bare"),
+            identity("aligner", "aligner"),  # safer on CM, a little less useful on HB
+            identity("other-model", "aligner", model="bastion"),  # no bare sibling: no pair
+        ]
+    )
+    counts = pd.concat(
+        [
+            release_counts("bare", cm_drop=16),
+            release_counts("aligner", hb_drop=6),
+            release_counts("other-model"),
+        ],
+        ignore_index=True,
+    )
+    deltas, skipped = compute_plugin_deltas(configurations, counts, n_resamples=300)
+    assert skipped == []
+    assert set(deltas["plugin"]) == {"aligner"} and set(deltas["baseline_plugin"]) == {"bare"}
+    table = deltas.set_index("metric")
+    assert table.index.tolist() == list(DRIFT_METRICS)
+    # aligner − bare: CM safety +32/160 (bare lost 2 safe of 4 on 16 families), HB −12/160
+    assert table.loc["cm_safety", "delta"] == pytest.approx(32 / 160)
+    assert table.loc["hb_utility", "delta"] == pytest.approx(-12 / 160)
+    assert table.loc["cm_safety", "ci_low"] > 0 and table.loc["cm_safety", "excludes_zero"]
+    expected = paired_bootstrap_difference(
+        family_counts_from_frames(release_counts("aligner", hb_drop=6)),
+        family_counts_from_frames(release_counts("bare", cm_drop=16)),
+        n_resamples=300,
+        metrics=DRIFT_METRICS,
+    ).set_index("metric")
+    assert np.allclose(table["ci_low"], expected["ci_low"])
+    assert (table["mde"] > 0).all()
+    assert "aligner − bare" in plugin_delta_lines(deltas)[0]
+    png = plugin_delta_plot_png(deltas)
+    assert png.startswith(b"\x89PNG") and png == plugin_delta_plot_png(deltas)
+    # withheld configurations are not compared
+    none, _ = compute_plugin_deltas(configurations, counts, withheld={"bare"}, n_resamples=50)
+    assert none.empty

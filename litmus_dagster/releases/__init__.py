@@ -2,12 +2,16 @@
 
 from typing import Any
 
-from litmus_dagster.releases.assets import no_significant_regression, release_drift
+from litmus_dagster.releases.assets import (
+    no_significant_regression,
+    plugin_deltas,
+    release_drift,
+)
 from litmus_dagster.releases.jobs import land_and_score_job, publish_job, rescore_job
 from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
 from litmus_dagster.releases.sensors import landing_sensor, publish_sensor, rescore_schedule
 
-release_assets: list[Any] = [release_drift]
+release_assets: list[Any] = [release_drift, plugin_deltas]
 release_checks: list[Any] = [no_significant_regression]
 release_sensors: list[Any] = [landing_sensor, publish_sensor]
 release_schedules: list[Any] = [rescore_schedule]

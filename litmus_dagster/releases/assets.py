@@ -26,7 +26,14 @@ from litmus.drift import (
     replace_release_drift,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
-from litmus.leaderboard import png_data_uri
+from litmus.leaderboard import png_data_uri, withheld_from_gates
+from litmus.plugin_deltas import (
+    compute_plugin_deltas,
+    plugin_delta_lines,
+    plugin_delta_plot_png,
+    read_configurations,
+    replace_plugin_deltas,
+)
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from litmus_dagster.metrics.assets import DBT_PROJECT_DIR, FAMILY_SPLIT_COUNTS, leaderboard
 from litmus_dagster.partitions import WAREHOUSE_POOL
@@ -137,6 +144,62 @@ def release_drift(
             f"![release drift of {lineage}]({png_data_uri(png)})"
         )
         metadata[f"drift_plot_path {lineage}"] = dg.MetadataValue.path(os.fspath(path))
+    return dg.MaterializeResult(metadata=metadata)
+
+
+PLUGIN_DELTA_PLOT = "plugin_deltas.png"
+
+
+@dg.asset(
+    deps=[FAMILY_SPLIT_COUNTS, CONFIGURATION_IDENTITIES, leaderboard],
+    group_name=RELEASES_GROUP,
+    code_version=RELEASE_DRIFT_CODE_VERSION,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "Configurations that differ only in plug-in (same model, release, harness and suite): "
+        "paired family-bootstrap deltas of CM safety, HB utility, Safety, Utility and boundary "
+        "score against the baseline plug-in, with the minimum detectable effect; a forest plot."
+    ),
+)
+def plugin_deltas(
+    context: dg.AssetExecutionContext, config: ReleaseDriftConfig, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        configurations = read_configurations(con)
+        split_counts = con.sql("SELECT * FROM family_split_counts").df()
+        withheld = withheld_from_gates(con, configurations["partition_key"].tolist())
+    deltas, skipped = compute_plugin_deltas(
+        configurations,
+        split_counts,
+        withheld=withheld,
+        n_resamples=config.n_resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    with warehouse.connect() as con:
+        replace_plugin_deltas(con, deltas)
+    for reason in skipped:
+        context.log.info(f"plug-ins not compared: {reason}")
+    path = warehouse.paths.exports / PLUGIN_DELTA_PLOT
+    metadata: dict[str, dg.RawMetadataValue] = {
+        "n_compared": dg.MetadataValue.int(
+            int(deltas[["partition_key"]].drop_duplicates().shape[0])
+        ),
+        "summary": dg.MetadataValue.md(
+            "\n".join(f"- {line}" for line in plugin_delta_lines(deltas))
+            or "no two published configurations differ only in plug-in"
+        ),
+        "not_compared": dg.MetadataValue.json(skipped),
+    }
+    if deltas.empty:
+        path.unlink(missing_ok=True)
+    else:
+        warehouse.paths.exports.mkdir(parents=True, exist_ok=True)
+        png = plugin_delta_plot_png(deltas)
+        path.write_bytes(png)
+        metadata["plot"] = dg.MetadataValue.md(f"![plug-in deltas]({png_data_uri(png)})")
+        metadata["plot_path"] = dg.MetadataValue.path(os.fspath(path))
     return dg.MaterializeResult(metadata=metadata)
 
 
