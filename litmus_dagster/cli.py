@@ -161,7 +161,13 @@ def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
     stage_sample(paths, manifest)
     _say(f"sample: {manifest.n_trajectories} trajectories, {len(manifest.run_paths)} run files")
     args.rescore_all = False
-    return cmd_run(args, paths)
+    status = cmd_run(args, paths)
+    if status == 0 and not args.no_spot_checks:
+        from litmus_dagster.audit.cli import demo_spot_check_round
+
+        demo_spot_check_round(paths)
+        status = cmd_run(args, paths)
+    return status
 
 
 def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -265,6 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample")
     demo.add_argument("--keep", action="store_true", help="do not reset the state folder first")
+    demo.add_argument(
+        "--no-spot-checks",
+        action="store_true",
+        help="skip the simulated auditor's spot-check round (export → decide → load → publish)",
+    )
     demo.set_defaults(handler=cmd_demo)
 
     run = commands.add_parser("run", help="ingest landed files, label, publish")

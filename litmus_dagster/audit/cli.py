@@ -132,6 +132,30 @@ def cmd_simulate(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
+DEMO_AUDITOR_ERROR_RATE = 0.02
+
+
+def demo_spot_check_round(paths: LitmusPaths) -> None:
+    """The demo's spot-check round trip: export the queue with this publication's spot-checks,
+    let a simulated auditor who knows the sample's truth decide them (erring on 2%), and load
+    the verdicts; the caller publishes again, which measures the labeling error."""
+    queue = paths.audit / "audit_queue.csv"
+    decided = paths.audit / "spot_checks_decided.csv"
+    _say("spot-checks: exporting the audit queue with this publication's sample")
+    cmd_export(argparse.Namespace(out=str(queue), format="csv", configuration=None), paths)
+    cmd_simulate(
+        argparse.Namespace(
+            queue=str(queue),
+            out=str(decided),
+            error_rate=DEMO_AUDITOR_ERROR_RATE,
+            sample_seed=None,
+            sample_families=None,
+        ),
+        paths,
+    )
+    cmd_load(argparse.Namespace(file=str(decided), dry_run=False), paths)
+
+
 def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.audit import verdict_history
     from litmus.warehouse import connect
