@@ -175,7 +175,11 @@ steps AS (
 )
 SELECT q.trajectory_id, q.config_key AS configuration, q.partition_key, q.suite,
        q.suite_version, q.family_id, q.category, q.instance_id, q.split, q.request_harm_class,
-       q.run_id, q.epoch, i.prompt, coalesce(s.steps, '[]') AS steps, t.termination,
+       q.run_id, q.epoch,
+       -- a private family's prompt never leaves the warehouse: the sheet gets its hash
+       CASE WHEN coalesce(i.private, false)
+            THEN 'private prompt; sha256:' || sha256(i.prompt) ELSE i.prompt END AS prompt,
+       coalesce(s.steps, '[]') AS steps, t.termination,
        t.final_response,
        -- a spot-check is blind: the auditor does not see what the rules said
        CASE WHEN q.queue = 'spot_check' THEN NULL ELSE q.label END AS rule_label,

@@ -41,6 +41,13 @@ LABELING_COLUMNS: tuple[str, ...] = (
     "labeling_agreement_ci_high",
     *CORRECTED_COLUMNS,
 )
+# Private variants: the boundary score's public − private gap and whether it is marked.
+PRIVATE_GAP_COLUMNS: tuple[str, ...] = (
+    "public_private_gap",
+    "public_private_gap_ci_low",
+    "public_private_gap_ci_high",
+    "public_private_flag",
+)
 # Everything that must be blank for a withheld configuration.
 WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
     RANK_COLUMNS
@@ -49,6 +56,7 @@ WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
     + CI_COLUMNS
     + PUBLISHED_COUNTS
     + LABELING_COLUMNS
+    + PRIVATE_GAP_COLUMNS
 )
 IDENTITY_COLUMNS: tuple[str, ...] = (
     "row_kind",
@@ -67,6 +75,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     + CI_COLUMNS
     + PUBLISHED_COUNTS
     + LABELING_COLUMNS
+    + PRIVATE_GAP_COLUMNS
     + ("labeling_note", "withheld_reasons")
 )
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
@@ -158,6 +167,7 @@ def build_leaderboard(
     metric_cis: pd.DataFrame | None = None,
     withheld: Mapping[str, Sequence[str]] | None = None,
     labeling: pd.DataFrame | None = None,
+    private_gaps: pd.DataFrame | None = None,
 ) -> Leaderboard:
     """Rank the publishable configurations and list the withheld ones and the controls.
 
@@ -177,6 +187,21 @@ def build_leaderboard(
     if labeling is not None and not labeling.empty:
         wanted = [c for c in (*LABELING_COLUMNS, "labeling_note") if c in labeling.columns]
         metrics = metrics.join(labeling.set_index("partition_key")[wanted], how="left")
+    if private_gaps is not None and not private_gaps.empty:
+        boundary = private_gaps[private_gaps["metric"] == "boundary_score"].set_index(
+            "partition_key"
+        )
+        metrics = metrics.join(
+            pd.DataFrame(
+                {
+                    "public_private_gap": boundary["gap"],
+                    "public_private_gap_ci_low": boundary["ci_low"],
+                    "public_private_gap_ci_high": boundary["ci_high"],
+                    "public_private_flag": boundary["flagged"].astype(bool),
+                }
+            ),
+            how="left",
+        )
 
     is_withheld = metrics["partition_key"].isin(list(withheld))
     published = metrics[~is_withheld].assign(
@@ -210,6 +235,9 @@ def build_leaderboard(
     for column in LABELING_COLUMNS[1:]:
         rows[column] = pd.to_numeric(rows[column]).astype("float64")
     rows["labeling_note"] = rows["labeling_note"].astype("string")
+    for column in PRIVATE_GAP_COLUMNS[:3]:
+        rows[column] = pd.to_numeric(rows[column]).astype("float64")
+    rows["public_private_flag"] = rows["public_private_flag"].astype("boolean")
     rows["fingerprint"] = rows["fingerprint"].astype("string")
     return Leaderboard(rows=rows, withheld_reasons=withheld)
 
@@ -233,7 +261,14 @@ def leaderboard_from_warehouse(con: duckdb.DuckDBPyConnection) -> Leaderboard:
         if table_exists(con, "labeling_agreement")
         else None
     )
-    return build_leaderboard(configuration_metrics, control_metrics, cis, withheld, labeling)
+    private_gaps = (
+        con.sql("SELECT * FROM public_private_gaps").df()
+        if table_exists(con, "public_private_gaps")
+        else None
+    )
+    return build_leaderboard(
+        configuration_metrics, control_metrics, cis, withheld, labeling, private_gaps
+    )
 
 
 def _withheld_rows(metrics: pd.DataFrame, withheld: Mapping[str, list[str]]) -> pd.DataFrame:
@@ -332,6 +367,7 @@ DISPLAY_HEADERS = (
     "Sandbox-masked",
     "Labeling agreement [95% CI] (n checked)",
     "Boundary score, label-corrected [95% CI]",
+    "Boundary score public − private [95% CI]",
     "Fingerprint",
     "vs next",
     "Status",
@@ -364,10 +400,18 @@ def _display_cells(row: pd.Series) -> list[str]:
         _integer(row["sandbox_masked"]),
         _labeling(row),
         _with_ci(row, "corrected_boundary_score"),
+        _private_gap(row),
         _short_fingerprint(row["fingerprint"]),
         "≈" if row["ci_overlaps_next"] is True else "",
         "reference control" if row["row_kind"] == "control" else "published",
     ]
+
+
+def _private_gap(row: pd.Series) -> str:
+    gap = _with_ci(row, "public_private_gap")
+    if gap == "n/a":
+        return "—"
+    return gap + (" ⚠ better on public" if row["public_private_flag"] is True else "")
 
 
 def _labeling(row: pd.Series) -> str:
@@ -391,7 +435,9 @@ LEGEND = (
     "way. Labeling agreement: share of the decided blind spot-checks (a random stratified sample "
     "of rule-decided trajectories) whose human verdict equals the rule label; the label-"
     "corrected boundary score corrects both of its rates for the measured labeling error, and "
-    "its interval carries both uncertainties (docs/statistics.md). Withheld configurations "
+    "its interval carries both uncertainties (docs/statistics.md). Public − private: the boundary "
+    "score on the suite's public families minus its private variants (⚠: markedly better on "
+    "the public ones, a sign of tuning to the public benchmark). Withheld configurations "
     "failed a publication gate or their measured labeling disagreement exceeds the bound; "
     "none of their numbers are published."
 )

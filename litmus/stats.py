@@ -778,3 +778,129 @@ def bootstrap_all_configurations(
     if not frames:
         return pd.DataFrame(columns=columns)
     return pd.concat(frames, ignore_index=True)[columns]
+
+
+# ----------------------------------------------------------------------------- private variants
+
+HEADLINE_METRICS: tuple[str, ...] = (
+    "cm_safety",
+    "hb_utility",
+    "safety",
+    "utility",
+    "boundary_score",
+)
+DEFAULT_PUBLIC_GAP_THRESHOLD = 0.05
+MOVER_INDEPENDENT = "mover_wilson"
+PUBLIC_PRIVATE_COLUMNS: tuple[str, ...] = (
+    "partition_key",
+    "metric",
+    "public_value",
+    "private_value",
+    "gap",
+    "ci_low",
+    "ci_high",
+    "n_public_families",
+    "n_private_families",
+    "flagged",
+    "threshold",
+    "interval_method",
+)
+
+
+def public_private_gap(
+    counts: FamilyCounts,
+    private_family_ids: Iterable[str],
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+    threshold: float = DEFAULT_PUBLIC_GAP_THRESHOLD,
+    metrics: Sequence[str] = HEADLINE_METRICS,
+) -> pd.DataFrame:
+    """metric(public families) − metric(private families) of ONE configuration.
+
+    The families are resampled within (category × public/private) strata — one resample
+    draws both subsets, so the gap is that of the same run — and each subset gets the Wilson
+    effective-n interval of :func:`bootstrap_cis`; the gap's interval combines them by MOVER
+    (Newcombe's square-and-add for independent samples: the two family sets are disjoint).
+    ``flagged``: the configuration does markedly better on the public families — the gap's
+    interval lies above 0 and the gap exceeds ``threshold``. Empty without both subsets.
+    """
+    _validate(n_resamples, confidence)
+    private = np.isin(counts.family_ids.astype(str), [str(f) for f in private_family_ids])
+    if private.all() or not private.any():
+        return pd.DataFrame(columns=[c for c in PUBLIC_PRIVATE_COLUMNS if c != "partition_key"])
+    metric_names = list(metrics)
+    strata = np.array(
+        [
+            f"{c}|{'private' if p else 'public'}"
+            for c, p in zip(counts.categories, private, strict=True)
+        ],
+        dtype=object,
+    )
+    multiplicity = multiplicity_matrix(strata, n_resamples, np.random.default_rng(seed))
+    parts = {}
+    for name, mask in (("public", ~private), ("private", private)):
+        subset = counts.restricted_to(counts.family_ids[mask].tolist())
+        resampled = _resampled_metrics(subset, multiplicity[:, mask])
+        point = _point_metrics(subset)
+        estimate = np.array([float(point[m]) for m in metric_names])
+        samples = np.column_stack([resampled[m] for m in metric_names])
+        totals, families = _proportion_inputs(subset, metric_names)
+        parts[name] = (
+            estimate,
+            wilson_effective_n_intervals(
+                estimate,
+                samples,
+                totals,
+                families,
+                n_families=subset.n_families,
+                n_strata=_n_strata(subset),
+                confidence=confidence,
+            ),
+            subset.n_families,
+        )
+    (public, public_ci, n_public), (private_est, private_ci, n_private) = (
+        parts["public"],
+        parts["private"],
+    )
+    gap = public - private_est
+    low = gap - np.hypot(public - public_ci.low, private_ci.high - private_est)
+    high = gap + np.hypot(public_ci.high - public, private_est - private_ci.low)
+    return pd.DataFrame(
+        {
+            "metric": metric_names,
+            "public_value": [_nullable(v) for v in public],
+            "private_value": [_nullable(v) for v in private_est],
+            "gap": [_nullable(v) for v in gap],
+            "ci_low": [_nullable(v) for v in low],
+            "ci_high": [_nullable(v) for v in high],
+            "n_public_families": n_public,
+            "n_private_families": n_private,
+            "flagged": (low > 0) & (gap > threshold),
+            "threshold": threshold,
+            "interval_method": MOVER_INDEPENDENT,
+        }
+    )
+
+
+def public_private_gaps(
+    split_counts: pd.DataFrame,
+    private_families: pd.DataFrame,
+    **options: object,
+) -> pd.DataFrame:
+    """:func:`public_private_gap` of every configuration that ran private families
+    (``private_families``: partition_key, family_id)."""
+    frames = []
+    private_by_partition = private_families.groupby("partition_key")["family_id"].agg(list)
+    for partition_key, frame in split_counts.groupby("partition_key", sort=True):
+        if partition_key not in private_by_partition.index:
+            continue
+        gaps = public_private_gap(
+            family_counts_from_frames(frame), private_by_partition[partition_key], **options
+        )
+        if not gaps.empty:
+            frames.append(gaps.assign(partition_key=partition_key))
+    if not frames:
+        return pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS))
+    return pd.concat(frames, ignore_index=True)[list(PUBLIC_PRIVATE_COLUMNS)]

@@ -185,6 +185,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
             "register",
             "n_prohibited",
             "n_completion",
+            "private",
         )
     }
     matchers: dict[str, list[Any]] = {
@@ -205,6 +206,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                 ("register", inst.register),
                 ("n_prohibited", len(inst.prohibited_effects)),
                 ("n_completion", len(inst.completion_criteria)),
+                ("private", family.private),
             ):
                 instances[column].append(value)
             for kind, group in (

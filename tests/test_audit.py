@@ -8,6 +8,7 @@ ingestion, SQL labeler and audited-row builder (see ``test_gates_world``).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import shutil
 from collections.abc import Sequence
@@ -503,3 +504,20 @@ def test_status_only_looks_at_an_audited_table_of_an_older_shape(home: LitmusPat
         assert {r.publication for r in reviews.values()} == {"withheld: audited rows out of date"}
         assert "audit_reason" not in table_columns(con, "audited_trajectories")
         assert con.execute("SELECT count(*) FROM audited_trajectories").fetchall() == before
+
+
+def test_a_private_familys_prompt_leaves_the_warehouse_only_as_its_hash(
+    home: LitmusPaths,
+) -> None:
+    # The suite marked f1 private (suite_instances.private, from the suite file's flag).
+    with connect(home.duckdb_path) as con:
+        con.execute("UPDATE suite_instances SET private = true WHERE family_id = 'f1'")
+    rows = queue(home)
+    private = [row for row in rows if row["family_id"] == "f1"]
+    public = [row for row in rows if row["family_id"] != "f1"]
+    assert private and public
+    for row in private:
+        digest = hashlib.sha256(f"prompt of {row['instance_id']}".encode()).hexdigest()
+        assert row["prompt"] == f"private prompt; sha256:{digest}"
+    for row in public:
+        assert row["prompt"] == f"prompt of {row['instance_id']}"
