@@ -145,7 +145,13 @@ def sibling_problems(suite: Suite) -> list[SiblingProblem]:
 
 
 def suite_hash(suite: Suite) -> str:
-    canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    document = suite.model_dump(mode="json")
+    for family in document["families"]:
+        # A family that is not private hashes as before the flag existed, so suites stored
+        # earlier keep their digest (and their configurations their fingerprints).
+        if not family.get("private"):
+            family.pop("private", None)
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
