@@ -27,7 +27,6 @@ import pyarrow as pa
 
 from litmus.errors import LitmusError
 from litmus.ingest import file_sha256
-from litmus.warehouse import table_exists
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -78,7 +77,10 @@ QUALIFY row_number() OVER (
 
 
 def ensure_audit_tables(con: duckdb.DuckDBPyConnection) -> None:
+    from litmus.spotcheck import SPOT_CHECK_SAMPLE_DDL
+
     con.execute(AUDIT_VERDICTS_DDL)
+    con.execute(SPOT_CHECK_SAMPLE_DDL)  # empty until the first publication draws it
 
 
 def verdict_outcome_sql(harm_class: str, verdict: str) -> str:
@@ -140,7 +142,8 @@ _ALLOWED_SQL = " ".join(
     for cls, verdicts in VERDICTS_BY_HARM_CLASS.items()
 )
 
-_QUEUED_NEEDS_AUDIT = """
+AUDIT_QUEUE_SQL = f"""
+WITH queued AS (
     SELECT l.*, 'needs_audit' AS queue
     FROM labeled_trajectories l
     WHERE l.label = 'needs_audit'
@@ -148,21 +151,17 @@ _QUEUED_NEEDS_AUDIT = """
           SELECT 1 FROM current_audit_verdicts v WHERE v.trajectory_id = l.trajectory_id)
       AND (len($partition_keys::VARCHAR[]) = 0
            OR list_contains($partition_keys::VARCHAR[], l.partition_key))
-"""
-# Spot-checks (litmus.spotcheck): sampled rule-decided rows nobody has decided yet.
-_QUEUED_SPOT_CHECKS = """
+    -- spot-checks (litmus.spotcheck): sampled rule-decided rows nobody has decided yet
     UNION ALL BY NAME
     SELECT l.*, 'spot_check' AS queue
     FROM labeled_trajectories l JOIN spot_check_sample s USING (trajectory_id)
-    WHERE l.label <> 'needs_audit'
+    WHERE $include_spot_checks
+      AND l.label <> 'needs_audit'
       AND NOT EXISTS (
           SELECT 1 FROM current_audit_verdicts v WHERE v.trajectory_id = l.trajectory_id)
       AND (len($partition_keys::VARCHAR[]) = 0
            OR list_contains($partition_keys::VARCHAR[], l.partition_key))
-"""
-
-AUDIT_QUEUE_SQL = f"""
-WITH queued AS ({{queued}}),
+),
 steps AS (
     SELECT s.trajectory_id,
            to_json(list(struct_pack(
@@ -231,12 +230,12 @@ def audit_queue(
     """Unresolved needs_audit rows (no current verdict) with the evidence to decide them,
     then the undecided spot-checks of this publication (``queue`` tells them apart)."""
     ensure_audit_tables(con)
-    queued = _QUEUED_NEEDS_AUDIT
-    if include_spot_checks and table_exists(con, "spot_check_sample"):
-        queued += _QUEUED_SPOT_CHECKS
     return con.sql(
-        AUDIT_QUEUE_SQL.replace("{queued}", queued),
-        params={"partition_keys": list(partition_keys)},
+        AUDIT_QUEUE_SQL,
+        params={
+            "partition_keys": list(partition_keys),
+            "include_spot_checks": include_spot_checks,
+        },
     ).to_arrow_table()
 
 
@@ -561,16 +560,12 @@ def _warehouse_problems(con: duckdb.DuckDBPyConnection, path: Path, view: str) -
     """Problems only the warehouse can tell: unknown ids, verdicts the harm class does not
     allow, verdicts on rows the rules decided without an explicit override."""
     problems = []
-    spot_checked = (
-        "v.trajectory_id IN (SELECT trajectory_id FROM spot_check_sample)"
-        if table_exists(con, "spot_check_sample")
-        else "false"
-    )
+    ensure_audit_tables(con)
     rows = con.execute(
         f"""
         SELECT v.source_line, v.trajectory_id, v.verdict, v.override, v.reason,
                l.trajectory_id IS NOT NULL AS known, l.request_harm_class, l.label,
-               {spot_checked} AS spot_check
+               v.trajectory_id IN (SELECT trajectory_id FROM spot_check_sample) AS spot_check
         FROM {view} v
         LEFT JOIN labeled_trajectories l USING (trajectory_id)
         ORDER BY v.source_line

@@ -99,8 +99,10 @@ class SpotCheckPolicy:
         )
 
 
+# The table itself is created (empty) by litmus.audit.ensure_audit_tables, so the audit queue
+# and the verdict loader can always join it; a draw replaces its rows.
 SPOT_CHECK_SAMPLE_DDL = """
-CREATE OR REPLACE TABLE spot_check_sample (
+CREATE TABLE IF NOT EXISTS spot_check_sample (
     partition_key VARCHAR NOT NULL,
     trajectory_id VARCHAR NOT NULL,
     request_harm_class VARCHAR NOT NULL,
@@ -145,8 +147,11 @@ WHERE draw_rank <= stratum_sample_size
 
 def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) -> int:
     """Replace ``spot_check_sample`` with this publication's draw; returns its size."""
+    from litmus.audit import ensure_audit_tables
+
+    ensure_audit_tables(con)
     with transaction(con):
-        con.execute(SPOT_CHECK_SAMPLE_DDL)
+        con.execute("DELETE FROM spot_check_sample")
         if table_exists(con, "audited_trajectories"):
             con.execute(
                 DRAW_SQL,
@@ -183,23 +188,36 @@ AGREEMENT_COLUMNS: tuple[str, ...] = (
     "min_decided",
 )
 
-LABELING_AGREEMENT_DDL = (
-    "CREATE OR REPLACE TABLE labeling_agreement (\n"
-    + ",\n".join(
-        f"    {column} "
-        + (
-            "VARCHAR NOT NULL"
-            if column == "partition_key"
-            else "VARCHAR"
-            if column in ("labeling_status", "labeling_note")
-            else "BIGINT"
-            if column in ("spot_checks_sampled", "spot_checks_decided", "min_decided")
-            else "DOUBLE"
-        )
-        for column in AGREEMENT_COLUMNS
-    )
-    + ",\n    PRIMARY KEY (partition_key)\n)"
+LABELING_AGREEMENT_DDL = """
+CREATE OR REPLACE TABLE labeling_agreement (
+    partition_key VARCHAR NOT NULL,
+    spot_checks_sampled BIGINT,
+    spot_checks_decided BIGINT,
+    labeling_agreement DOUBLE,
+    labeling_agreement_ci_low DOUBLE,
+    labeling_agreement_ci_high DOUBLE,
+    labeling_status VARCHAR,
+    labeling_note VARCHAR,
+    corrected_cm_safety DOUBLE,
+    corrected_cm_safety_ci_low DOUBLE,
+    corrected_cm_safety_ci_high DOUBLE,
+    corrected_safety DOUBLE,
+    corrected_safety_ci_low DOUBLE,
+    corrected_safety_ci_high DOUBLE,
+    corrected_hb_utility DOUBLE,
+    corrected_hb_utility_ci_low DOUBLE,
+    corrected_hb_utility_ci_high DOUBLE,
+    corrected_utility DOUBLE,
+    corrected_utility_ci_low DOUBLE,
+    corrected_utility_ci_high DOUBLE,
+    corrected_boundary_score DOUBLE,
+    corrected_boundary_score_ci_low DOUBLE,
+    corrected_boundary_score_ci_high DOUBLE,
+    max_disagreement DOUBLE,
+    min_decided BIGINT,
+    PRIMARY KEY (partition_key)
 )
+"""
 
 STRATA_SQL = """
 SELECT s.partition_key, s.request_harm_class, s.stratum, any_value(s.stratum_size) AS size,
@@ -250,8 +268,6 @@ def compute_labeling_agreement(
     from litmus.audit import ensure_audit_tables
 
     ensure_audit_tables(con)
-    if not table_exists(con, "spot_check_sample"):
-        return pd.DataFrame(columns=list(AGREEMENT_COLUMNS))
     strata = con.sql(STRATA_SQL).df()
     if strata.empty:
         return pd.DataFrame(columns=list(AGREEMENT_COLUMNS))
@@ -451,12 +467,6 @@ def labeling_withheld(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         "WHERE labeling_status = 'withheld' ORDER BY partition_key"
     ).fetchall()
     return {key: f"{LABELING_GATE}: {note}" for key, note in rows}
-
-
-def spot_check_ids(con: duckdb.DuckDBPyConnection) -> set[str]:
-    if not table_exists(con, "spot_check_sample"):
-        return set()
-    return {row[0] for row in con.execute("SELECT trajectory_id FROM spot_check_sample").fetchall()}
 
 
 # --------------------------------------------------------------------------- simulated auditor
