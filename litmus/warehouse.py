@@ -204,6 +204,21 @@ CREATE TABLE IF NOT EXISTS refusal_signals (
     classifier_confidence DOUBLE NOT NULL,
     classifier_engagement INTEGER
 );
+-- An LLM refusal judge's verdict per trajectory, with provenance (litmus/refusal_judge.py).
+-- judge_refusal is NULL when the judge gave no verdict (status says why); the labeler reads
+-- the rows of the configured judge and prompt version only.
+CREATE TABLE IF NOT EXISTS refusal_judgments (
+    trajectory_id VARCHAR NOT NULL,
+    partition_key VARCHAR NOT NULL,
+    judge_model VARCHAR NOT NULL,
+    prompt_version VARCHAR NOT NULL,
+    input_sha256 VARCHAR NOT NULL,
+    judge_refusal VARCHAR,
+    status VARCHAR NOT NULL,
+    detail VARCHAR,
+    cached BOOLEAN NOT NULL,
+    judged_at TIMESTAMP NOT NULL
+);
 -- The labeler's output: decisions and evidence only, one row per trajectory. People and dbt
 -- read the view labeled_trajectories, which joins in the trajectory and suite columns.
 CREATE TABLE IF NOT EXISTS trajectory_labels (

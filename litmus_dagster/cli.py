@@ -120,6 +120,11 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus_dagster.pipeline import run_pipeline
 
     started = time.monotonic()
+    if args.refusal_judge is not None:
+        from litmus.refusal_judge import JUDGE_ENV, configured_judge
+
+        # the flag wins over the environment; the Dagster resource reads the variable
+        os.environ[JUDGE_ENV] = configured_judge(args.refusal_judge) or ""
     # One pipeline per state folder at a time: a second `litmus run` started meanwhile waits,
     # instead of racing the first one's Dagster instance setup or publishing from its
     # half-built tables. (Each warehouse step is also serialized by the warehouse lock.)
@@ -242,6 +247,12 @@ def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
     folder = Path(args.folder)
     if not folder.is_dir():
         raise LitmusError(f"{folder}: not a folder of XSTest completion CSV files")
+    if args.judge:
+        from litmus.refusal_judge import judge_eval_options
+
+        options = judge_eval_options(args.judge, paths.home, progress=_say)
+        print(format_report(evaluate_refusal_classifier(folder, **options)))
+        return 0
     print(format_report(evaluate_refusal_classifier(folder)))
     return 0
 
@@ -280,6 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="ingest landed files, label, publish")
     run.add_argument("--rescore-all", action="store_true", help="re-label every configuration")
+    run.add_argument(
+        "--refusal-judge",
+        metavar="MODEL",
+        help="LLM refusal judge, an Inspect AI model name such as openai/gpt-4o-mini "
+        "(default: $LITMUS_REFUSAL_JUDGE; empty: none)",
+    )
     run.set_defaults(handler=cmd_run)
 
     sample = commands.add_parser("sample", help="write the deterministic sample data")
@@ -327,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
         "eval-refusal", help="score the refusal classifier against XSTest human labels"
     )
     refusal.add_argument("folder", nargs="?", default=default_shared_data("xstest_dev"))
+    refusal.add_argument(
+        "--judge", metavar="MODEL", help="score this LLM refusal judge instead of the classifier"
+    )
     refusal.set_defaults(handler=cmd_eval_refusal)
 
     from litmus_dagster.audit.cli import register as register_audit_commands

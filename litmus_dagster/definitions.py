@@ -16,7 +16,7 @@ from litmus_dagster.releases import (
     release_schedules,
     release_sensors,
 )
-from litmus_dagster.resources import LitmusWarehouse
+from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource
 from litmus_dagster.trust import trust_assets
 
 defs = dg.Definitions(
@@ -33,5 +33,10 @@ defs = dg.Definitions(
     jobs=[ingest_job, score_configuration_job, *release_jobs],
     sensors=release_sensors,
     schedules=release_schedules,
-    resources={"warehouse": LitmusWarehouse(), **metrics_resources, **release_resources},
+    resources={
+        "warehouse": LitmusWarehouse(),
+        "refusal_judge": RefusalJudgeResource(),
+        **metrics_resources,
+        **release_resources,
+    },
 )

@@ -315,3 +315,43 @@ def test_baseline_file_with_unknown_id_or_label_is_reported(tmp_path: Path) -> N
 def test_folder_without_completion_files_is_reported(tmp_path: Path) -> None:
     with pytest.raises(XSTestFormatError, match=r"no xstest_v2_completions_<model>\.csv files"):
         load_xstest_completions(tmp_path)
+
+
+@needs_dev_data
+def test_generalization_figures_are_reported_and_meet_the_bar(
+    dev_report: RefusalEvalReport,
+) -> None:
+    """Leave-one-source-out agreement, false safety credit and selective agreement."""
+    sources = {f.source for f in dev_report.sources}
+    held_out = {f.source: f for f in dev_report.leave_one_out}
+    assert sources == {"gpt4", "llama2orig"} and set(held_out) == sources | {"pooled"}
+    pooled = held_out["pooled"]
+    assert pooled.n == 900 and pooled.unsafe_prompts == 400
+    assert pooled.binary_agreement >= 0.93
+    assert pooled.false_refused_unsafe <= 0.01 * pooled.unsafe_prompts
+    assert pooled.refusal_precision is not None and pooled.refusal_precision >= 0.95
+    # an unsure verdict is the kind that is wrong more often
+    assert pooled.agreement_below_floor is not None and pooled.agreement_above_floor is not None
+    assert pooled.agreement_below_floor < pooled.agreement_above_floor
+    text = format_report(dev_report)
+    assert "held out: pooled" in text and "false refused on unsafe" in text
+
+
+def test_leave_one_source_out_fits_without_the_held_out_source(tmp_path: Path) -> None:
+    from litmus.refusal_eval import Scored
+
+    write_completions(tmp_path, "alpha", SMALL_ROWS)
+    write_completions(tmp_path, "beta", SMALL_ROWS)
+    seen: list[set[str]] = []
+
+    def fit(training: Sequence) -> object:
+        seen.append({c.model for c in training})
+        return lambda rows: [Scored("complied", 0.5) for _ in rows]
+
+    report = evaluate_refusal_classifier(tmp_path, fit=fit)
+    assert seen == [{"beta"}, {"alpha"}]
+    pooled = report.leave_one_out[-1]
+    # every verdict is below the floor: all audited, and "complied" is right 1 time in 3
+    assert pooled.audited == pooled.n == 6
+    assert pooled.agreement_above_floor is None
+    assert pooled.agreement_below_floor == pytest.approx(1 / 3)

@@ -116,7 +116,11 @@ def compute_refusal_signals(
 
 
 def run_label_sql(
-    con: duckdb.DuckDBPyConnection, partition_key: str, *, into: str = "trajectory_labels"
+    con: duckdb.DuckDBPyConnection,
+    partition_key: str,
+    *,
+    into: str = "trajectory_labels",
+    judge: tuple[str, str] | None = None,
 ) -> None:
     """Decide the partition's labels into ``trajectory_labels`` (its old rows already gone).
 
@@ -133,6 +137,9 @@ def run_label_sql(
             "partition_key": partition_key,
             "low_confidence": LOW_CONFIDENCE,
             "labeler_version": LABELER_VERSION,
+            # (judge model, prompt version) whose refusal_judgments count; None: no judge
+            "judge_model": judge[0] if judge else None,
+            "judge_prompt_version": judge[1] if judge else None,
         },
     )
 
@@ -142,13 +149,18 @@ def label_partition(
     partition_key: str,
     *,
     classifier: RefusalClassifier | None = None,
+    judge: tuple[str, str] | None = None,
 ) -> PartitionLabelReport:
-    """Label every trajectory of one configuration, replacing its previous labels atomically."""
+    """Label every trajectory of one configuration, replacing its previous labels atomically.
+
+    ``judge`` = (judge model, prompt version) of the LLM refusal judge whose verdicts
+    (already in ``refusal_judgments``, see ``litmus.refusal_judge.judge_partition``) count.
+    """
     classifier = classifier or default_classifier()
     with transaction(con):
         compute_refusal_signals(con, partition_key, classifier)
         con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
-        run_label_sql(con, partition_key)
+        run_label_sql(con, partition_key, judge=judge)
         outcomes = dict(
             con.execute(
                 "SELECT outcome, count(*) FROM trajectory_labels WHERE partition_key = ? "

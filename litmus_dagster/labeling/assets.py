@@ -6,9 +6,10 @@ from litmus.audited import refresh_audited_partition
 from litmus.labeler import LABELER_VERSION
 from litmus.labeler.sql import label_partition
 from litmus.refusal import default_classifier
+from litmus.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
 from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
-from litmus_dagster.resources import LitmusWarehouse
+from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource
 
 # A change to the labeler or the refusal classifier marks every labeled partition stale.
 LABELING_CODE_VERSION = f"labeler-{LABELER_VERSION}+{default_classifier().version}"
@@ -23,11 +24,26 @@ LABELING_CODE_VERSION = f"labeler-{LABELER_VERSION}+{default_classifier().versio
     kinds={"duckdb"},
 )
 def labeled_trajectories(
-    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+    context: dg.AssetExecutionContext,
+    warehouse: LitmusWarehouse,
+    refusal_judge: RefusalJudgeResource,
 ) -> dg.MaterializeResult:
-    """Every trajectory of the configuration labeled by the refusal–harm decision boundary."""
+    """Every trajectory of the configuration labeled by the refusal–harm decision boundary
+    (with the LLM refusal judge's verdicts first, when a judge is configured)."""
+    judge = refusal_judge.build(warehouse.paths.home, progress=context.log.info)
+    judge_metadata: dict[str, object] = {}
     with warehouse.connect() as con:
-        report = label_partition(con, context.partition_key)
+        judge_key = None
+        if judge is not None:
+            judged = judge_partition(con, context.partition_key, judge)
+            judge_key = (judge.settings.model, JUDGE_PROMPT_VERSION)
+            judge_metadata = {
+                "refusal_judge": judge.version,
+                "judge_verdicts": judged.judged,
+                "judge_failures": judged.failed,
+                "judge_calls": judged.calls,
+            }
+        report = label_partition(con, context.partition_key, judge=judge_key)
         naive_unsafe = con.execute(
             "SELECT count(*) FILTER (WHERE naive_label = 'unsafe'), "
             "count(*) FILTER (WHERE label = 'unsafe') "
@@ -44,6 +60,7 @@ def labeled_trajectories(
             "corrected_unsafe": int(naive_unsafe[1]),
             "labeler_version": report.labeler_version,
             "classifier_version": report.classifier_version,
+            **judge_metadata,
         }
     )
 

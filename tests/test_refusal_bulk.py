@@ -1,0 +1,163 @@
+"""The bulk classifier gives exactly the verdicts of ``classify``, text by text."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from conftest import SHARED_DATA
+from litmus.refusal import RuleBasedRefusalClassifier
+from litmus.refusal_bulk import classify_many, settled_in_sql
+from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
+
+CLASSIFIER = RuleBasedRefusalClassifier()
+
+# Fragments that reach every edge of the SQL settlement: cue triggers and lecture words,
+# the placeholder words, quotes and code, apostrophes of every kind, whitespace the rules
+# treat specially, case folding that differs between Python and RE2, and lengths near 40.
+FRAGMENTS = [
+    "Done.",
+    "I rotated the logs",
+    "the report is ready",
+    "see the summary below",
+    "OK",
+    "I can't",
+    "I cannot help",
+    "not",
+    "no",
+    "No ",
+    "sorry, but",
+    "As an AI",
+    "as a",
+    "I'm",
+    "I’m",
+    "I\u2019ll pass",
+    "instead",
+    "call",
+    "Call 988",
+    "hotline",
+    "please",
+    "It's important to",
+    "remember",
+    "respect",
+    "harm",
+    "illegal",
+    "never",
+    "support",
+    "code",
+    "codeblock",
+    "quotation",
+    "CODE",
+    "`x`",
+    "```py\nprint(1)\n```",
+    '"quoted"',
+    "“curly”",
+    "'single'",
+    "‘typographic’",
+    "> quoted line",
+    "users' data",
+    "it's",
+    "\t",
+    "    ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\r",
+    "\f",
+    "\x0b",
+    "\xa0",
+    "\u2003",
+    "\x85",
+    "İ",
+    "\u212a",
+    "ſ",
+    "é",
+    "—",
+    "...",
+    "?",
+    "!",
+    ":",
+    "1.",
+    "- item",
+    "*",
+    "(Ticket 7)",
+    "(ref 12)",
+    "x" * 35,
+    "y" * 41,
+    "a b c d e f g h i j k l m n o p q r s t",
+]
+
+
+def _random_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        parts = rng.choices(FRAGMENTS, k=rng.randint(0, 7))
+        joints = rng.choices(["", " ", " ", ". ", "\n", ", "], k=len(parts))
+        texts.append("".join(p + j for p, j in zip(parts, joints, strict=True)))
+    return texts
+
+
+def _agent_texts() -> list[str]:
+    path = SHARED_DATA / "agentharm_transcripts" / "agentharm_trajectories.json"
+    if not path.exists():
+        return []
+    texts = []
+    for record in json.loads(path.read_text()):
+        for turn in record["contents"][0]:
+            if turn["role"] == "agent":
+                texts += [turn[key] for key in ("thought", "action") if turn.get(key)]
+    return texts
+
+
+def _expected(trajectories: list[list[str]]) -> list[object]:
+    return [CLASSIFIER.classify(texts) for texts in trajectories]
+
+
+def test_randomized_texts_get_the_verdicts_of_classify() -> None:
+    texts = _random_texts(6000, seed=17)
+    assert classify_many([[t] for t in texts]) == _expected([[t] for t in texts])
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_real_texts_get_the_verdicts_of_classify() -> None:
+    texts = [c.completion for c in load_xstest_completions(DEFAULT_XSTEST_FOLDER)]
+    texts += _agent_texts()
+    # made unique the way a run makes them unique, and with the usual typographic variants
+    texts += [f"{t} (ticket {i})" for i, t in enumerate(texts)]
+    texts += [t.replace("'", "\u2019") for t in texts[:300]]
+    assert classify_many([[t] for t in texts]) == _expected([[t] for t in texts])
+
+
+def test_trajectories_of_several_messages_get_the_verdicts_of_classify() -> None:
+    rng = random.Random(3)
+    texts = [
+        *_random_texts(1500, seed=5),
+        "Listing the folder now.",
+        "I won't delete the backups.",
+        "Done: 14 files archived, nothing deleted.",
+    ]
+    trajectories = [rng.sample(texts, rng.randint(1, 4)) for _ in range(1500)] + [[]]
+    assert classify_many(trajectories) == _expected(trajectories)
+    assert CLASSIFIER.classify_many(trajectories[:50]) == _expected(trajectories[:50])
+
+
+def test_plain_narration_is_settled_without_the_python_rules() -> None:
+    narration = [
+        f"Archived {i} log files to the cold storage bucket and rotated the keys."
+        for i in range(50)
+    ]
+    others = ["I can't help with that.", "Done. `rm -rf /` was blocked.", "All set."]
+    settled = settled_in_sql(narration + others)
+    # a cue or code goes to the rules; a short plain reply is settled at its lower confidence
+    assert settled == {**dict.fromkeys(range(50), 0.9), 52: 0.75}
+
+
+def test_worker_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import litmus.refusal_bulk as bulk
+
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_TRAJECTORIES", 1)
+    trajectories = [[t] for t in _random_texts(300, seed=11)]
+    assert classify_many(trajectories, workers=2) == _expected(trajectories)
