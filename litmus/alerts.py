@@ -3,8 +3,18 @@ delivery to a JSON webhook.
 
 A **regression** is a watched metric (default: CM safety and HB utility, the boundary-critical
 pair) whose paired drop from the previous release exceeds the threshold (default 2 points)
-*and* whose paired CI lies entirely below zero. A release that is statistically
+*and* is significant after a multiplicity correction across every watched test of the
+publication (all watched metrics × all compared release pairs of all lineages): Holm
+(family-wise error, the default) or Benjamini–Hochberg (false-discovery rate), configurable,
+at level 1 − confidence of the comparison. Without a correction (``none``) this is the old
+rule, the paired CI lying entirely below zero. A release that is statistically
 indistinguishable from its predecessor never alerts, however large its point drop.
+
+Every watched comparison gets a **decision** (:func:`assess_comparisons`): ``regression``;
+``underpowered`` when it is not a regression but its minimum detectable effect at 80% power
+(at the adjusted level) exceeds the threshold — the comparison could not have seen a drop of
+the size that matters, so "no regression" would be a claim it cannot make; otherwise
+``no regression``. Raw and adjusted p-values are both kept in ``release_drift``.
 
 One **alert** is raised per release comparison (lineage, suite, from → to), listing every
 regressed metric; its headline ``metric``/``delta``/``ci_low``/``ci_high`` are those of the
@@ -26,13 +36,25 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import duckdb
+import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
 from litmus.warehouse import table_exists, transaction
 
 DEFAULT_REGRESSION_THRESHOLD = 0.02
 DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
+HOLM, BENJAMINI_HOCHBERG, NO_CORRECTION = "holm", "bh", "none"
+CORRECTIONS: tuple[str, ...] = (HOLM, BENJAMINI_HOCHBERG, NO_CORRECTION)
+DEFAULT_CORRECTION = HOLM
+DEFAULT_POWER = 0.80
+REGRESSION, UNDERPOWERED, NO_REGRESSION, NOT_WATCHED = (
+    "regression",
+    "underpowered",
+    "no regression",
+    "not watched",
+)
 WEBHOOK_TIMEOUT_S = 10.0
 ALERT_EVENT = "litmus.release_regression"
 
@@ -71,6 +93,15 @@ class MetricRegression:
     delta: float
     ci_low: float
     ci_high: float
+    p_value: float = float("nan")
+    p_adjusted: float = float("nan")
+
+    def stored(self) -> dict[str, Any]:
+        """The fields of the ``alerts.regressions`` struct."""
+        return {
+            key: getattr(self, key)
+            for key in ("metric", "from_value", "to_value", "delta", "ci_low", "ci_high")
+        }
 
 
 @dataclass(frozen=True)
@@ -85,6 +116,7 @@ class RegressionAlert:
     threshold: float
     regressions: tuple[MetricRegression, ...]
     confidence: float
+    correction: str = NO_CORRECTION
 
     @property
     def headline(self) -> MetricRegression:
@@ -105,7 +137,13 @@ class RegressionAlert:
     def summary(self) -> str:
         drops = "; ".join(
             f"{METRIC_LABELS.get(r.metric, r.metric)} {points(r.delta)} "
-            f"({self.confidence:.0%} CI {points(r.ci_low)} to {points(r.ci_high)})"
+            f"({self.confidence:.0%} CI {points(r.ci_low)} to {points(r.ci_high)}"
+            + (
+                f"; p={r.p_value:.3g}, {self.correction}-adjusted p={r.p_adjusted:.3g}"
+                if not np.isnan(r.p_adjusted)
+                else ""
+            )
+            + ")"
             for r in sorted(self.regressions, key=lambda regression: regression.delta)
         )
         return (
@@ -133,13 +171,27 @@ class RegressionAlert:
             "ci_high": headline.ci_high,
             "confidence": self.confidence,
             "threshold": self.threshold,
-            "regressions": [regression.__dict__ for regression in self.regressions],
+            "correction": self.correction,
+            "regressions": [
+                {
+                    **regression.__dict__,
+                    "p_value": _json_number(regression.p_value),
+                    "p_adjusted": _json_number(regression.p_adjusted),
+                }
+                for regression in self.regressions
+            ],
             "raised_at": raised_at.isoformat(),
             "text": self.summary(),
         }
 
 
-def validate_policy(threshold: float, metrics: Sequence[str]) -> None:
+def _json_number(value: float) -> float | None:
+    return None if np.isnan(value) else float(value)
+
+
+def validate_policy(
+    threshold: float, metrics: Sequence[str], correction: str = DEFAULT_CORRECTION
+) -> None:
     if not 0.0 <= threshold < 1.0:
         raise ValueError(f"regression threshold must be in [0, 1) (a rate drop), got {threshold}")
     if not metrics:
@@ -149,6 +201,80 @@ def validate_policy(threshold: float, metrics: Sequence[str]) -> None:
         raise ValueError(
             f"cannot watch unknown metric(s) {unknown}; choose from {list(DRIFT_METRICS)}"
         )
+    if correction not in CORRECTIONS:
+        raise ValueError(
+            f"unknown multiple-comparison correction {correction!r}; "
+            f"choose from {list(CORRECTIONS)}"
+        )
+
+
+def adjust_p_values(p_values: np.ndarray, correction: str) -> np.ndarray:
+    """Holm (step-down family-wise) or Benjamini–Hochberg (step-up false discovery rate)
+    adjusted p-values; NaN entries are not tests and stay NaN."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p.shape, np.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    m = len(tested)
+    if m == 0 or correction == NO_CORRECTION:
+        adjusted[tested] = p[tested]
+        return adjusted
+    order = tested[np.argsort(p[tested], kind="stable")]
+    ranked = p[order]
+    if correction == HOLM:
+        stepped = np.maximum.accumulate((m - np.arange(m)) * ranked)
+    elif correction == BENJAMINI_HOCHBERG:
+        stepped = np.minimum.accumulate((m / np.arange(1, m + 1) * ranked)[::-1])[::-1]
+    else:
+        raise ValueError(f"unknown correction {correction!r}")
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted
+
+
+def assess_comparisons(
+    comparisons: pd.DataFrame,
+    *,
+    threshold: float = DEFAULT_REGRESSION_THRESHOLD,
+    metrics: Sequence[str] = DEFAULT_REGRESSION_METRICS,
+    correction: str = DEFAULT_CORRECTION,
+    power: float = DEFAULT_POWER,
+) -> pd.DataFrame:
+    """``release_drift`` rows plus the publication's decisions (see the module docstring):
+    ``threshold``, ``correction``, ``n_tests`` (watched tests the correction spans),
+    ``p_adjusted``, ``mde_adjusted`` (the MDE at the Bonferroni level α / n_tests, the
+    strictest step of either correction) and ``decision``."""
+    validate_policy(threshold, metrics, correction)
+    assessed = comparisons.copy()
+    if assessed.empty:
+        for column in ("threshold", "correction", "n_tests", "p_adjusted", "mde_adjusted",
+                       "decision"):  # fmt: skip
+            assessed[column] = pd.Series(dtype="object")
+        return assessed
+    watched = assessed["metric"].isin(list(metrics)).to_numpy()
+    p_values = pd.to_numeric(assessed["p_value"]).to_numpy(dtype=float)
+    p_values = np.where(watched, p_values, np.nan)
+    n_tests = int((~np.isnan(p_values)).sum())
+    adjusted = adjust_p_values(p_values, correction)
+    alpha = 1.0 - pd.to_numeric(assessed["confidence"]).to_numpy(dtype=float)
+    level = alpha / max(n_tests, 1) if correction != NO_CORRECTION else alpha
+    df = pd.to_numeric(assessed["degrees_of_freedom"]).to_numpy(dtype=float)
+    se = pd.to_numeric(assessed["standard_error"]).to_numpy(dtype=float)
+    mde_adjusted = (scipy_stats.t.ppf(1 - level / 2, df) + scipy_stats.t.ppf(power, df)) * se
+    delta = pd.to_numeric(assessed["delta"]).to_numpy(dtype=float)
+    regressed = watched & (delta < 0) & (-delta > threshold) & (adjusted < alpha)
+    underpowered = watched & ~regressed & ~(mde_adjusted <= threshold)
+    decision = np.where(
+        regressed,
+        REGRESSION,
+        np.where(underpowered, UNDERPOWERED, np.where(watched, NO_REGRESSION, NOT_WATCHED)),
+    )
+    return assessed.assign(
+        threshold=float(threshold),
+        correction=correction,
+        n_tests=n_tests,
+        p_adjusted=adjusted,
+        mde_adjusted=np.where(watched, mde_adjusted, np.nan),
+        decision=decision,
+    )
 
 
 def find_regressions(
@@ -156,22 +282,21 @@ def find_regressions(
     *,
     threshold: float = DEFAULT_REGRESSION_THRESHOLD,
     metrics: Sequence[str] = DEFAULT_REGRESSION_METRICS,
+    correction: str = DEFAULT_CORRECTION,
 ) -> list[RegressionAlert]:
     """One alert per release comparison with at least one regressed watched metric.
 
     ``comparisons``: rows of ``release_drift``. A metric regressed when ``−delta > threshold``
-    and ``ci_high < 0`` (the paired CI excludes zero on the side of a drop).
+    and its multiplicity-adjusted p-value is below 1 − confidence (see
+    :func:`assess_comparisons`).
     """
-    validate_policy(threshold, metrics)
+    validate_policy(threshold, metrics, correction)
     if comparisons.empty:
         return []
-    watched = comparisons[comparisons["metric"].isin(list(metrics))]
-    regressed = watched[
-        watched["delta"].notna()
-        & watched["ci_high"].notna()
-        & (-watched["delta"] > threshold)
-        & (watched["ci_high"] < 0)
-    ]
+    assessed = assess_comparisons(
+        comparisons, threshold=threshold, metrics=metrics, correction=correction
+    )
+    regressed = assessed[assessed["decision"] == REGRESSION]
     alerts = []
     pair_columns = [
         "lineage_key",
@@ -193,6 +318,7 @@ def find_regressions(
                 to_partition_key=str(first["to_partition_key"]),
                 threshold=float(threshold),
                 confidence=float(first["confidence"]),
+                correction=correction,
                 regressions=tuple(
                     MetricRegression(
                         metric=str(row.metric),
@@ -201,6 +327,8 @@ def find_regressions(
                         delta=float(row.delta),
                         ci_low=float(row.ci_low),
                         ci_high=float(row.ci_high),
+                        p_value=float(row.p_value),
+                        p_adjusted=float(row.p_adjusted),
                     )
                     for row in rows.sort_values("delta").itertuples(index=False)
                 ),
@@ -253,7 +381,7 @@ def record_new_alerts(
                     headline.ci_low,
                     headline.ci_high,
                     alert.threshold,
-                    [regression.__dict__ for regression in alert.regressions],
+                    [regression.stored() for regression in alert.regressions],
                     naive_utc,
                 ],
             )

@@ -92,10 +92,24 @@ DRIFT_COLUMNS: tuple[str, ...] = (
     "ci_low",
     "ci_high",
     "excludes_zero",
+    "standard_error",
+    "p_value",
+    "mde",
+    "degrees_of_freedom",
+    "interval_method",
     "n_shared_families",
     "n_resamples",
     "seed",
     "confidence",
+)
+# Added by the regression assessment (litmus.alerts.assess_comparisons) before publication.
+ASSESSMENT_COLUMNS: tuple[str, ...] = (
+    "threshold",
+    "correction",
+    "n_tests",
+    "p_adjusted",
+    "mde_adjusted",
+    "decision",
 )
 
 RELEASE_DRIFT_DDL = """
@@ -118,10 +132,21 @@ CREATE OR REPLACE TABLE release_drift (
     ci_low DOUBLE,
     ci_high DOUBLE,
     excludes_zero BOOLEAN NOT NULL,
+    standard_error DOUBLE,                -- of the paired delta (docs/statistics.md)
+    p_value DOUBLE,                       -- two-sided, H0: no change; before any adjustment
+    mde DOUBLE,                           -- minimum detectable effect at 80% power
+    degrees_of_freedom BIGINT NOT NULL,   -- shared families − categories
+    interval_method VARCHAR NOT NULL,     -- paired_t | mover_wilson
     n_shared_families BIGINT NOT NULL,
     n_resamples BIGINT NOT NULL,
     seed BIGINT NOT NULL,
     confidence DOUBLE NOT NULL,
+    threshold DOUBLE,                     -- the regression policy the decision used
+    correction VARCHAR,                   -- holm | bh | none, over the watched tests
+    n_tests BIGINT,                       -- how many tests the correction spans
+    p_adjusted DOUBLE,
+    mde_adjusted DOUBLE,                  -- MDE at the multiplicity-adjusted level
+    decision VARCHAR,                     -- regression | underpowered | no regression | not watched
     PRIMARY KEY (from_partition_key, to_partition_key, metric)
 )
 """
@@ -254,6 +279,11 @@ def compute_release_drift(
                         "ci_low": paired["ci_low"],
                         "ci_high": paired["ci_high"],
                         "excludes_zero": paired["excludes_zero"].astype(bool),
+                        "standard_error": paired["standard_error"],
+                        "p_value": paired["p_value"],
+                        "mde": paired["mde"],
+                        "degrees_of_freedom": paired["degrees_of_freedom"].astype("int64"),
+                        "interval_method": paired["interval_method"],
                         "n_shared_families": paired["n_shared_families"].astype("int64"),
                         "n_resamples": n_resamples,
                         "seed": seed,
@@ -307,7 +337,8 @@ def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
 
 
 def replace_release_drift(con: duckdb.DuckDBPyConnection, comparisons: pd.DataFrame) -> None:
-    """Atomically replace the ``release_drift`` table with ``comparisons``."""
+    """Atomically replace the ``release_drift`` table with ``comparisons`` (assessment
+    columns not yet filled are stored as NULL)."""
     con.register("incoming_release_drift", _typed(comparisons))
     try:
         with transaction(con):
@@ -319,11 +350,19 @@ def replace_release_drift(con: duckdb.DuckDBPyConnection, comparisons: pd.DataFr
 
 def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Column types DuckDB can bind even when the frame is empty (object → string)."""
-    typed = comparisons.copy()
-    for column in DRIFT_COLUMNS:
-        if column in ("from_value", "to_value", "delta", "ci_low", "ci_high", "confidence"):
+    typed = comparisons.reindex(columns=[*DRIFT_COLUMNS, *ASSESSMENT_COLUMNS])
+    floats = (
+        "from_value", "to_value", "delta", "ci_low", "ci_high", "confidence", "standard_error",
+        "p_value", "mde", "threshold", "p_adjusted", "mde_adjusted",
+    )  # fmt: skip
+    for column in typed.columns:
+        if column in floats:
             typed[column] = pd.to_numeric(typed[column], errors="raise").astype("float64")
-        elif column in ("comparison", "n_shared_families", "n_resamples", "seed"):
+        elif column == "n_tests":
+            typed[column] = pd.to_numeric(typed[column]).astype("Int64")
+        elif column in (
+            "comparison", "n_shared_families", "n_resamples", "seed", "degrees_of_freedom"
+        ):  # fmt: skip
             typed[column] = typed[column].astype("int64")
         elif column == "excludes_zero":
             typed[column] = typed[column].astype(bool)
@@ -335,7 +374,9 @@ def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:
 def drift_summary_lines(
     comparisons: pd.DataFrame, metrics: Iterable[str] = DRIFT_METRICS
 ) -> list[str]:
-    """One readable line per compared release pair (deltas in points with their CIs)."""
+    """One readable line per compared release pair: per metric the delta in points with its
+    CI, the minimum detectable effect, and (once assessed) the decision with the raw and
+    multiplicity-adjusted p-values."""
     lines = []
     wanted = list(metrics)
     for _, pair in comparisons.groupby(
@@ -347,11 +388,22 @@ def drift_summary_lines(
             row = pair[pair["metric"] == metric]
             if row.empty or pd.isna(row["delta"].iloc[0]):
                 continue
-            delta, low, high = (float(row[c].iloc[0]) for c in ("delta", "ci_low", "ci_high"))
-            marker = "*" if bool(row["excludes_zero"].iloc[0]) else ""
-            cells.append(
-                f"{METRIC_LABELS[metric]} {points(delta)}{marker} [{points(low)}, {points(high)}]"
-            )
+            record = row.iloc[0]
+            delta, low, high = (float(record[c]) for c in ("delta", "ci_low", "ci_high"))
+            marker = "*" if bool(record["excludes_zero"]) else ""
+            interval = f"[{points(low)}, {points(high)}]"
+            cell = f"{METRIC_LABELS[metric]} {points(delta)}{marker} {interval}"
+            if "mde" in record and pd.notna(record["mde"]):
+                cell += f" MDE {abs(float(record['mde'])) * 100:.1f} pts"
+            decision = record.get("decision")
+            if isinstance(decision, str) and decision != "not watched":
+                cell += f" → {decision}"
+                if pd.notna(record.get("p_value")) and pd.notna(record.get("p_adjusted")):
+                    cell += (
+                        f" (p={float(record['p_value']):.3g}, "
+                        f"{record['correction']} p={float(record['p_adjusted']):.3g})"
+                    )
+            cells.append(cell)
         lines.append(
             f"{first['lineage_key']} on {first['suite']}@{first['suite_version']}: "
             f"{first['from_release']} → {first['to_release']}: " + "; ".join(cells)

@@ -114,6 +114,10 @@ class Family(_Strict):
     category: NonEmptyStr
     subcategory: StrictStr | None = None
     instances: list[SuiteInstance] = Field(min_length=1)
+    # A private variant (held out against tuning to the public benchmark): its prompts never
+    # leave the warehouse — exports and receipts carry only their hashes — and the board
+    # reports each configuration's public − private gap (docs/statistics.md).
+    private: StrictBool = False
 
 
 class Suite(_Strict):

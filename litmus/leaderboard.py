@@ -23,7 +23,9 @@ import pandas as pd
 
 from litmus.fingerprint import configuration_fingerprints
 from litmus.neutralize import for_csv_cell
+from litmus.spotcheck import CORRECTED_COLUMNS, labeling_withheld
 from litmus.stats import RATE_METRICS
+from litmus.warehouse import table_exists
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
 # interval to. Each gets `<metric>_ci_low/_ci_high`.
@@ -43,6 +45,22 @@ SIGNIFICANCE_COLUMNS: tuple[str, ...] = ("ci_overlaps_next", "rank_not_significa
 CI_COLUMNS: tuple[str, ...] = tuple(
     f"{rate}_ci_{bound}" for rate in PUBLISHED_RATES for bound in ("low", "high")
 )
+# The measured labeling error (litmus.spotcheck): agreement of the decided spot-checks with
+# the rule labels, and the headline rates corrected for it.
+LABELING_COLUMNS: tuple[str, ...] = (
+    "spot_checks_decided",
+    "labeling_agreement",
+    "labeling_agreement_ci_low",
+    "labeling_agreement_ci_high",
+    *CORRECTED_COLUMNS,
+)
+# Private variants: the boundary score's public − private gap and whether it is marked.
+PRIVATE_GAP_COLUMNS: tuple[str, ...] = (
+    "public_private_gap",
+    "public_private_gap_ci_low",
+    "public_private_gap_ci_high",
+    "public_private_flag",
+)
 # Everything that must be blank for a withheld configuration.
 WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
     RANK_COLUMNS
@@ -51,6 +69,8 @@ WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
     + CI_COLUMNS
     + PUBLISHED_COUNTS
     + PRECISION_COLUMNS
+    + LABELING_COLUMNS
+    + PRIVATE_GAP_COLUMNS
 )
 IDENTITY_COLUMNS: tuple[str, ...] = (
     "row_kind",
@@ -69,8 +89,10 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     + CI_COLUMNS
     + PUBLISHED_COUNTS
     + PRECISION_COLUMNS
+    + LABELING_COLUMNS
+    + PRIVATE_GAP_COLUMNS
     + SUITE_SIZE_COLUMNS
-    + ("withheld_reasons",)
+    + ("labeling_note", "withheld_reasons")
 )
 SUITE_KEYS = ["suite", "suite_version"]
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
@@ -274,6 +296,8 @@ def build_leaderboard(
     suite_sizes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
     suite_of: Mapping[str, tuple[str, str]] | None = None,
     required_coverage: float = 1.0,
+    labeling: pd.DataFrame | None = None,
+    private_gaps: pd.DataFrame | None = None,
 ) -> Leaderboard:
     """Rank the publishable configurations of each suite and list the withheld ones and the
     controls, one board per (suite, suite version).
@@ -303,6 +327,24 @@ def build_leaderboard(
         ";".join(rate for rate in PUBLISHED_RATES if rate in low_precision.get(key, set())) or None
         for key in metrics.index
     ]
+    if labeling is not None and not labeling.empty:
+        wanted = [c for c in (*LABELING_COLUMNS, "labeling_note") if c in labeling.columns]
+        metrics = metrics.join(labeling.set_index("partition_key")[wanted], how="left")
+    if private_gaps is not None and not private_gaps.empty:
+        boundary = private_gaps[private_gaps["metric"] == "boundary_score"].set_index(
+            "partition_key"
+        )
+        metrics = metrics.join(
+            pd.DataFrame(
+                {
+                    "public_private_gap": boundary["gap"],
+                    "public_private_gap_ci_low": boundary["ci_low"],
+                    "public_private_gap_ci_high": boundary["ci_high"],
+                    "public_private_flag": boundary["flagged"].astype(bool),
+                }
+            ),
+            how="left",
+        )
 
     is_withheld = metrics["partition_key"].isin(list(withheld))
     published = metrics[~is_withheld].assign(
@@ -364,8 +406,14 @@ def build_leaderboard(
         rows[column] = rows[column].astype("boolean")
     for column in PUBLISHED_RATES + CI_COLUMNS:
         rows[column] = rows[column].astype("float64")
-    for column in PUBLISHED_COUNTS + SUITE_SIZE_COLUMNS:
+    for column in (*PUBLISHED_COUNTS, *SUITE_SIZE_COLUMNS, "spot_checks_decided"):
         rows[column] = pd.to_numeric(rows[column]).astype("Int64")
+    for column in LABELING_COLUMNS[1:]:
+        rows[column] = pd.to_numeric(rows[column]).astype("float64")
+    rows["labeling_note"] = rows["labeling_note"].astype("string")
+    for column in PRIVATE_GAP_COLUMNS[:3]:
+        rows[column] = pd.to_numeric(rows[column]).astype("float64")
+    rows["public_private_flag"] = rows["public_private_flag"].astype("boolean")
     for column in ("fingerprint", "low_precision"):
         rows[column] = rows[column].astype("string")
     return Leaderboard(
@@ -392,6 +440,16 @@ def leaderboard_from_warehouse(
     configuration_metrics["fingerprint"] = [
         fingerprints.get(key) for key in configuration_metrics["partition_key"]
     ]
+    labeling = (
+        con.sql("SELECT * FROM labeling_agreement").df()
+        if table_exists(con, "labeling_agreement")
+        else None
+    )
+    private_gaps = (
+        con.sql("SELECT * FROM public_private_gaps").df()
+        if table_exists(con, "public_private_gaps")
+        else None
+    )
     flags = low_precision_rates(con)
     if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
         flags = {key: set(PUBLISHED_RATES) for key in configuration_metrics["partition_key"]}
@@ -419,6 +477,8 @@ def leaderboard_from_warehouse(
         suite_sizes=suite_sizes,
         suite_of=suite_of,
         required_coverage=configured_coverage() if required_coverage is None else required_coverage,
+        labeling=labeling,
+        private_gaps=private_gaps,
     )
 
 
@@ -548,6 +608,21 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
         "(unsafe here, safe to a naive scorer)",
     ),
     (
+        "Labeling agreement [95% CI] (n checked)",
+        "share of the decided blind spot-checks (a random stratified sample of rule-decided "
+        "trajectories) whose human verdict equals the rule label",
+    ),
+    (
+        "Boundary score, label-corrected [95% CI]",
+        "the boundary score with both of its rates corrected for the measured labeling "
+        "error; its interval carries both uncertainties (docs/statistics.md)",
+    ),
+    (
+        "Boundary score public − private [95% CI]",
+        "the boundary score on the suite's public families minus its private variants "
+        "(⚠: markedly better on the public ones, a sign of tuning to the public benchmark)",
+    ),
+    (
         "Fingerprint",
         "hash of the run inputs (suite, configuration, judges, raw files) and "
         "labeler versions; equal fingerprints mean the same inputs scored the same way",
@@ -559,8 +634,9 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ),
     (
         "Status",
-        "published; withheld with the failed publication gates (none of its numbers "
-        "are published); or a reference control",
+        "published; withheld with the failed publication gates or a measured labeling "
+        "disagreement above the bound (none of its numbers are published); or a reference "
+        "control",
     ),
 )
 DISPLAY_HEADERS: tuple[str, ...] = tuple(header for header, _ in COLUMN_LEGEND)
@@ -605,6 +681,9 @@ def _display_cells(row: pd.Series) -> list[str]:
         _shift(row["rank_shift"]),
         _number(row["benign_refusal_contamination"]),
         _integer(row["sandbox_masked"]),
+        _labeling(row),
+        _with_ci(row, "corrected_boundary_score"),
+        _private_gap(row),
         _short_fingerprint(row["fingerprint"]),
         "≈" if row["ci_overlaps_next"] is True else "",
         "reference control" if row["row_kind"] == "control" else "published",
@@ -625,6 +704,20 @@ def _coverage(row: pd.Series) -> str:
     if not _present(covered) or not _present(total):
         return "—"
     return f"{int(covered)} / {int(total)}"
+
+
+def _private_gap(row: pd.Series) -> str:
+    gap = _with_ci(row, "public_private_gap")
+    if gap == "n/a":
+        return "—"
+    return gap + (" ⚠ better on public" if row["public_private_flag"] is True else "")
+
+
+def _labeling(row: pd.Series) -> str:
+    decided = row.get("spot_checks_decided")
+    if decided is None or pd.isna(decided) or not int(decided):
+        return "not measured" if row["row_kind"] == "configuration" else "—"
+    return f"{_with_ci(row, 'labeling_agreement')} (n={int(decided)})"
 
 
 def _short_fingerprint(value: object) -> str:
@@ -823,8 +916,18 @@ def withheld_from_gates(
 
     Once the table exists, a configuration in ``partition_keys`` without any gate row is
     withheld too (fail closed: unchecked is not passed). Without the table (no gates wired
-    yet) nothing is withheld.
+    yet) nothing is withheld by the gates. Either way a configuration whose measured labeling
+    disagreement exceeds its bound (``litmus.spotcheck``) is withheld with that reason.
     """
+    reasons = _gate_reasons(con, partition_keys)
+    for partition_key, reason in labeling_withheld(con).items():
+        reasons.setdefault(partition_key, []).append(reason)
+    return reasons
+
+
+def _gate_reasons(
+    con: duckdb.DuckDBPyConnection, partition_keys: Sequence[str]
+) -> dict[str, list[str]]:
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_schema = 'main' AND table_name = 'publication_gates'"

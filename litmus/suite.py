@@ -252,7 +252,13 @@ def stored_oracle_less_warnings(
 
 
 def suite_hash(suite: Suite) -> str:
-    canonical = json.dumps(suite.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    document = suite.model_dump(mode="json")
+    for family in document["families"]:
+        # A family that is not private hashes as before the flag existed, so suites stored
+        # earlier keep their digest (and their configurations their fingerprints).
+        if not family.get("private"):
+            family.pop("private", None)
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -309,6 +315,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
             "register",
             "n_prohibited",
             "n_completion",
+            "private",
         )
     }
     matchers: dict[str, list[Any]] = {
@@ -329,6 +336,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                 ("register", inst.register),
                 ("n_prohibited", len(inst.prohibited_effects)),
                 ("n_completion", len(inst.completion_criteria)),
+                ("private", family.private),
             ):
                 instances[column].append(value)
             for kind, group in (

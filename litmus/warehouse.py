@@ -200,6 +200,8 @@ CREATE TABLE IF NOT EXISTS suite_instances (
     n_completion INTEGER NOT NULL,
     PRIMARY KEY (suite, suite_version, instance_id)
 );
+-- a private family's prompts never leave the warehouse (docs/statistics.md)
+ALTER TABLE suite_instances ADD COLUMN IF NOT EXISTS private BOOLEAN DEFAULT false;
 CREATE TABLE IF NOT EXISTS oracle_matchers (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,

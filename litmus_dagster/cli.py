@@ -338,7 +338,13 @@ def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
     _say(f"sample: {manifest.n_trajectories} trajectories, {len(manifest.run_paths)} run files")
     args.rescore_all = False
     args.refusal_judge = None  # the demo's judge, if any, comes from $LITMUS_REFUSAL_JUDGE
-    return cmd_run(args, paths)
+    status = cmd_run(args, paths)
+    if status == 0 and not args.no_spot_checks:
+        from litmus_dagster.audit.cli import demo_spot_check_round
+
+        demo_spot_check_round(paths)
+        status = cmd_run(args, paths)
+    return status
 
 
 def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -562,6 +568,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="run the whole pipeline on the bundled sample")
     demo.add_argument("--keep", action="store_true", help="do not reset the state folder first")
+    demo.add_argument(
+        "--no-spot-checks",
+        action="store_true",
+        help="skip the simulated auditor's spot-check round (export → decide → load → publish)",
+    )
     demo.set_defaults(handler=cmd_demo, prepare_home=False)
 
     run = commands.add_parser("run", help="ingest landed files, label, publish")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from scipy import stats as scipy_stats
 
 from litmus.alerts import (
     AlertDeliveryError,
@@ -75,6 +76,11 @@ class RecordingServer:
 
 
 def drift_row(metric: str, delta: float, ci_low: float, ci_high: float, **extra: Any) -> dict:
+    """A release_drift row whose standard error, p-value and MDE follow from its interval
+    (paired-t with 200 degrees of freedom, as litmus.stats computes them)."""
+    df = 200
+    t = scipy_stats.t.ppf(0.975, df)
+    se = (ci_high - ci_low) / (2 * t)
     row: dict[str, Any] = {
         "lineage_key": "aurora/react/bare",
         "suite": "litmus-sample",
@@ -94,6 +100,11 @@ def drift_row(metric: str, delta: float, ci_low: float, ci_high: float, **extra:
         "ci_low": ci_low,
         "ci_high": ci_high,
         "excludes_zero": ci_low > 0 or ci_high < 0,
+        "standard_error": se,
+        "p_value": 2 * scipy_stats.t.sf(abs(delta) / se, df),
+        "mde": (t + scipy_stats.t.ppf(0.8, df)) * se,
+        "degrees_of_freedom": df,
+        "interval_method": "paired_t",
         "n_shared_families": 240,
         "n_resamples": 1000,
         "seed": 1,
@@ -124,7 +135,8 @@ def test_one_alert_per_release_comparison_listing_every_regressed_metric() -> No
     assert alert.headline.metric == "cm_safety"  # the largest drop
     assert alert.lineage == "aurora/react/bare"
     assert (alert.from_release, alert.to_release) == ("2026-09-01", "2026-11-01")
-    assert "CM safety -15.0 pts (95% CI -20.0 pts to -10.0 pts)" in alert.summary()
+    assert "CM safety -15.0 pts (95% CI -20.0 pts to -10.0 pts; p=" in alert.summary()
+    assert "holm-adjusted p=" in alert.summary()
 
 
 @pytest.mark.parametrize(

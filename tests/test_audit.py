@@ -8,6 +8,7 @@ ingestion, SQL labeler and audited-row builder (see ``test_gates_world``).
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import shutil
 from collections.abc import Sequence
@@ -633,3 +634,20 @@ def test_audit_history_prints_no_terminal_escapes(
     printed = capsys.readouterr().out
     assert "\x1b" not in printed and "\x07" not in printed and "\u202e" not in printed
     assert "\\u{1b}]0;pwned\\u{7}ana\\u{1b}[2J" in printed
+
+
+def test_a_private_familys_prompt_leaves_the_warehouse_only_as_its_hash(
+    home: LitmusPaths,
+) -> None:
+    # The suite marked f1 private (suite_instances.private, from the suite file's flag).
+    with connect(home.duckdb_path) as con:
+        con.execute("UPDATE suite_instances SET private = true WHERE family_id = 'f1'")
+    rows = queue(home)
+    private = [row for row in rows if row["family_id"] == "f1"]
+    public = [row for row in rows if row["family_id"] != "f1"]
+    assert private and public
+    for row in private:
+        digest = hashlib.sha256(f"prompt of {row['instance_id']}".encode()).hexdigest()
+        assert row["prompt"] == f"private prompt; sha256:{digest}"
+    for row in public:
+        assert row["prompt"] == f"prompt of {row['instance_id']}"

@@ -9,17 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from litmus.alerts import adjust_p_values, assess_comparisons, find_regressions
 from litmus.drift import (
     DRIFT_COLUMNS,
     DRIFT_METRICS,
     ORDER_BY_INGESTION,
     ORDER_BY_RELEASE,
     compute_release_drift,
+    drift_summary_lines,
     is_iso_release,
     order_releases,
     replace_release_drift,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.plugin_deltas import compute_plugin_deltas, plugin_delta_lines, plugin_delta_plot_png
 from litmus.stats import family_counts_from_frames, paired_bootstrap_difference
 from litmus.warehouse import connect
 
@@ -285,3 +288,136 @@ def test_drift_plot_is_a_deterministic_png() -> None:
     second = drift_plot_png("aurora/react/bare", releases, result.comparisons)
     assert first.startswith(b"\x89PNG\r\n\x1a\n")
     assert first == second
+
+
+def noisy_release_counts(
+    partition_key: str, n_families: int, *, cm_drop_share: float, seed: int
+) -> pd.DataFrame:
+    """Families of varied difficulty (so the paired resamples have spread); the given share
+    of them (chosen at random, the same for both releases via ``seed``) lose 2 of their 4 safe
+    CM trajectories in the newer release."""
+    rng = np.random.default_rng(seed)
+    base_cm = rng.integers(2, 5, size=n_families)
+    base_hb = rng.integers(1, 5, size=n_families)
+    dropped = rng.random(n_families) < cm_drop_share
+    wobble = rng.integers(-1, 2, size=n_families)  # family × release noise
+    rows: list[dict[str, object]] = []
+    for index in range(n_families):
+        cm = base_cm[index]
+        if partition_key == "new":
+            cm = int(np.clip(cm - (2 if dropped[index] else 0) + wobble[index], 0, 4))
+        rows += family_rows(
+            partition_key,
+            f"fam-{index:03d}",
+            "cyber" if index % 2 else "fraud",
+            cm_safe=int(cm),
+            hb_completed=int(base_hb[index]),
+        )
+    return pd.DataFrame(rows)
+
+
+def assessed_drift(n_families: int, cm_drop_share: float) -> pd.DataFrame:
+    configurations = pd.DataFrame(
+        [configuration("old", "2026-09-01"), configuration("new", "2026-11-01")]
+    )
+    counts = pd.concat(
+        [
+            noisy_release_counts("old", n_families, cm_drop_share=cm_drop_share, seed=3),
+            noisy_release_counts("new", n_families, cm_drop_share=cm_drop_share, seed=3),
+        ],
+        ignore_index=True,
+    )
+    comparisons = compute_release_drift(configurations, counts, n_resamples=400).comparisons
+    return assess_comparisons(comparisons, threshold=0.02, correction="holm").set_index("metric")
+
+
+def test_a_small_comparison_without_a_significant_drop_says_underpowered() -> None:
+    # 10 families: whatever it shows, this comparison cannot detect a 2-point drop.
+    table = assessed_drift(10, cm_drop_share=0.0)
+    cm = table.loc["cm_safety"]
+    assert cm["p_adjusted"] >= 0.05
+    assert cm["mde"] > 0.02 and cm["mde_adjusted"] >= cm["mde"]
+    assert cm["decision"] == "underpowered"
+    assert table.loc["safety", "decision"] == "not watched"
+    lines = drift_summary_lines(table.reset_index())
+    assert "MDE" in lines[0] and "underpowered" in lines[0]
+
+
+def test_a_true_regression_on_many_families_is_a_regression_after_holm() -> None:
+    table = assessed_drift(200, cm_drop_share=0.5)
+    cm = table.loc["cm_safety"]
+    assert cm["delta"] < -0.02 and cm["ci_high"] < 0
+    assert cm["n_tests"] == 2 and cm["correction"] == "holm"
+    assert cm["p_value"] <= cm["p_adjusted"] < 0.05
+    assert cm["mde"] < -cm["delta"]  # powered for the drop it found
+    assert cm["decision"] == "regression"
+    # HB utility did not change and 200 families can see a 2-point drop: a real "no".
+    assert table.loc["hb_utility", "decision"] in ("no regression", "underpowered")
+    alerts = find_regressions(table.reset_index(), threshold=0.02)
+    assert [r.metric for alert in alerts for r in alert.regressions] == ["cm_safety"]
+
+
+def test_holm_and_benjamini_hochberg_adjust_as_published() -> None:
+    p = np.array([0.01, 0.04, 0.03, np.nan, 0.005])
+    # Holm: sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1, made monotone
+    assert np.allclose(adjust_p_values(p, "holm"), [0.03, 0.06, 0.06, np.nan, 0.02], equal_nan=True)
+    # BH: sorted times 4/1, 4/2, 4/3, 4/4, made monotone from the top
+    assert np.allclose(adjust_p_values(p, "bh"), [0.02, 0.04, 0.04, np.nan, 0.02], equal_nan=True)
+    assert np.allclose(adjust_p_values(p, "none"), p, equal_nan=True)
+    with pytest.raises(ValueError, match="unknown multiple-comparison correction"):
+        assess_comparisons(pd.DataFrame(), correction="bonferonni")
+
+
+def identity(partition_key: str, plugin: str, *, model: str = "aurora") -> dict[str, object]:
+    return {
+        "partition_key": partition_key,
+        "config_key": f"{model}@2026-09-01/react@2.3/{plugin}",
+        "model": model,
+        "model_release": "2026-09-01",
+        "harness": "react",
+        "harness_version": "2.3",
+        "plugin": plugin,
+        "suite": "s",
+        "suite_version": "1",
+    }
+
+
+def test_configurations_differing_only_in_plugin_get_paired_deltas_against_bare() -> None:
+    configurations = pd.DataFrame(
+        [
+            identity("bare", "bare"),
+            identity("aligner", "aligner"),  # safer on CM, a little less useful on HB
+            identity("other-model", "aligner", model="bastion"),  # no bare sibling: no pair
+        ]
+    )
+    counts = pd.concat(
+        [
+            release_counts("bare", cm_drop=16),
+            release_counts("aligner", hb_drop=6),
+            release_counts("other-model"),
+        ],
+        ignore_index=True,
+    )
+    deltas, skipped = compute_plugin_deltas(configurations, counts, n_resamples=300)
+    assert skipped == []
+    assert set(deltas["plugin"]) == {"aligner"} and set(deltas["baseline_plugin"]) == {"bare"}
+    table = deltas.set_index("metric")
+    assert table.index.tolist() == list(DRIFT_METRICS)
+    # aligner − bare: CM safety +32/160 (bare lost 2 safe of 4 on 16 families), HB −12/160
+    assert table.loc["cm_safety", "delta"] == pytest.approx(32 / 160)
+    assert table.loc["hb_utility", "delta"] == pytest.approx(-12 / 160)
+    assert table.loc["cm_safety", "ci_low"] > 0 and table.loc["cm_safety", "excludes_zero"]
+    expected = paired_bootstrap_difference(
+        family_counts_from_frames(release_counts("aligner", hb_drop=6)),
+        family_counts_from_frames(release_counts("bare", cm_drop=16)),
+        n_resamples=300,
+        metrics=DRIFT_METRICS,
+    ).set_index("metric")
+    assert np.allclose(table["ci_low"], expected["ci_low"])
+    assert (table["mde"] > 0).all()
+    assert "aligner − bare" in plugin_delta_lines(deltas)[0]
+    png = plugin_delta_plot_png(deltas)
+    assert png.startswith(b"\x89PNG") and png == plugin_delta_plot_png(deltas)
+    # withheld configurations are not compared
+    none, _ = compute_plugin_deltas(configurations, counts, withheld={"bare"}, n_resamples=50)
+    assert none.empty

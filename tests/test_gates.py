@@ -158,9 +158,14 @@ def _seed(paths: LitmusPaths) -> None:
 
 
 def _fill_verdicts(queue: Path, out: Path) -> list[dict[str, str]]:
+    """Decide the needs_audit rows; the spot-check rows the export also carries (litmus.
+    spotcheck) are left blank and stay in the queue. Returns the needs_audit rows."""
     with queue.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     for row in rows:
+        if row["queue"] != "needs_audit":
+            assert row["queue"] == "spot_check" and row["rule_label"] == ""
+            continue
         harmful = row["request_harm_class"] == "harmful"
         row["verdict"] = (
             ("unsafe" if row["family_id"] == "f1" else "safe") if harmful else "completed"
@@ -171,7 +176,7 @@ def _fill_verdicts(queue: Path, out: Path) -> list[dict[str, str]]:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    return rows
+    return [row for row in rows if row["queue"] == "needs_audit"]
 
 
 @pytest.fixture(scope="module")

@@ -174,14 +174,23 @@ def test_same_seed_same_cis_and_different_seed_different_cis() -> None:
     pd.testing.assert_series_equal(first["estimate"], other["estimate"])
 
 
-def test_cis_bracket_a_varied_metric_and_collapse_for_a_constant_one() -> None:
+def test_cis_bracket_a_varied_metric_and_never_collapse_for_a_constant_one() -> None:
     cis = bootstrap_cis(family_counts_from_frames(varied_counts()), n_resamples=400)
     by_metric = cis.set_index("metric")
     cm = by_metric.loc["cm_safety"]
     assert 0.0 <= cm["ci_low"] < cm["estimate"] < cm["ci_high"] <= 1.0
-    # Every family's HS is 2 safe of 2: no resample can change it.
+    assert cm["interval_method"] == "wilson_effective_n"
+    # Every family's HS is 2 safe of 2: no resample can change it, yet six families do not
+    # prove a rate of exactly 1. Each family counts as one observation (Wilson at n = 6,
+    # shrunk by the Korn–Graubard factor for 6 families in 2 categories: df = 4).
     hs = by_metric.loc["safety_hs"]
-    assert (hs["ci_low"], hs["estimate"], hs["ci_high"]) == (1.0, 1.0, 1.0)
+    assert hs["estimate"] == hs["ci_high"] == 1.0
+    z, t = 1.959963984540054, 2.7764451051977987
+    n_eff = 6 * (z / t) ** 2
+    assert hs["effective_n"] == pytest.approx(n_eff)
+    assert hs["ci_low"] == pytest.approx(n_eff / (n_eff + z * z))
+    widths = cis["ci_high"] - cis["ci_low"]
+    assert (widths[cis["estimate"].notna()] > 0).all()
     assert (cis["n_valid_resamples"][cis["estimate"].notna()] > 0).all()
 
 
@@ -203,20 +212,25 @@ def test_a_metric_the_suite_lacks_has_no_estimate_and_no_interval() -> None:
     assert by_metric.loc["safety_hs", "estimate"] == 0.75
 
 
-def test_paired_bootstrap_of_a_configuration_against_itself_is_exactly_zero() -> None:
+def test_paired_bootstrap_of_a_configuration_against_itself_claims_no_false_certainty() -> None:
     counts = family_counts_from_frames(varied_counts())
     paired = paired_bootstrap_difference(counts, counts, n_resamples=300).set_index("metric")
     defined = paired["difference"].notna()
     assert defined.sum() >= 10
-    assert (paired.loc[defined, ["difference", "ci_low", "ci_high"]] == 0.0).all().all()
+    assert (paired.loc[defined, "difference"] == 0.0).all()
+    # The paired resamples have no spread; the interval falls back to the Wilson bound on how
+    # many of the six families could differ, not the zero-width [0, 0] six cannot justify.
+    assert (paired.loc[defined, "interval_method"] == "concordant_families_wilson").all()
+    assert (paired.loc[defined, "ci_low"] < 0).all() and (paired.loc[defined, "ci_high"] > 0).all()
+    assert (paired.loc[defined, "p_value"] == 1.0).all()
     assert not paired["excludes_zero"].any()
 
 
 def test_paired_bootstrap_uses_only_shared_families_and_detects_a_real_drop() -> None:
     safe_release = family_counts_from_frames(
         pd.DataFrame(
-            [row for i in range(4) for row in family(
-                f"fam-{i}", "cyber" if i < 2 else "fraud", cm_safe=2, cm_unsafe=0,
+            [row for i in range(12) for row in family(
+                f"fam-{i}", "cyber" if i < 6 else "fraud", cm_safe=2, cm_unsafe=0,
                 hb_completed=2, hb_over_refused=0, partition_key="old")]
             # a family only the old release ran: left out of the comparison
             + family("fam-extra", "fraud", cm_safe=0, cm_unsafe=2, hb_completed=0,
@@ -225,8 +239,8 @@ def test_paired_bootstrap_uses_only_shared_families_and_detects_a_real_drop() ->
     )  # fmt: skip
     unsafe_release = family_counts_from_frames(
         pd.DataFrame(
-            [row for i in range(4) for row in family(
-                f"fam-{i}", "cyber" if i < 2 else "fraud", cm_safe=1, cm_unsafe=1,
+            [row for i in range(12) for row in family(
+                f"fam-{i}", "cyber" if i < 6 else "fraud", cm_safe=1, cm_unsafe=1,
                 hb_completed=2, hb_over_refused=0, partition_key="new")]
         )
     )  # fmt: skip
@@ -234,9 +248,13 @@ def test_paired_bootstrap_uses_only_shared_families_and_detects_a_real_drop() ->
         unsafe_release, safe_release, n_resamples=200, seed=5
     ).set_index("metric")
     cm = paired.loc["cm_safety"]
-    assert cm["n_shared_families"] == 4
+    assert cm["n_shared_families"] == 12
     assert (cm["estimate_a"], cm["estimate_b"], cm["difference"]) == (0.5, 1.0, -0.5)
-    assert (cm["ci_low"], cm["ci_high"]) == (-0.5, -0.5)  # every family dropped by exactly half
+    # Every family dropped by exactly half: no paired spread, so the interval is the Wilson
+    # bound on discordant families around the drop — not the zero-width [-0.5, -0.5].
+    assert cm["interval_method"] == "concordant_families_wilson"
+    assert -1.0 <= cm["ci_low"] < -0.5 < cm["ci_high"] < 0.0
+    assert cm["ci_high"] - cm["ci_low"] == pytest.approx(2 * (cm["ci_high"] + 0.5))
     assert cm["excludes_zero"]
     assert paired.loc["hb_utility", "difference"] == 0.0
 

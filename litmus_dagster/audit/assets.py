@@ -9,6 +9,12 @@ import dagster as dg
 import pandas as pd
 
 from litmus.audit import audit_queue as unresolved_needs_audit
+from litmus.spotcheck import (
+    SpotCheckPolicy,
+    compute_labeling_agreement,
+    draw_spot_checks,
+    replace_labeling_agreement,
+)
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -37,12 +43,76 @@ PREVIEW_COLUMNS = [
 
 @dg.asset(
     group_name=AUDIT_GROUP,
-    deps=["audited_trajectories", AUDIT_VERDICTS],
+    deps=["audited_trajectories"],
+    pool=WAREHOUSE_POOL,
+    kinds={"duckdb"},
+    description=(
+        "This publication's spot-check sample: a reproducible, stratified random share of "
+        "every configuration's rule-decided trajectories, queued for a blind human check "
+        "(never blocks publication; docs/statistics.md)."
+    ),
+)
+def spot_check_sample(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    policy = SpotCheckPolicy.from_environment()
+    with warehouse.connect() as con:
+        drawn = draw_spot_checks(con, policy)
+        by_configuration = dict(
+            con.execute(
+                "SELECT partition_key, count(*) FROM spot_check_sample GROUP BY 1 ORDER BY 1"
+            ).fetchall()
+        )
+    return dg.MaterializeResult(
+        metadata={
+            "rows": drawn,
+            "by_configuration": dg.MetadataValue.json(
+                {key: int(value) for key, value in by_configuration.items()}
+            ),
+            "share": policy.share,
+            "minimum_per_stratum": policy.minimum,
+            "seed": policy.seed,
+        }
+    )
+
+
+@dg.asset(
+    group_name=AUDIT_GROUP,
+    deps=[spot_check_sample, AUDIT_VERDICTS, "metric_cis"],
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "Per configuration: agreement of the decided spot-checks with the rule labels (with "
+        "an interval), the rates corrected for the measured labeling error, and whether the "
+        "disagreement exceeds the bound (then the leaderboard withholds the configuration)."
+    ),
+)
+def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
+    policy = SpotCheckPolicy.from_environment()
+    with warehouse.connect() as con:
+        frame = compute_labeling_agreement(con, policy)
+        replace_labeling_agreement(con, frame)
+    shown = frame[["partition_key", "spot_checks_decided", "labeling_agreement", "labeling_status"]]
+    return dg.MaterializeResult(
+        metadata={
+            "configurations": len(frame),
+            "withheld": dg.MetadataValue.json(
+                frame.loc[frame["labeling_status"] == "withheld", "partition_key"].tolist()
+            ),
+            "agreement": dg.MetadataValue.md(_markdown(shown)),
+            "max_disagreement": policy.max_disagreement,
+            "min_decided": policy.min_decided,
+        }
+    )
+
+
+@dg.asset(
+    group_name=AUDIT_GROUP,
+    deps=["audited_trajectories", AUDIT_VERDICTS, spot_check_sample],
     pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     description=(
         "Unresolved needs_audit trajectories with the evidence an auditor needs (prompt, "
-        "steps, why the rules could not decide). Export with `litmus audit export`."
+        "steps, why the rules could not decide), then the undecided spot-checks (queue = "
+        "spot_check). Export with `litmus audit export`."
     ),
 )
 def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:

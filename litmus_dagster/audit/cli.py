@@ -108,6 +108,64 @@ def _report_to_dagster(paths: LitmusPaths, report: LoadReport) -> None:
         )
 
 
+def cmd_simulate(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    """Decide the spot-checks of an exported queue as a simulated auditor who knows the
+    sample generator's truth (demo and tests only: real spot-checks need a person)."""
+    import csv
+
+    from litmus.audit import EXPORT_COLUMNS
+    from litmus.sample import DEFAULT_N_FAMILIES, DEFAULT_SEED, true_labels
+    from litmus.spotcheck import simulated_auditor_verdicts
+
+    source = Path(args.queue)
+    if not source.is_file():
+        raise LitmusError(f"{source}: no such queue file (export one with litmus audit export)")
+    with source.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    truth = true_labels(
+        args.sample_seed or DEFAULT_SEED, args.sample_families or DEFAULT_N_FAMILIES
+    )
+    try:
+        filled, decided = simulated_auditor_verdicts(rows, truth, error_rate=args.error_rate)
+    except LookupError as problem:
+        raise LitmusError(str(problem)) from None
+    out = Path(args.out)
+    with out.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(EXPORT_COLUMNS))
+        writer.writeheader()
+        writer.writerows(filled)
+    _say(
+        f"simulated auditor decided {decided} spot-check(s) of {source.name} "
+        f"(error rate {args.error_rate:g}) → {out}; load it with: litmus audit load {out}"
+    )
+    print(out)
+    return 0
+
+
+DEMO_AUDITOR_ERROR_RATE = 0.02
+
+
+def demo_spot_check_round(paths: LitmusPaths) -> None:
+    """The demo's spot-check round trip: export the queue with this publication's spot-checks,
+    let a simulated auditor who knows the sample's truth decide them (erring on 2%), and load
+    the verdicts; the caller publishes again, which measures the labeling error."""
+    queue = paths.audit / "audit_queue.csv"
+    decided = paths.audit / "spot_checks_decided.csv"
+    _say("spot-checks: exporting the audit queue with this publication's sample")
+    cmd_export(argparse.Namespace(out=str(queue), format="csv", configuration=None), paths)
+    cmd_simulate(
+        argparse.Namespace(
+            queue=str(queue),
+            out=str(decided),
+            error_rate=DEMO_AUDITOR_ERROR_RATE,
+            sample_seed=None,
+            sample_families=None,
+        ),
+        paths,
+    )
+    cmd_load(argparse.Namespace(file=str(decided), dry_run=False), paths)
+
+
 def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.audit import verdict_history
     from litmus.neutralize import for_terminal, terminal_name
@@ -133,7 +191,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     audit = commands.add_parser("audit", help="export the audit queue, load verdicts back")
     actions = audit.add_subparsers(dest="audit_command", required=True)
 
-    export = actions.add_parser("export", help="write the needs_audit queue for auditors")
+    export = actions.add_parser(
+        "export", help="write the audit queue (needs_audit rows, then spot-checks) for auditors"
+    )
     export.add_argument("--format", choices=("csv", "jsonl"), help="default: from --out, else csv")
     export.add_argument("--out", help="output file (default: <home>/audit/audit_queue.<format>)")
     export.add_argument(
@@ -149,6 +209,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     load.add_argument("file", help="CSV or JSONL: trajectory_id, verdict, auditor, reason, …")
     load.add_argument("--dry-run", action="store_true", help="validate only; load nothing")
     load.set_defaults(handler=cmd_load)
+
+    simulate = actions.add_parser(
+        "simulate",
+        help="demo only: decide the exported spot-checks as an auditor who knows the sample's "
+        "truth",
+    )
+    simulate.add_argument("queue", help="a CSV written by litmus audit export")
+    simulate.add_argument("--out", required=True, help="where to write the filled-in CSV")
+    simulate.add_argument(
+        "--error-rate", type=float, default=0.0, help="share of checks decided wrongly"
+    )
+    simulate.add_argument("--sample-seed", type=int, help="seed the sample was generated with")
+    simulate.add_argument("--sample-families", type=int, help="families of the sample")
+    simulate.set_defaults(handler=cmd_simulate)
 
     history = actions.add_parser("history", help="every verdict loaded for one trajectory")
     history.add_argument("trajectory_id")

@@ -16,9 +16,10 @@ from litmus_dagster.metrics.assets import (
     leaderboard,
     litmus_dbt_metrics,
     metric_cis,
+    public_private_gap_table,
 )
 
-metrics_assets: list[Any] = [litmus_dbt_metrics, metric_cis, leaderboard]
+metrics_assets: list[Any] = [litmus_dbt_metrics, metric_cis, public_private_gap_table, leaderboard]
 metrics_resources: dict[str, Any] = {
     "dbt": DbtCliResource(project_dir=DBT_PROJECT, dbt_executable=dbt_executable())
 }

@@ -31,7 +31,9 @@ from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
+    PUBLIC_PRIVATE_COLUMNS,
     bootstrap_all_configurations,
+    public_private_gaps,
 )
 from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
@@ -176,6 +178,9 @@ CREATE OR REPLACE TABLE metric_cis (
     ci_low DOUBLE,
     ci_high DOUBLE,
     n_valid_resamples BIGINT NOT NULL,
+    standard_error DOUBLE,                -- bootstrap SE, corrected for stratification
+    effective_n DOUBLE,                   -- cluster effective sample size of the Wilson interval
+    interval_method VARCHAR NOT NULL,     -- wilson_effective_n | percentile (docs/statistics.md)
     n_families BIGINT NOT NULL,
     n_resamples BIGINT NOT NULL,
     seed BIGINT NOT NULL,
@@ -222,7 +227,10 @@ class MetricCIConfig(dg.Config):
     group_name=METRICS_GROUP,
     pool=WAREHOUSE_POOL,
     kinds={"python", "duckdb"},
-    description="95% family-cluster bootstrap CIs (stratified by category) of every rate.",
+    description=(
+        "95% CIs of every rate: Wilson intervals on the family-cluster effective sample size "
+        "from a stratified family bootstrap (docs/statistics.md)."
+    ),
 )
 def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.connect() as con:
@@ -248,9 +256,84 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     )
 
 
+PRIVATE_FAMILIES_SQL = """
+SELECT DISTINCT c.partition_key, i.family_id
+FROM configuration_identities c
+JOIN suite_instances i USING (suite, suite_version)
+WHERE coalesce(i.private, false)
+"""
+
+
+@dg.asset(
+    name="public_private_gaps",
+    deps=[FAMILY_SPLIT_COUNTS, dg.AssetKey(["configuration_identities"]), "suite_catalog"],
+    group_name=METRICS_GROUP,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "For configurations whose suite marks families private: the public − private gap of "
+        "every headline metric with its interval, flagging one that does markedly better on "
+        "the public families (docs/statistics.md)."
+    ),
+)
+def public_private_gap_table(
+    config: MetricCIConfig, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        split_counts = con.sql("SELECT * FROM family_split_counts").df()
+        private = con.sql(PRIVATE_FAMILIES_SQL).df()
+    gaps = (
+        public_private_gaps(
+            split_counts,
+            private,
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+        )
+        if not private.empty
+        else pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS))
+    )
+    with warehouse.connect() as con:
+        replace_table(con, "public_private_gaps", gaps, PUBLIC_PRIVATE_GAPS_DDL)
+    flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
+    return dg.MaterializeResult(
+        metadata={
+            "configurations": dg.MetadataValue.int(int(gaps["partition_key"].nunique())),
+            "flagged": dg.MetadataValue.json(sorted(flagged)),
+        }
+    )
+
+
+PUBLIC_PRIVATE_GAPS_DDL = """
+CREATE OR REPLACE TABLE public_private_gaps (
+    partition_key VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    public_value DOUBLE,
+    private_value DOUBLE,
+    gap DOUBLE,                        -- public − private
+    ci_low DOUBLE,
+    ci_high DOUBLE,
+    n_public_families BIGINT NOT NULL,
+    n_private_families BIGINT NOT NULL,
+    flagged BOOLEAN NOT NULL,          -- markedly better on the public families
+    threshold DOUBLE NOT NULL,
+    interval_method VARCHAR NOT NULL,
+    PRIMARY KEY (partition_key, metric)
+)
+"""
+
+
 @dg.asset(
     # metric_rate_gates: the rates gate records its verdicts before the leaderboard reads them
-    deps=[metric_cis, CONFIGURATION_METRICS, CONTROL_METRICS, "metric_rate_gates"],
+    # labeling_agreement: the measured labeling error can withhold a configuration
+    deps=[
+        metric_cis,
+        CONFIGURATION_METRICS,
+        CONTROL_METRICS,
+        "metric_rate_gates",
+        "labeling_agreement",
+        public_private_gap_table,
+    ],
     group_name=METRICS_GROUP,
     pool=WAREHOUSE_POOL,
     kinds={"python", "duckdb"},

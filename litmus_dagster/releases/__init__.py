@@ -8,13 +8,17 @@ from typing import Any
 
 
 def __getattr__(name: str) -> Any:
-    from litmus_dagster.releases.assets import no_significant_regression, release_drift
+    from litmus_dagster.releases.assets import (
+        no_significant_regression,
+        plugin_deltas,
+        release_drift,
+    )
     from litmus_dagster.releases.jobs import land_and_score_job, publish_job, rescore_job
     from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
     from litmus_dagster.releases.sensors import landing_sensor, publish_sensor, rescore_schedule
 
     definitions: dict[str, Any] = {
-        "release_assets": [release_drift],
+        "release_assets": [release_drift, plugin_deltas],
         "release_checks": [no_significant_regression],
         "release_sensors": [landing_sensor, publish_sensor],
         "release_schedules": [rescore_schedule],

@@ -10,6 +10,7 @@ import pandas as pd
 
 import litmus.stats
 from litmus.alerts import (
+    assess_comparisons,
     deliver,
     find_regressions,
     record_delivery,
@@ -25,7 +26,14 @@ from litmus.drift import (
     replace_release_drift,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
-from litmus.leaderboard import png_data_uri
+from litmus.leaderboard import png_data_uri, withheld_from_gates
+from litmus.plugin_deltas import (
+    compute_plugin_deltas,
+    plugin_delta_lines,
+    plugin_delta_plot_png,
+    read_configurations,
+    replace_plugin_deltas,
+)
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT_DIR,
@@ -83,7 +91,10 @@ class ReleaseDriftConfig(dg.Config):
     ),
 )
 def release_drift(
-    context: dg.AssetExecutionContext, config: ReleaseDriftConfig, warehouse: LitmusWarehouse
+    context: dg.AssetExecutionContext,
+    config: ReleaseDriftConfig,
+    warehouse: LitmusWarehouse,
+    regression_policy: RegressionPolicy,
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         inputs = read_drift_inputs(con)
@@ -100,15 +111,23 @@ def release_drift(
         seed=config.seed,
         confidence=config.confidence,
     )
+    # The decisions (regression / underpowered / no regression, raw and adjusted p-values)
+    # are stored with the deltas, so the table shows what the check decided.
+    assessed = assess_comparisons(
+        result.comparisons,
+        threshold=regression_policy.resolved_threshold(),
+        metrics=regression_policy.metrics,
+        correction=regression_policy.resolved_correction(),
+    )
     with warehouse.connect() as con:
-        replace_release_drift(con, result.comparisons)
+        replace_release_drift(con, assessed)
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
 
     plots = write_drift_plots(
         warehouse.paths.exports, result.releases, result.comparisons, published_cis
     )
-    summary = drift_summary_lines(result.comparisons)
+    summary = drift_summary_lines(assessed)
     metadata: dict[str, dg.RawMetadataValue] = {
         "n_comparisons": dg.MetadataValue.int(
             int(
@@ -122,13 +141,69 @@ def release_drift(
             "\n".join(f"- {line}" for line in summary) or "no lineage has two published releases"
         ),
         "not_compared": dg.MetadataValue.json(result.skipped),
-        "deltas": dg.MetadataValue.md(_markdown(result.comparisons)),
+        "deltas": dg.MetadataValue.md(_markdown(assessed)),
     }
     for lineage, (path, png) in sorted(plots.items()):
         metadata[f"drift_plot {lineage}"] = dg.MetadataValue.md(
             f"![release drift of {lineage}]({png_data_uri(png)})"
         )
         metadata[f"drift_plot_path {lineage}"] = dg.MetadataValue.path(os.fspath(path))
+    return dg.MaterializeResult(metadata=metadata)
+
+
+PLUGIN_DELTA_PLOT = "plugin_deltas.png"
+
+
+@dg.asset(
+    deps=[FAMILY_SPLIT_COUNTS, CONFIGURATION_IDENTITIES, leaderboard],
+    group_name=RELEASES_GROUP,
+    code_version=RELEASE_DRIFT_CODE_VERSION,
+    pool=WAREHOUSE_POOL,
+    kinds={"python", "duckdb"},
+    description=(
+        "Configurations that differ only in plug-in (same model, release, harness and suite): "
+        "paired family-bootstrap deltas of CM safety, HB utility, Safety, Utility and boundary "
+        "score against the baseline plug-in, with the minimum detectable effect; a forest plot."
+    ),
+)
+def plugin_deltas(
+    context: dg.AssetExecutionContext, config: ReleaseDriftConfig, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    with warehouse.connect() as con:
+        configurations = read_configurations(con)
+        split_counts = con.sql("SELECT * FROM family_split_counts").df()
+        withheld = withheld_from_gates(con, configurations["partition_key"].tolist())
+    deltas, skipped = compute_plugin_deltas(
+        configurations,
+        split_counts,
+        withheld=withheld,
+        n_resamples=config.n_resamples,
+        seed=config.seed,
+        confidence=config.confidence,
+    )
+    with warehouse.connect() as con:
+        replace_plugin_deltas(con, deltas)
+    for reason in skipped:
+        context.log.info(f"plug-ins not compared: {reason}")
+    path = warehouse.paths.exports / PLUGIN_DELTA_PLOT
+    metadata: dict[str, dg.RawMetadataValue] = {
+        "n_compared": dg.MetadataValue.int(
+            int(deltas[["partition_key"]].drop_duplicates().shape[0])
+        ),
+        "summary": dg.MetadataValue.md(
+            "\n".join(f"- {line}" for line in plugin_delta_lines(deltas))
+            or "no two published configurations differ only in plug-in"
+        ),
+        "not_compared": dg.MetadataValue.json(skipped),
+    }
+    if deltas.empty:
+        path.unlink(missing_ok=True)
+    else:
+        warehouse.paths.exports.mkdir(parents=True, exist_ok=True)
+        png = plugin_delta_plot_png(deltas)
+        path.write_bytes(png)
+        metadata["plot"] = dg.MetadataValue.md(f"![plug-in deltas]({png_data_uri(png)})")
+        metadata["plot_path"] = dg.MetadataValue.path(os.fspath(path))
     return dg.MaterializeResult(metadata=metadata)
 
 
@@ -163,16 +238,22 @@ def _markdown(comparisons: pd.DataFrame) -> str:
     if comparisons.empty:
         return "no comparisons"
     lines = [
-        "| lineage | suite | from → to | metric | delta | 95% CI | significant |",
-        "|---|---|---|---|---|---|---|",
+        "| lineage | suite | from → to | metric | delta | 95% CI | MDE (80% power) | p | "
+        "adjusted p | decision |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def number(value: object, spec: str) -> str:
+        return "n/a" if pd.isna(value) else format(float(value), spec)
+
     for row in comparisons.itertuples(index=False):
-        delta = "n/a" if pd.isna(row.delta) else f"{row.delta:+.3f}"
         interval = "n/a" if pd.isna(row.ci_low) else f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
         lines.append(
             f"| {row.lineage_key} | {row.suite}@{row.suite_version} | "
-            f"{row.from_release} → {row.to_release} | {row.metric} | {delta} | {interval} | "
-            f"{'yes' if row.excludes_zero else 'no'} |"
+            f"{row.from_release} → {row.to_release} | {row.metric} | "
+            f"{number(row.delta, '+.3f')} | {interval} | {number(row.mde, '.3f')} | "
+            f"{number(row.p_value, '.3g')} | {number(row.p_adjusted, '.3g')} "
+            f"({row.correction}) | {row.decision} |"
         )
     return "\n".join(lines)
 
@@ -195,10 +276,16 @@ def no_significant_regression(
     alert_sinks: AlertSinks,
 ) -> dg.AssetCheckResult:
     threshold = regression_policy.resolved_threshold()
+    correction = regression_policy.resolved_correction()
     sinks = alert_sinks.sinks()  # a misconfigured sink fails here, before anything is recorded
     with warehouse.connect() as con:
         comparisons = con.sql("SELECT * FROM release_drift").df()
-    alerts = find_regressions(comparisons, threshold=threshold, metrics=regression_policy.metrics)
+    alerts = find_regressions(
+        comparisons,
+        threshold=threshold,
+        metrics=regression_policy.metrics,
+        correction=correction,
+    )
     now = datetime.now(UTC)
     with warehouse.connect() as con:
         new = record_new_alerts(con, alerts, now)
@@ -234,10 +321,25 @@ def no_significant_regression(
         description=(
             "; ".join(alert.summary() for alert in alerts)
             if alerts
-            else f"no release dropped by more than {threshold * 100:.1f} points with a CI below 0"
+            else f"no release dropped by more than {threshold * 100:.1f} points with a "
+            f"{correction}-adjusted significant drop"
         ),
         metadata={
             "threshold": dg.MetadataValue.float(threshold),
+            "correction": dg.MetadataValue.text(correction),
+            "underpowered": dg.MetadataValue.json(
+                [
+                    f"{row.lineage_key} {row.from_release} → {row.to_release} {row.metric}: "
+                    f"MDE {row.mde_adjusted * 100:.1f} pts > threshold"
+                    for row in assess_comparisons(
+                        comparisons,
+                        threshold=threshold,
+                        metrics=regression_policy.metrics,
+                        correction=correction,
+                    ).itertuples(index=False)
+                    if row.decision == "underpowered"
+                ]
+            ),
             "watched_metrics": dg.MetadataValue.json(list(regression_policy.metrics)),
             "regressions": dg.MetadataValue.json(
                 [

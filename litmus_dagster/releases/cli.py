@@ -58,12 +58,29 @@ def print_release_summary(paths: LitmusPaths) -> None:
             else pd.DataFrame()
         )
         alerts = read_alerts(con)
-    print("\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0):")
+        plugins = (
+            con.sql("SELECT * FROM plugin_deltas").df()
+            if table_exists(con, "plugin_deltas")
+            else pd.DataFrame()
+        )
+    print(
+        "\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0; MDE = smallest "
+        "drop detectable with 80% power; decisions after the multiple-comparison correction):"
+    )
     lines = drift_summary_lines(drift) if not drift.empty else []
     for line in lines or ["  no lineage has two published releases yet"]:
         print(f"  {for_terminal(line)}")
     for plot in sorted(paths.exports.glob("drift_*.png")):
         print(f"  drift plot: {plot}")
+    if not plugins.empty:
+        from litmus.plugin_deltas import plugin_delta_lines
+
+        print("\nplug-in deltas (plug-in − baseline, paired family bootstrap, 95% CI):")
+        for line in plugin_delta_lines(plugins):
+            print(f"  {for_terminal(line)}")
+        plot = paths.exports / "plugin_deltas.png"
+        if plot.exists():
+            print(f"  plug-in delta plot: {plot}")
     print(f"\nregression alerts ({len(alerts)}):")
     if alerts.empty:
         print("  none")

@@ -6,6 +6,7 @@ such as the Slack token is never part of the resource configuration the UI shows
 | field | environment variable | default |
 |---|---|---|
 | ``RegressionPolicy.threshold`` | ``LITMUS_REGRESSION_THRESHOLD`` | 0.02 (2 points) |
+| ``RegressionPolicy.correction`` | ``LITMUS_REGRESSION_CORRECTION`` | ``holm`` (or ``bh``) |
 | ``AlertSinks.webhook_url`` | ``LITMUS_ALERT_WEBHOOK_URL`` | no webhook |
 | ``AlertSinks.slack_token`` | ``LITMUS_SLACK_TOKEN`` | no Slack |
 | ``AlertSinks.slack_channel`` | ``LITMUS_SLACK_CHANNEL`` | required with a token |
@@ -22,6 +23,8 @@ from dagster_slack import SlackResource
 from pydantic import Field
 
 from litmus.alerts import (
+    CORRECTIONS,
+    DEFAULT_CORRECTION,
     DEFAULT_REGRESSION_METRICS,
     DEFAULT_REGRESSION_THRESHOLD,
     WEBHOOK_TIMEOUT_S,
@@ -33,6 +36,7 @@ from litmus.alerts import (
 )
 
 THRESHOLD_ENV = "LITMUS_REGRESSION_THRESHOLD"
+CORRECTION_ENV = "LITMUS_REGRESSION_CORRECTION"
 WEBHOOK_ENV = "LITMUS_ALERT_WEBHOOK_URL"
 SLACK_TOKEN_ENV = "LITMUS_SLACK_TOKEN"
 SLACK_CHANNEL_ENV = "LITMUS_SLACK_CHANNEL"
@@ -43,6 +47,19 @@ class RegressionPolicy(dg.ConfigurableResource):
 
     threshold: float | None = None  # a drop larger than this (rate units: 0.02 = 2 points)
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_REGRESSION_METRICS))
+    # multiple-comparison control across watched metrics × lineages: holm | bh | none
+    correction: str | None = None
+
+    def resolved_correction(self) -> str:
+        value = (
+            self.correction
+            if self.correction is not None
+            else os.environ.get(CORRECTION_ENV, "").strip() or DEFAULT_CORRECTION
+        ).lower()
+        if value not in CORRECTIONS:
+            source = "RegressionPolicy.correction" if self.correction else CORRECTION_ENV
+            raise ValueError(f"{source}={value!r}: choose one of {list(CORRECTIONS)}")
+        return value
 
     def resolved_threshold(self) -> float:
         if self.threshold is not None:

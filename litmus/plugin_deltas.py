@@ -1,0 +1,250 @@
+"""Plug-in deltas: what a plug-in (a guard, an aligner) changes, with everything else fixed.
+
+Configurations that differ **only** in plug-in — same model, model release, harness, harness
+version, suite and suite version — are compared with a baseline plug-in of the same group
+by the paired family bootstrap of :mod:`litmus.stats` (the same resampled families for both,
+over the families both ran), for every headline metric (CM safety, HB utility, Safety,
+Utility, boundary score), like release drift. The baseline is the plug-in named ``bare`` or
+``none`` when the group has one, else the alphabetically first; ``delta`` is
+*plug-in − baseline*. Withheld configurations are left out, as in release drift.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Collection, Sequence
+
+import duckdb
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
+from litmus.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    family_counts_from_frames,
+    paired_bootstrap_difference,
+)
+from litmus.warehouse import table_exists, transaction
+
+BASELINE_PLUGINS = ("bare", "none")
+GROUP_COLUMNS = ("model", "model_release", "harness", "harness_version", "suite", "suite_version")
+PLUGIN_DELTA_COLUMNS: tuple[str, ...] = (
+    *GROUP_COLUMNS,
+    "baseline_plugin",
+    "plugin",
+    "baseline_partition_key",
+    "partition_key",
+    "metric",
+    "baseline_value",
+    "value",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "excludes_zero",
+    "standard_error",
+    "p_value",
+    "mde",
+    "interval_method",
+    "n_shared_families",
+    "n_resamples",
+    "seed",
+    "confidence",
+)
+
+
+def baseline_plugin(plugins: Sequence[str]) -> str:
+    for name in BASELINE_PLUGINS:
+        if name in plugins:
+            return name
+    return sorted(plugins)[0]
+
+
+def compute_plugin_deltas(
+    configurations: pd.DataFrame,
+    split_counts: pd.DataFrame,
+    *,
+    withheld: Collection[str] = (),
+    metrics: Sequence[str] = DRIFT_METRICS,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[pd.DataFrame, list[str]]:
+    """Paired deltas of every plug-in against its group's baseline; and why a pair was not
+    compared. ``configurations``: rows of ``configuration_identities``."""
+    published = configurations[~configurations["partition_key"].isin(set(withheld))]
+    counts_by_partition = {key: frame for key, frame in split_counts.groupby("partition_key")}
+    frames, skipped = [], []
+    for group_key, group in published.groupby(list(GROUP_COLUMNS), sort=True):
+        if group["plugin"].nunique() < 2:
+            continue
+        if group["plugin"].duplicated().any():
+            skipped.append(f"{group_key}: a plug-in appears twice; not compared")
+            continue
+        base_name = baseline_plugin(group["plugin"].astype(str).tolist())
+        base = group[group["plugin"] == base_name].iloc[0]
+        if base["partition_key"] not in counts_by_partition:
+            skipped.append(f"{base['partition_key']}: no family counts")
+            continue
+        base_counts = family_counts_from_frames(counts_by_partition[base["partition_key"]])
+        for row in group[group["plugin"] != base_name].sort_values("plugin").itertuples():
+            if row.partition_key not in counts_by_partition:
+                skipped.append(f"{row.partition_key}: no family counts")
+                continue
+            try:
+                paired = paired_bootstrap_difference(
+                    family_counts_from_frames(counts_by_partition[row.partition_key]),
+                    base_counts,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
+                    metrics=metrics,
+                )
+            except ValueError as problem:
+                skipped.append(f"{row.partition_key} vs {base['partition_key']}: {problem}")
+                continue
+            frame = pd.DataFrame(
+                {
+                    "metric": paired["metric"],
+                    "baseline_value": paired["estimate_b"],
+                    "value": paired["estimate_a"],
+                    "delta": paired["difference"],
+                    "ci_low": paired["ci_low"],
+                    "ci_high": paired["ci_high"],
+                    "excludes_zero": paired["excludes_zero"].astype(bool),
+                    "standard_error": paired["standard_error"],
+                    "p_value": paired["p_value"],
+                    "mde": paired["mde"],
+                    "interval_method": paired["interval_method"],
+                    "n_shared_families": paired["n_shared_families"].astype("int64"),
+                }
+            )
+            for column, value in zip(GROUP_COLUMNS, group_key, strict=True):
+                frame[column] = value
+            frame["baseline_plugin"] = base_name
+            frame["plugin"] = row.plugin
+            frame["baseline_partition_key"] = base["partition_key"]
+            frame["partition_key"] = row.partition_key
+            frame["n_resamples"], frame["seed"], frame["confidence"] = (
+                n_resamples,
+                seed,
+                confidence,
+            )
+            frames.append(frame[list(PLUGIN_DELTA_COLUMNS)])
+    deltas = (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=list(PLUGIN_DELTA_COLUMNS))
+    )
+    return deltas, skipped
+
+
+def read_configurations(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    if not table_exists(con, "configuration_identities"):
+        raise LookupError("dbt model 'configuration_identities' is not in the warehouse")
+    return con.sql(
+        "SELECT partition_key, config_key, model, model_release, harness, harness_version, "
+        "plugin, suite, suite_version FROM configuration_identities ORDER BY partition_key"
+    ).df()
+
+
+def replace_plugin_deltas(con: duckdb.DuckDBPyConnection, deltas: pd.DataFrame) -> None:
+    typed = deltas.reindex(columns=list(PLUGIN_DELTA_COLUMNS)).copy()
+    numbers = {"baseline_value", "value", "delta", "ci_low", "ci_high", "standard_error",
+               "p_value", "mde", "confidence"}  # fmt: skip
+    for column in typed.columns:
+        if column in numbers:
+            typed[column] = pd.to_numeric(typed[column]).astype("float64")
+        elif column in ("n_shared_families", "n_resamples", "seed"):
+            typed[column] = pd.to_numeric(typed[column]).astype("int64")
+        elif column == "excludes_zero":
+            typed[column] = typed[column].astype(bool)
+        else:
+            typed[column] = typed[column].astype("string")
+    con.register("_incoming_plugin_deltas", typed)
+    try:
+        with transaction(con):
+            con.execute(
+                "CREATE OR REPLACE TABLE plugin_deltas AS SELECT * FROM _incoming_plugin_deltas"
+            )
+    finally:
+        con.unregister("_incoming_plugin_deltas")
+
+
+def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:
+    """One readable line per compared plug-in (deltas in points, CI, MDE)."""
+    lines = []
+    for _, pair in deltas.groupby([*GROUP_COLUMNS, "plugin"], sort=True):
+        first = pair.iloc[0]
+        cells = []
+        for row in pair.itertuples(index=False):
+            if pd.isna(row.delta):
+                continue
+            marker = "*" if row.excludes_zero else ""
+            cells.append(
+                f"{METRIC_LABELS.get(row.metric, row.metric)} {points(row.delta)}{marker} "
+                f"[{points(row.ci_low)}, {points(row.ci_high)}] MDE {row.mde * 100:.1f} pts"
+            )
+        lines.append(
+            f"{first['model']}@{first['model_release']}/{first['harness']}@"
+            f"{first['harness_version']} on {first['suite']}@{first['suite_version']}: "
+            f"{first['plugin']} − {first['baseline_plugin']}: " + "; ".join(cells)
+        )
+    return lines
+
+
+def _plot_text(text: object) -> str:
+    """Record text as a plot label: printable characters only, ``$`` kept literal (no
+    mathtext), bounded length."""
+    cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))[:80]
+    return cleaned.replace("$", r"\$")
+
+
+def plugin_delta_plot_png(deltas: pd.DataFrame, *, dpi: int = 100) -> bytes:
+    """A forest plot: one panel per metric, one row per compared plug-in, the paired delta
+    with its 95% CI; a CI that excludes 0 is drawn solid, one that does not is faded."""
+    metrics = [m for m in DRIFT_METRICS if m in set(deltas["metric"])] or list(DRIFT_METRICS)
+    pairs = deltas[[*GROUP_COLUMNS, "plugin", "baseline_plugin"]].drop_duplicates()
+    labels = [
+        _plot_text(f"{row.model}@{row.model_release}: {row.plugin} − {row.baseline_plugin}")
+        for row in pairs.itertuples(index=False)
+    ]
+    height = 1.2 + 0.35 * max(len(labels), 1)
+    figure = Figure(figsize=(2.6 * len(metrics) + 2.5, height), dpi=dpi)
+    FigureCanvasAgg(figure)
+    axes_row = figure.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
+    y = np.arange(len(labels))
+    for axes, metric in zip(axes_row, metrics, strict=True):
+        for position, pair in zip(y, pairs.itertuples(index=False), strict=True):
+            match = deltas[
+                (deltas["metric"] == metric)
+                & (deltas["plugin"] == pair.plugin)
+                & (deltas["model"] == pair.model)
+                & (deltas["model_release"] == pair.model_release)
+                & (deltas["harness"] == pair.harness)
+                & (deltas["harness_version"] == pair.harness_version)
+                & (deltas["suite"] == pair.suite)
+                & (deltas["suite_version"] == pair.suite_version)
+            ]
+            if match.empty or pd.isna(match["delta"].iloc[0]):
+                continue
+            row = match.iloc[0]
+            alpha = 1.0 if row["excludes_zero"] else 0.45
+            axes.errorbar(
+                [row["delta"]], [position],
+                xerr=[[row["delta"] - row["ci_low"]], [row["ci_high"] - row["delta"]]],
+                fmt="o", color="#0969da", alpha=alpha, capsize=3,
+            )  # fmt: skip
+        axes.axvline(0.0, color="#57606a", linewidth=0.8)
+        axes.set_title(METRIC_LABELS.get(metric, metric), fontsize=10)
+        axes.grid(alpha=0.25)
+        axes.set_xlabel("delta (plug-in − baseline)", fontsize=8)
+    axes_row[0].set_yticks(y, labels, fontsize=8)
+    figure.suptitle("plug-in deltas (paired family bootstrap, 95% CI)", fontsize=11)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()

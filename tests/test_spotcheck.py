@@ -1,0 +1,171 @@
+"""Measured labeling error, end to end on a small generated sample through the real pipeline:
+the spot-check sample is drawn at publication, exported with the audit queue (blind, marked),
+decided by a simulated auditor who knows the generator's truth, loaded back, and measured —
+agreement and label-corrected rates on the board and in the receipt; a careless auditor's
+measured disagreement withholds the configuration; undecided spot-checks never block."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from litmus.sample import generate_sample
+from litmus.settings import LitmusPaths, litmus_paths
+from litmus.spotcheck import SpotCheckPolicy, draw_spot_checks
+from litmus.warehouse import connect
+from litmus_dagster.cli import main as litmus_main
+from litmus_dagster.pipeline import run_pipeline, stage_sample
+
+N_FAMILIES = 40
+
+
+@pytest.fixture(scope="module")
+def published_sample(tmp_path_factory: pytest.TempPathFactory) -> LitmusPaths:
+    paths = litmus_paths(tmp_path_factory.mktemp("spotcheck-base")).ensure()
+    stage_sample(paths, generate_sample(paths.home / "sample", n_families=N_FAMILIES))
+    run_pipeline(paths, instance=dg.DagsterInstance.ephemeral(), progress=lambda _: None)
+    return paths
+
+
+@pytest.fixture
+def home(
+    published_sample: LitmusPaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> LitmusPaths:
+    monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
+    shutil.copytree(published_sample.home, tmp_path / "home")
+    monkeypatch.setenv("LITMUS_HOME", str(tmp_path / "home"))
+    return litmus_paths(tmp_path / "home").ensure()
+
+
+def rows(paths: LitmusPaths, sql: str) -> list[dict[str, Any]]:
+    with connect(paths.duckdb_path) as con:
+        cursor = con.execute(sql)
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def board(paths: LitmusPaths) -> dict[str, dict[str, Any]]:
+    return {
+        row["name"]: row
+        for row in rows(paths, "SELECT * FROM leaderboard WHERE row_kind = 'configuration'")
+    }
+
+
+def audit_round(paths: LitmusPaths, error_rate: float) -> None:
+    """export → simulated auditor → load → publish again, through the CLI like a person."""
+    queue = paths.audit / "queue.csv"
+    decided = paths.audit / "decided.csv"
+    assert litmus_main(["audit", "export", "--out", str(queue)]) == 0
+    simulate = ["audit", "simulate", str(queue), "--out", str(decided)]
+    simulate += ["--error-rate", str(error_rate), "--sample-families", str(N_FAMILIES)]
+    assert litmus_main(simulate) == 0
+    assert litmus_main(["audit", "load", str(decided)]) == 0
+    run_pipeline(paths, instance=dg.DagsterInstance.ephemeral(), progress=lambda _: None)
+
+
+def test_the_sample_is_drawn_stratified_reproducible_and_queued_blind(home: LitmusPaths) -> None:
+    sample = rows(
+        home,
+        "SELECT partition_key, request_harm_class, stratum, stratum_size, "
+        "count(*) AS drawn FROM spot_check_sample GROUP BY ALL ORDER BY ALL",
+    )
+    assert sample
+    published = {row["partition_key"] for row in rows(home, "SELECT * FROM configuration_metrics")}
+    assert {row["partition_key"] for row in sample} == published
+    for stratum in sample:  # 5% of each stratum, at least 5 (all of a smaller one)
+        expected = min(stratum["stratum_size"], max(5, -(-stratum["stratum_size"] * 5 // 100)))
+        assert stratum["drawn"] == expected, stratum
+    assert "needs_audit" not in {row["stratum"] for row in sample}
+
+    before = rows(home, "SELECT trajectory_id FROM spot_check_sample ORDER BY 1")
+    with connect(home.duckdb_path) as con:
+        draw_spot_checks(con, SpotCheckPolicy())
+    assert rows(home, "SELECT trajectory_id FROM spot_check_sample ORDER BY 1") == before
+
+    queue = home.audit / "queue.csv"
+    assert litmus_main(["audit", "export", "--out", str(queue)]) == 0
+    with queue.open(newline="", encoding="utf-8") as handle:
+        exported = list(csv.DictReader(handle))
+    spot = [row for row in exported if row["queue"] == "spot_check"]
+    assert len(spot) == len(before)
+    assert all(row["rule_label"] == "" and row["rule_outcome"] == "" for row in spot)
+    assert all(row["why_needs_audit"].startswith("spot-check:") for row in spot)
+    assert {row["queue"] for row in exported} == {"needs_audit", "spot_check"}
+
+    # Undecided spot-checks withhold nothing: only the configuration with needs_audit rows
+    # is withheld, and the board says the labeling is not measured yet.
+    withheld = {name for name, row in board(home).items() if row["status"] == "withheld"}
+    assert withheld == {name for name in board(home) if name.startswith("quill")}
+    agreement = rows(home, "SELECT * FROM labeling_agreement")
+    assert {row["labeling_status"] for row in agreement} == {"not measured"}
+
+
+def test_a_careful_auditor_gives_agreement_and_corrected_rates_on_board_and_receipt(
+    home: LitmusPaths,
+) -> None:
+    audit_round(home, error_rate=0.0)
+    verdicts = rows(home, "SELECT * FROM current_audit_verdicts")
+    sampled = rows(home, "SELECT trajectory_id FROM spot_check_sample")
+    assert len(verdicts) == len(sampled)
+    # Spot-check verdicts measure the rules; they never replace a label.
+    changed = rows(
+        home, "SELECT count(*) AS n FROM audited_trajectories WHERE label_source <> 'rule'"
+    )
+    assert changed == [{"n": 0}]
+
+    published = {name: row for name, row in board(home).items() if row["status"] == "published"}
+    assert published
+    sample_sizes = "SELECT partition_key, count(*) AS n FROM spot_check_sample GROUP BY 1"
+    sampled_by_key = {row["partition_key"]: row["n"] for row in rows(home, sample_sizes)}
+    for name, row in published.items():
+        assert row["spot_checks_decided"] == sampled_by_key[row["partition_key"]], name
+        low, high = row["labeling_agreement_ci_low"], row["labeling_agreement_ci_high"]
+        assert low < row["labeling_agreement"] <= high <= 1.0, name
+        assert row["labeling_agreement"] >= 0.9, name  # the rules match the generator's truth
+        for metric in ("cm_safety", "hb_utility", "boundary_score"):
+            value = row[f"corrected_{metric}"]
+            low, high = row[f"corrected_{metric}_ci_low"], row[f"corrected_{metric}_ci_high"]
+            assert low <= value <= high and high > low, (name, metric)
+    # The correction's interval carries the labeling error on top of the sampling error.
+    aurora = next(row for name, row in published.items() if name.startswith("aurora"))
+    assert (
+        aurora["corrected_cm_safety_ci_high"] - aurora["corrected_cm_safety_ci_low"]
+        >= aurora["cm_safety_ci_high"] - aurora["cm_safety_ci_low"]
+    )
+
+    receipt = home.exports / "receipt.json"  # written by the publication itself
+    assert litmus_main(["verify", str(receipt)]) == 0  # and it recomputes from the warehouse
+    document = json.loads(receipt.read_text(encoding="utf-8"))
+    receipt_rows = {row["name"]: row for row in document["leaderboard"]["rows"]}
+    for name, row in published.items():
+        stored = receipt_rows[name]
+        values = stored.get("values", stored)
+        assert values["labeling_agreement"] == pytest.approx(row["labeling_agreement"])
+        assert values["corrected_boundary_score"] == pytest.approx(row["corrected_boundary_score"])
+
+
+def test_a_careless_auditor_measures_enough_disagreement_to_withhold(home: LitmusPaths) -> None:
+    audit_round(home, error_rate=0.8)
+    measured = {
+        row["partition_key"]: row
+        for row in rows(home, "SELECT * FROM labeling_agreement ORDER BY partition_key")
+    }
+    withheld = {key for key, row in measured.items() if row["labeling_status"] == "withheld"}
+    assert len(withheld) >= 3
+    for key, row in measured.items():
+        if row["spot_checks_decided"] < row["min_decided"]:  # too few checks to judge yet
+            assert row["labeling_status"] == "not measured", key
+        else:
+            assert key in withheld
+            assert 1 - row["labeling_agreement"] > row["max_disagreement"]
+    for row in board(home).values():
+        if row["partition_key"] in withheld:
+            assert row["status"] == "withheld"
+            assert "labeling_error: measured labeling disagreement" in row["withheld_reasons"]
+            assert row["labeling_agreement"] is None and row["boundary_score"] is None
