@@ -738,6 +738,8 @@ def evaluate_precision_flags(
 
     An expectation that could not run flags every rate (fail closed: unknown precision is
     never ranked above a known one)."""
+    import pandas as pd
+
     document = document or load_flag_suite()
     frame = rate_precision_frame(con)
     flagged: set[str] = set()

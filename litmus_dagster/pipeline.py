@@ -167,10 +167,12 @@ def _materialize(
 
 
 def _interrupt_in_chain(error: BaseException) -> bool:
+    visited: set[int] = set()  # a chain can loop back on itself
     seen = error.__cause__ or error.__context__
-    while seen is not None:
+    while seen is not None and id(seen) not in visited:
         if type(seen).__name__ in INTERRUPT_ERRORS:
             return True
+        visited.add(id(seen))
         seen = seen.__cause__ or seen.__context__
     return False
 

@@ -119,8 +119,18 @@ def release_drift(
         metrics=regression_policy.metrics,
         correction=regression_policy.resolved_correction(),
     )
+    # Regressions are recorded here, with the deltas, so that the receipt step (downstream of
+    # this asset) publishes the board page with every alert raised up to now; the check
+    # below reports them and delivers them to the sinks.
+    alerts = find_regressions(
+        assessed,
+        threshold=regression_policy.resolved_threshold(),
+        metrics=regression_policy.metrics,
+        correction=regression_policy.resolved_correction(),
+    )
     with warehouse.connect() as con:
         replace_release_drift(con, assessed)
+        record_new_alerts(con, alerts, datetime.now(UTC))
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
 
@@ -287,8 +297,20 @@ def no_significant_regression(
         correction=correction,
     )
     now = datetime.now(UTC)
+    run_stats = context.instance.get_run_stats(context.run_id)
+    run_started = datetime.fromtimestamp(run_stats.start_time or now.timestamp(), UTC)
     with warehouse.connect() as con:
+        # new: recorded by this run (by release_drift, or here when the check runs alone)
         new = record_new_alerts(con, alerts, now)
+        raised_in_run = {
+            fingerprint
+            for (fingerprint,) in con.execute(
+                "SELECT fingerprint FROM alerts WHERE list_contains(?, fingerprint) "
+                "AND raised_at >= ?",
+                [[alert.fingerprint for alert in alerts], run_started.replace(tzinfo=None)],
+            ).fetchall()
+        }
+        new = [alert for alert in alerts if alert.fingerprint in raised_in_run] or new
         pending = undelivered(con, [alert.fingerprint for alert in alerts])
         raised = dict(
             con.execute(
