@@ -297,7 +297,7 @@ def no_significant_regression(
         correction=correction,
     )
     now = datetime.now(UTC)
-    run_stats = context.instance.get_run_stats(context.run_id)
+    run_stats = context.instance.get_run_stats(context.run.run_id)
     run_started = datetime.fromtimestamp(run_stats.start_time or now.timestamp(), UTC)
     with warehouse.connect() as con:
         # new: recorded by this run (by release_drift, or here when the check runs alone)
