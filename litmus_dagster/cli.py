@@ -261,7 +261,7 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
             with step_log.open("w", encoding="utf-8") as log, contextlib.redirect_stdout(log):
                 try:
                     result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)
-                except BaseException:
+                except Exception:  # an interrupt says so itself, in one line
                     _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
                     raise
     if current is not None:

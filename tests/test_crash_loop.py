@@ -17,7 +17,9 @@ same alerts.
 The receipt fields that legitimately differ between two publications are handled here, one
 by one: ``published_at`` (the time of publishing) is set aside, and so are
 ``code.git_commit`` and ``code.git_dirty`` (the checkout's HEAD is read at each
-publication, and a commit made while the test runs moves it); nothing else is — publisher,
+publication, and a commit made while the test runs moves it); on the HTML page, the
+publication time and the times the release alerts were raised (the same clock readings,
+printed for people) are masked; nothing else is — publisher,
 the other code versions, raw files, fingerprints, gates, rows and the published files'
 digests must be equal. It is the suite's one expensive test (about a dozen runs of a small
 sample; one clean run is the baseline for all of them).
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -61,6 +64,8 @@ CHAIN = (
 )
 # what differs between two publications of the same inputs, by design: the time
 VARYING_RECEIPT_FIELDS = ("published_at",)
+# Clock readings the HTML page prints: when it was published, when each alert was raised.
+VARYING_HTML_TIMES = re.compile(rb"(Published|raised) \d{4}-\d\d-\d\d \d\d:\d\d")
 # the checkout's HEAD, read at each publication: a commit made while the test runs moves it
 VARYING_CODE_FIELDS = ("git_commit", "git_dirty")
 
@@ -97,7 +102,12 @@ def published(paths: LitmusPaths) -> dict[str, Any]:
             "SELECT fingerprint, lineage, from_release, to_release FROM alerts ORDER BY 1"
         ).fetchall()
     return {
-        "files": {name: (exports / name).read_bytes() for name in publication.BOARD_FILES},
+        "files": {
+            name: VARYING_HTML_TIMES.sub(rb"\1 <time>", (exports / name).read_bytes())
+            if name.endswith(".html")
+            else (exports / name).read_bytes()
+            for name in publication.BOARD_FILES
+        },
         "receipt": receipt,
         "alerts": alerts,
     }

@@ -21,6 +21,7 @@ from litmus.spotcheck import SpotCheckPolicy, draw_spot_checks
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.pipeline import run_pipeline, stage_sample
+from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
 N_FAMILIES = 40
 
@@ -140,7 +141,9 @@ def test_a_careful_auditor_gives_agreement_and_corrected_rates_on_board_and_rece
     )
 
     receipt = home.exports / "receipt.json"  # written by the publication itself
-    assert litmus_main(["verify", str(receipt)]) == 0  # and it recomputes from the warehouse
+    # and it recomputes from the warehouse: nothing differs (an unsigned receipt exits 2,
+    # UNVERIFIED, rather than 1 for a mismatch)
+    assert litmus_main(["verify", str(receipt)]) == UNVERIFIED_EXIT
     document = json.loads(receipt.read_text(encoding="utf-8"))
     receipt_rows = {row["name"]: row for row in document["leaderboard"]["rows"]}
     for name, row in published.items():
