@@ -5,10 +5,11 @@ UI shows, materialized without a server, with the run history kept in ``<home>/d
 ``dagster dev`` (with ``DAGSTER_HOME`` pointing there) shows every run afterwards.
 
 Each configuration is scored in its own run (raw → labeled → audited → publication gates).
-A failing blocking gate check fails that run and withholds that configuration; the pipeline
-records it and goes on, so the others still publish. A configuration whose audit verdicts
-changed since its audited rows were built (``litmus audit load``), or whose gates were never
-recorded, is re-audited and re-gated before publishing.
+A failing gate check withholds that configuration (its verdicts are in the
+``publication_gates`` table every publisher reads); the pipeline records it and goes on,
+so the others still publish. A configuration whose audit verdicts changed since its audited
+rows were built (``litmus audit load``), or whose gates were never recorded, is re-audited and
+re-gated before publishing.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class PipelineResult:
     scored_partitions: list[str] = field(default_factory=list)
     # re-audited and re-gated without re-labeling (verdicts loaded, gates missing)
     refreshed_partitions: list[str] = field(default_factory=list)
-    # partition → the blocking gate checks that failed in its run (withheld)
+    # partition → the gate checks that failed in its run (withheld)
     withheld: dict[str, list[str]] = field(default_factory=dict)
     # partition → the error of an asset step that failed (not scored this time)
     failed: dict[str, str] = field(default_factory=dict)

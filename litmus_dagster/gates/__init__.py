@@ -1,4 +1,5 @@
-"""Fail-closed publication gates (SPEC §7): GE suites as blocking asset checks."""
+"""Fail-closed publication gates (SPEC §7): GE suites as per-configuration asset checks whose
+verdicts every publisher reads before publishing."""
 
 from litmus_dagster.gates.assets import (
     metric_rate_gates,
