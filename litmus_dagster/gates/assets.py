@@ -5,10 +5,11 @@ the Great Expectations gate suites over the configuration's audited rows and sui
 records every verdict in the ``publication_gates`` table; one asset check per gate and
 configuration reports it in the UI (configuration, failing count, example keys). The dbt
 metrics read that table (structurally broken configurations stay out of them) and
-``metric_rate_gates`` checks the published rates after dbt; the leaderboard withholds every configuration whose gates did
-not all pass, whichever run recorded them. What blocks publication is that table, read by
-every publisher (fail closed), not Dagster's run-level `blocking` flag: a withheld
-configuration is an expected outcome, shown as its partition's failed check.
+``metric_rate_gates`` checks the published rates after dbt; the leaderboard withholds every
+configuration whose gates did not all pass, whichever run recorded them. What blocks
+publication is that table, read by every publisher (fail closed), not Dagster's run-level
+`blocking` flag: a withheld configuration is an expected outcome, shown as its partition's
+failed check.
 """
 
 import warnings
