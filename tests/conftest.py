@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,17 @@ CONFIG = {
     "plugin": "bare",
     "policy_version": "p1",
 }
+
+
+def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """The ``litmus`` command as a user runs it (a real process), against ``home``."""
+    return subprocess.run(
+        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import SHARED_DATA, litmus
 from litmus.suite import load_suite_file, sibling_problems
-
-
-def litmus(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def test_bad_suite_file_is_one_line_naming_file_and_field(tmp_path: Path) -> None:

@@ -6,18 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import litmus
 from litmus.warehouse import connect, writer_lock
 from litmus_dagster.cli import DEMO_MARKER, prepare_demo_home
-
-
-def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=timeout,
-    )
 
 
 def test_demo_refuses_a_folder_that_is_not_an_earlier_demos(tmp_path: Path) -> None:

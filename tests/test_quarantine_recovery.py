@@ -4,27 +4,13 @@ duplicates; unsupported and empty landed files are reported."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-from conftest import ONE_FAMILY_SUITE, record, write_jsonl
+from conftest import ONE_FAMILY_SUITE, litmus, record, write_jsonl
 from litmus.formats import Suite
 from litmus.ingest import ingest_file, retry_curable_quarantine
 from litmus.runs import not_ingested
 from litmus.settings import LitmusPaths
 from litmus.suite import store_suite
 from litmus.warehouse import connect
-
-
-def litmus(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
 
 
 def _counts(paths: LitmusPaths) -> tuple[int, int, int, list[tuple]]:
