@@ -113,21 +113,16 @@ def release_drift(
     )
     # The decisions (regression / underpowered / no regression, raw and adjusted p-values)
     # are stored with the deltas, so the table shows what the check decided.
-    assessed = assess_comparisons(
-        result.comparisons,
-        threshold=regression_policy.resolved_threshold(),
-        metrics=regression_policy.metrics,
-        correction=regression_policy.resolved_correction(),
-    )
+    policy = {
+        "threshold": regression_policy.resolved_threshold(),
+        "metrics": regression_policy.metrics,
+        "correction": regression_policy.resolved_correction(),
+    }
+    assessed = assess_comparisons(result.comparisons, **policy)
     # Regressions are recorded here, with the deltas, so that the receipt step (downstream of
     # this asset) publishes the board page with every alert raised up to now; the check
     # below reports them and delivers them to the sinks.
-    alerts = find_regressions(
-        assessed,
-        threshold=regression_policy.resolved_threshold(),
-        metrics=regression_policy.metrics,
-        correction=regression_policy.resolved_correction(),
-    )
+    alerts = find_regressions(assessed, **policy)
     with warehouse.connect() as con:
         replace_release_drift(con, assessed)
         record_new_alerts(con, alerts, datetime.now(UTC))
