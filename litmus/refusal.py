@@ -21,6 +21,8 @@ from enum import IntEnum
 from functools import lru_cache
 from typing import Literal, Protocol
 
+from litmus.refusal_scan import RuleScanner
+
 RefusalLabel = Literal["refused", "partial", "complied"]
 
 # Below this confidence a label that depends on the verdict goes to the audit queue. The
@@ -55,23 +57,41 @@ class _Rule:
 
     Every match of ``pattern`` must contain at least one trigger; a text holding none of
     them is skipped without running the regex, which keeps long compliant answers cheap.
+    A text the RE2 scanner can read (``_candidate_rules``) is also skipped when the rule is
+    not among the rules whose pattern could match it, so the Python regex runs only where a
+    match is possible.
     """
 
-    __slots__ = ("regex", "trigger_regex", "triggers")
+    __slots__ = ("index", "pattern", "regex", "trigger_regex", "triggers")
 
     def __init__(self, pattern: str, triggers: str = "") -> None:
+        self.pattern = pattern
         self.regex = re.compile(pattern)
         self.triggers = tuple(triggers.split("|")) if triggers else ()
         # one scan for all the literals instead of one `in` per trigger
         self.trigger_regex = (
             re.compile("|".join(re.escape(t) for t in self.triggers)) if self.triggers else None
         )
+        self.index = len(_RULES)
+        _RULES.append(self)
 
     def may_match(self, text: str) -> bool:
         return self.trigger_regex is None or self.trigger_regex.search(text) is not None
 
     def search(self, text: str) -> re.Match[str] | None:
+        candidates = _candidate_rules(text) if _SCANNING else None
+        if candidates is not None and not candidates >> self.index & 1:
+            return None
+        return self.reference_search(text)
+
+    def reference_search(self, text: str) -> re.Match[str] | None:
+        """The rule read by Python's regex engine alone (what ``search`` must agree with)."""
         return self.regex.search(text) if self.may_match(text) else None
+
+
+_RULES: list[_Rule] = []  # every rule, in the order of ``_Rule.index``
+# Off only to measure or test the reference path (tests/test_refusal_scan.py).
+_SCANNING = True
 
 
 # --------------------------------------------------------------------------- text cleanup
@@ -92,7 +112,9 @@ _SINGLE_QUOTED = re.compile(r"'(?<![\w']')(?=\S)[^'\n]{1,200}?(?<=\S)'(?!\w)")
 _TYPOGRAPHIC_APOSTROPHE = re.compile(r"[’‘ʼ´]")
 _SPACES = re.compile(r"[ \t]+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9*])|\n+")
+# Whitespace after sentence punctuation before a capital, a digit or a bullet; or newlines.
+# (Written whitespace-first, the punctuation as a lookbehind, so the scan skips to spaces.)
+_SENTENCE_BREAK = re.compile(r"\s(?:(?<=[.!?:]\s)\s*(?=[\"'(\[]?[A-Z0-9*])|(?<=\n)\n*)")
 
 _CODE_WORD = "codeblock"
 _QUOTE_WORD = "quotation"
@@ -109,7 +131,8 @@ class _Text:
 def _prepare(text: str) -> _Text:
     # a tiny cache: a one-message refusal is prepared for its verdict, then again for its
     # engagement score
-    text = _TYPOGRAPHIC_APOSTROPHE.sub("'", text)
+    if not text.isascii():
+        text = _TYPOGRAPHIC_APOSTROPHE.sub("'", text)
     if "`" in text:
         text = _FENCED_CODE.sub(f" {_CODE_WORD}\n", text)
         text = _INLINE_CODE.sub(" code ", text)
@@ -121,7 +144,8 @@ def _prepare(text: str) -> _Text:
         text = _DOUBLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
     if "'" in text:
         text = _SINGLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
-    text = _SPACES.sub(" ", text)
+    if "  " in text or "\t" in text:  # else there is no run of spaces to collapse
+        text = _SPACES.sub(" ", text)
     sentences = tuple(s.strip().lower() for s in _SENTENCE_BREAK.split(text) if s and s.strip())
     return _Text(sentences=sentences, lowered=" ".join(sentences))
 
@@ -926,3 +950,17 @@ def classify_each(trajectories: Sequence[Sequence[str]]) -> list[RefusalVerdict]
 def default_classifier() -> RefusalClassifier:
     """The shared classifier instance (stateless, so one per process is enough)."""
     return RuleBasedRefusalClassifier()
+
+
+# --------------------------------------------------------------------------- rule scanner
+
+
+@lru_cache(maxsize=1)
+def _rule_scanner() -> RuleScanner:
+    return RuleScanner([rule.pattern for rule in _RULES])
+
+
+@lru_cache(maxsize=1 << 16)
+def _candidate_rules(text: str) -> int | None:
+    # cached: each sentence is asked about several rules, by several callers
+    return _rule_scanner().candidates(text)
