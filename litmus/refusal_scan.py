@@ -84,23 +84,43 @@ def scannable(text: str) -> bool:
 
 
 class RuleScanner:
-    """The rules whose pattern could match a text, found in one RE2 pass."""
+    """The rules whose pattern could match a text, found in one RE2 pass.
 
-    def __init__(self, patterns: Sequence[str]) -> None:
+    A rule is a pattern and its literal triggers (a rule only runs on a text holding one of
+    them); a rule without triggers always runs.
+    """
+
+    def __init__(self, rules: Sequence[tuple[str, Sequence[str]]]) -> None:
         options = re2.Options()
         options.max_mem = _MAX_MEMORY
         self._set = re2.Set.SearchSet(options)
-        for index, pattern in enumerate(patterns):
-            if self._set.Add(without_lookarounds(pattern)) != index:
-                raise ValueError(f"RE2 numbered rule pattern {index} out of order: {pattern!r}")
+        # per set entry: the bit of its rule, and whether the entry is the rule's triggers
+        self._entry_bit: list[int] = []
+        self._entry_is_trigger: list[bool] = []
+        self._untriggered = 0  # bits of the rules without triggers
+        for index, (pattern, triggers) in enumerate(rules):
+            self._add(without_lookarounds(pattern), 1 << index, is_trigger=False)
+            if triggers:
+                self._add("|".join(re2.escape(t) for t in triggers), 1 << index, is_trigger=True)
+            else:
+                self._untriggered |= 1 << index
         self._set.Compile()
+
+    def _add(self, pattern: str, bit: int, *, is_trigger: bool) -> None:
+        if self._set.Add(pattern) != len(self._entry_bit):
+            raise ValueError(f"RE2 numbered set entry out of order: {pattern!r}")
+        self._entry_bit.append(bit)
+        self._entry_is_trigger.append(is_trigger)
 
     def candidates(self, text: str) -> int | None:
         """Bit ``i`` set for each rule ``i`` that could match; None if ``text`` is not
         scannable (every rule must then be asked)."""
         if not scannable(text):
             return None
-        bits = 0
-        for index in self._set.Match(text) or ():
-            bits |= 1 << index
-        return bits
+        pattern_bits = trigger_bits = 0
+        for entry in self._set.Match(text) or ():
+            if self._entry_is_trigger[entry]:
+                trigger_bits |= self._entry_bit[entry]
+            else:
+                pattern_bits |= self._entry_bit[entry]
+        return pattern_bits & (trigger_bits | self._untriggered)
