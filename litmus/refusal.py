@@ -882,9 +882,7 @@ def engagement_score(text: str, partial: bool = False) -> int:
     lowered = prepared.lowered
     acknowledges = any(_acknowledges(s) for s in prepared.sentences)
     scoped = (
-        partial
-        or _SCOPED.matches(lowered)
-        or any(_names_withheld(s) for s in prepared.sentences)
+        partial or _SCOPED.matches(lowered) or any(_names_withheld(s) for s in prepared.sentences)
     )
     open_door = _OPEN_DOOR.matches(lowered) or lowered.rstrip().endswith("?")
     score = int(acknowledges) + int(scoped) + int(open_door)
@@ -935,13 +933,16 @@ class RuleBasedRefusalClassifier:
         return combine_text_verdicts(texts, [_classify_text(text) for text in texts])
 
     def classify_many(
-        self, trajectories: Sequence[Sequence[str]], workers: int = 1
+        self,
+        trajectories: Sequence[Sequence[str]],
+        workers: int = 1,
+        sql_settlement: bool = True,
     ) -> list[RefusalVerdict]:
         """``classify`` for each trajectory, the same verdicts, settling texts without any
         refusal cue in one vectorized DuckDB pass (litmus/refusal_bulk.py)."""
         from litmus.refusal_bulk import classify_many
 
-        return classify_many(trajectories, workers=workers)
+        return classify_many(trajectories, workers=workers, sql_settlement=sql_settlement)
 
 
 def combine_text_verdicts(texts: Sequence[str], verdicts: Sequence[_TextVerdict]) -> RefusalVerdict:

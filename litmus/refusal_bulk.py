@@ -131,10 +131,12 @@ def classify_many(
     con: duckdb.DuckDBPyConnection | None = None,
     *,
     workers: int = 1,
+    sql_settlement: bool = True,
 ) -> list[RefusalVerdict]:
     """``RuleBasedRefusalClassifier().classify(t)`` for each trajectory ``t``.
 
-    Texts are settled in SQL where possible; trajectories holding any other text go through
+    Texts are settled in SQL where possible (unless ``sql_settlement`` is off: it pays only
+    when most texts are cue-free narration); trajectories holding any other text go through
     the rules, split over ``workers`` processes when there are enough of them to pay for
     starting the processes (spawned, so no lock or DuckDB handle of this process is copied).
     """
@@ -142,7 +144,7 @@ def classify_many(
     for texts in trajectories:
         for text in texts:
             unique.setdefault(text, len(unique))
-    settled = settled_in_sql(list(unique), con)
+    settled = settled_in_sql(list(unique), con) if sql_settlement else {}
     verdicts: list[RefusalVerdict | None] = []
     pending: list[int] = []
     for index, texts in enumerate(trajectories):
