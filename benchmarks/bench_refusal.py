@@ -168,6 +168,7 @@ def clear_caches() -> None:
         refusal._decline_end,
         refusal._acknowledges,
         refusal._names_withheld,
+        refusal._pivot_tail,
     ):
         cached.cache_clear()
 

@@ -21,7 +21,7 @@ from enum import IntEnum
 from functools import lru_cache
 from typing import Literal, Protocol
 
-from litmus.refusal_scan import RuleScanner, without_lookarounds
+from litmus.refusal_scan import RuleScanner, SupersetStart, split_by_lookaround
 
 RefusalLabel = Literal["refused", "partial", "complied"]
 
@@ -62,7 +62,18 @@ class _Rule:
     match is possible.
     """
 
-    __slots__ = ("exact_in_re2", "index", "pattern", "regex", "trigger_regex", "triggers")
+    __slots__ = (
+        "exact_branches",
+        "index",
+        "lookaround_branches",
+        "lookaround_regex",
+        "lookaround_start",
+        "pattern",
+        "regex",
+        "search_start",
+        "trigger_regex",
+        "triggers",
+    )
 
     def __init__(self, pattern: str, triggers: str = "") -> None:
         self.pattern = pattern
@@ -72,8 +83,12 @@ class _Rule:
         self.trigger_regex = (
             re.compile("|".join(re.escape(t) for t in self.triggers)) if self.triggers else None
         )
-        # without lookarounds, RE2's answer on a scannable text is Python's answer
-        self.exact_in_re2 = without_lookarounds(pattern) == pattern
+        # RE2 answers the branches without lookarounds; Python only the others
+        self.exact_branches, self.lookaround_branches = split_by_lookaround(pattern)
+        self.lookaround_regex = re.compile(self.lookaround_branches or "(?!)")
+        # where a match could start (set with the scanner, see _rule_scanner)
+        self.search_start: SupersetStart | None = None
+        self.lookaround_start: SupersetStart | None = None
         self.index = len(_RULES)
         _RULES.append(self)
 
@@ -82,18 +97,28 @@ class _Rule:
 
     def search(self, text: str) -> re.Match[str] | None:
         candidates = _candidate_rules(text) if _SCANNING else None
-        if candidates is not None and not candidates >> self.index & 1:
+        if candidates is None or self.search_start is None:
+            return self.reference_search(text)
+        if not candidates >> 2 * self.index & 3:
             return None
-        return self.reference_search(text)
+        # the trigger is present (the scanner checked); Python starts where RE2 found a match
+        # could start
+        start = self.search_start(text)
+        return None if start is None else self.regex.search(text, start)
 
     def matches(self, text: str) -> bool:
-        """``search(text) is not None``, without running Python's regex where RE2 is exact."""
+        """``search(text) is not None``, running Python's regex only for the branches with
+        lookarounds, and only where RE2 finds they could match."""
         candidates = _candidate_rules(text) if _SCANNING else None
         if candidates is None:
             return self.reference_search(text) is not None
-        if not candidates >> self.index & 1:
+        hits = candidates >> 2 * self.index & 3
+        if hits & 1:
+            return True
+        if not hits or self.lookaround_start is None:
             return False
-        return self.exact_in_re2 or self.regex.search(text) is not None
+        start = self.lookaround_start(text)
+        return start is not None and self.lookaround_regex.search(text, start) is not None
 
     def reference_search(self, text: str) -> re.Match[str] | None:
         """The rule read by Python's regex engine alone (what ``search`` must agree with)."""
@@ -121,7 +146,9 @@ _DOUBLE_QUOTED = re.compile(r"[\"“][^\"“”\n]{1,400}[\"”]")
 # lookbehind, so the scan jumps from quote to quote.)
 _SINGLE_QUOTED = re.compile(r"'(?<![\w']')(?=\S)[^'\n]{1,200}?(?<=\S)'(?!\w)")
 _TYPOGRAPHIC_APOSTROPHE = re.compile(r"[’‘ʼ´]")
-_SPACES = re.compile(r"[ \t]+")
+# Runs of spaces and tabs, read as one space. (Single spaces are left alone: replacing each
+# with itself cost more than the rest of the preparation.)
+_SPACES = re.compile(r"[ \t]{2,}|\t")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
 # Whitespace after sentence punctuation before a capital, a digit or a bullet; or newlines.
 # (Written whitespace-first, the punctuation as a lookbehind, so the scan skips to spaces.)
@@ -653,11 +680,14 @@ def _substantial(parts: Sequence[_Part]) -> bool:
 _CONTRAST = re.compile(r"[,;:] ?(?=(?:but|however)\b)")
 
 
+@lru_cache(maxsize=1 << 14)
 def _pivot_tail(sentence: str) -> int | None:
     """Length of the answer after a mid-sentence pivot, None if the sentence has none.
 
     "I can't give medical advice, but here are common causes: …" pivots mid-sentence.
     """
+    if "but" not in sentence and "however" not in sentence:  # _CONTRAST needs one
+        return None
     pieces = _CONTRAST.split(sentence, maxsplit=1)
     if len(pieces) == 2 and _PIVOT_TO_ANSWER.matches(pieces[1]):
         return len(pieces[1])
@@ -981,7 +1011,13 @@ def default_classifier() -> RefusalClassifier:
 
 @lru_cache(maxsize=1)
 def _rule_scanner() -> RuleScanner:
-    return RuleScanner([(rule.pattern, rule.triggers) for rule in _RULES])
+    for rule in _RULES:
+        rule.search_start = SupersetStart(rule.pattern)
+        if rule.lookaround_branches is not None:
+            rule.lookaround_start = SupersetStart(rule.lookaround_branches)
+    return RuleScanner(
+        [(rule.exact_branches, rule.lookaround_branches, rule.triggers) for rule in _RULES]
+    )
 
 
 @lru_cache(maxsize=1 << 16)

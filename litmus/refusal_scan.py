@@ -22,13 +22,15 @@ identical on real and randomized texts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import re2
+from re2 import _re2
 
 _LOOKAROUND_OPENERS = ("(?=", "(?!", "(?<=", "(?<!")
 # Characters that make the two engines read a pattern differently (see the module docstring).
-_UNSCANNABLE = frozenset("\n\x0b\x1c\x1d\x1e\x1f")
+_UNSCANNABLE = re.compile("[\n\x0b\x1c-\x1f]")
 # RE2's default memory budget can run out on a set this large, and an exhausted set reports
 # no match at all: give it room (bytes).
 _MAX_MEMORY = 256 << 20
@@ -46,6 +48,34 @@ def without_lookarounds(pattern: str) -> str:
         out.append(pattern[i : i + step])
         i += step
     return "".join(out)
+
+
+def top_level_alternatives(pattern: str) -> list[str]:
+    """The branches of ``pattern``'s outermost alternation (the pattern itself if none)."""
+    branches: list[str] = []
+    depth = 0
+    start = i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += _token_length(pattern, i)
+    return [*branches, pattern[start:]]
+
+
+def split_by_lookaround(pattern: str) -> tuple[str | None, str | None]:
+    """``pattern`` as (branches without lookarounds, branches with them), each an alternation
+    or None. A text matches ``pattern`` exactly when it matches one of the two: RE2 answers
+    the first outright, and only the second needs Python's regex engine."""
+    exact, other = [], []
+    for branch in top_level_alternatives(pattern):
+        (exact if without_lookarounds(branch) == branch else other).append(branch)
+    return ("|".join(exact) or None), ("|".join(other) or None)
 
 
 def _token_length(pattern: str, start: int) -> int:
@@ -80,47 +110,77 @@ def _group_end(pattern: str, start: int) -> int:
 
 def scannable(text: str) -> bool:
     """True when RE2 reads the rules on ``text`` as Python does (up to dropped lookarounds)."""
-    return text.isascii() and _UNSCANNABLE.isdisjoint(text)
+    return text.isascii() and _UNSCANNABLE.search(text) is None
+
+
+class SupersetStart:
+    """Where the leftmost match of ``pattern`` could start in a scannable text.
+
+    No Python match starts earlier, so Python's ``regex.search(text, start)`` finds exactly
+    the match ``regex.search(text)`` finds (``\\b`` and lookbehinds still see the characters
+    before ``start``, and ``^`` does not match there), skipping the positions before it.
+    """
+
+    def __init__(self, pattern: str) -> None:
+        options = re2.Options()
+        options.max_mem = _MAX_MEMORY
+        self._regex = _re2.RE2(without_lookarounds(pattern).encode(), options)
+        if not self._regex.ok():
+            raise ValueError(f"RE2 rejected rule pattern {pattern!r}")
+
+    def __call__(self, text: str) -> int | None:
+        """The start, or None when no match is possible (``text`` must be scannable)."""
+        start = self._regex.Match(_UNANCHORED, text.encode(), 0, len(text))[0][0]
+        return None if start < 0 else start
+
+
+_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
 
 
 class RuleScanner:
-    """The rules whose pattern could match a text, found in one RE2 pass.
+    """The rules that match a text, or could, found in one RE2 pass.
 
-    A rule is a pattern and its literal triggers (a rule only runs on a text holding one of
-    them); a rule without triggers always runs.
+    A rule is its branches without lookarounds (RE2 answers those exactly), its branches with
+    lookarounds (RE2 answers a superset: "could match"), and its literal triggers (a rule
+    only runs on a text holding one of them; a rule without triggers always runs).
     """
 
-    def __init__(self, rules: Sequence[tuple[str, Sequence[str]]]) -> None:
+    def __init__(self, rules: Sequence[tuple[str | None, str | None, Sequence[str]]]) -> None:
         options = re2.Options()
         options.max_mem = _MAX_MEMORY
-        self._set = re2.Set.SearchSet(options)
-        # per set entry: the bit of its rule, and whether the entry is the rule's triggers
-        self._entry_bit: list[int] = []
-        self._entry_is_trigger: list[bool] = []
-        self._untriggered = 0  # bits of the rules without triggers
-        for index, (pattern, triggers) in enumerate(rules):
-            self._add(without_lookarounds(pattern), 1 << index, is_trigger=False)
+        # the binding's own set: the Python wrapper around it costs as much as the scan
+        self._set = _re2.Set(_UNANCHORED, options)
+        # Rule i owns bits 2i ("matches") and 2i+1 ("could match"). A set entry either sets
+        # such a bit in the pattern bits, or (triggers) both bits of its rule in the
+        # triggered bits; a rule without triggers is always triggered.
+        self._entry_bits: list[tuple[int, int]] = []
+        self._untriggered = 0
+        for index, (exact, lookaround, triggers) in enumerate(rules):
+            if exact is not None:
+                self._add(exact, pattern_bit=1 << 2 * index)
+            if lookaround is not None:
+                self._add(without_lookarounds(lookaround), pattern_bit=1 << (2 * index + 1))
+            both = 3 << 2 * index
             if triggers:
-                self._add("|".join(re2.escape(t) for t in triggers), 1 << index, is_trigger=True)
+                self._add("|".join(re2.escape(t) for t in triggers), triggered_bits=both)
             else:
-                self._untriggered |= 1 << index
-        self._set.Compile()
+                self._untriggered |= both
+        if not self._set.Compile():
+            raise ValueError("RE2 could not compile the rule set")
 
-    def _add(self, pattern: str, bit: int, *, is_trigger: bool) -> None:
-        if self._set.Add(pattern) != len(self._entry_bit):
-            raise ValueError(f"RE2 numbered set entry out of order: {pattern!r}")
-        self._entry_bit.append(bit)
-        self._entry_is_trigger.append(is_trigger)
+    def _add(self, pattern: str, pattern_bit: int = 0, triggered_bits: int = 0) -> None:
+        if self._set.Add(pattern.encode()) != len(self._entry_bits):
+            raise ValueError(f"RE2 rejected or misnumbered rule pattern {pattern!r}")
+        self._entry_bits.append((pattern_bit, triggered_bits))
 
     def candidates(self, text: str) -> int | None:
-        """Bit ``i`` set for each rule ``i`` that could match; None if ``text`` is not
-        scannable (every rule must then be asked)."""
+        """For each rule ``i``, bit 2i set if it matches and bit 2i+1 if its lookaround
+        branches could match; None if ``text`` is not scannable (Python must answer)."""
         if not scannable(text):
             return None
-        pattern_bits = trigger_bits = 0
-        for entry in self._set.Match(text) or ():
-            if self._entry_is_trigger[entry]:
-                trigger_bits |= self._entry_bit[entry]
-            else:
-                pattern_bits |= self._entry_bit[entry]
-        return pattern_bits & (trigger_bits | self._untriggered)
+        patterns = triggered = 0
+        for entry in self._set.Match(text.encode()):
+            pattern_bit, triggered_bits = self._entry_bits[entry]
+            patterns |= pattern_bit
+            triggered |= triggered_bits
+        return patterns & (triggered | self._untriggered)

@@ -31,6 +31,7 @@ _CACHED = (
     refusal._decline_end,
     refusal._acknowledges,
     refusal._names_withheld,
+    refusal._pivot_tail,
 )
 
 
