@@ -10,6 +10,7 @@ other's answers.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -20,7 +21,7 @@ from test_refusal_bulk import FRAGMENTS, _agent_texts, _random_texts
 from litmus import refusal
 from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
 from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
-from litmus.refusal_scan import RuleScanner, scannable, without_lookarounds
+from litmus.refusal_scan import RuleScanner, scannable, split_by_lookaround, without_lookarounds
 
 CLASSIFIER = RuleBasedRefusalClassifier()
 _CACHED = (
@@ -116,19 +117,28 @@ def test_generated_trajectories_get_the_reference_verdicts(texts: list[str]) -> 
 
 @settings(max_examples=300, deadline=None)
 @given(_message.map(str.lower))
-def test_scanner_never_misses_a_rule_that_matches(text: str) -> None:
+def test_scanner_bits_agree_with_python(text: str) -> None:
     candidates = refusal._rule_scanner().candidates(text)
+    if candidates is None:
+        return
     for rule in refusal._RULES:
-        python_match = rule.reference_search(text) is not None
-        if candidates is None:
-            continue
-        could_match = bool(candidates >> rule.index & 1)
-        assert could_match or not python_match, (rule.pattern[:60], text)
-        if rule.exact_in_re2:
-            assert could_match == python_match, (rule.pattern[:60], text)
+        hits = candidates >> 2 * rule.index & 3
+        triggered = rule.may_match(text)
+        exact = rule.exact_branches is not None and re.search(rule.exact_branches, text)
+        lookaround = rule.lookaround_branches is not None and re.search(
+            rule.lookaround_branches, text
+        )
+        # "matches" is exact; "could match" never misses a lookaround-branch match
+        assert bool(hits & 1) == bool(triggered and exact), (rule.pattern[:60], text)
+        assert hits & 2 or not (triggered and lookaround), (rule.pattern[:60], text)
+        assert (rule.matches(text)) == (rule.reference_search(text) is not None)
+        found, expected = rule.search(text), rule.reference_search(text)
+        assert (found and found.span()) == (expected and expected.span()), text
 
 
 def test_lookarounds_are_removed_and_nothing_else() -> None:
+    assert split_by_lookaround(r"a(?!b)|c|(?:d|e(?=f))|[|]") == (r"c|[|]", r"a(?!b)|(?:d|e(?=f))")
+    assert split_by_lookaround("plain") == ("plain", None)
     assert without_lookarounds(r"\bi(?! (?:wait|stop))(?: \w+)? help") == r"\bi(?: \w+)? help"
     assert without_lookarounds(r"'(?<![\w']')(?=\S)[^'\n]{1,2}?(?<=\S)'(?!\w)") == r"'[^'\n]{1,2}?'"
     assert without_lookarounds(r"[(?!)]\(?!x") == r"[(?!)]\(?!x"  # a class, an escape
@@ -136,9 +146,12 @@ def test_lookarounds_are_removed_and_nothing_else() -> None:
 
 
 def test_texts_the_engines_read_differently_are_left_to_python() -> None:
-    scanner = RuleScanner([(r"\bsorry\b", ()), (r"^no$", ("no",))])
-    assert scanner.candidates("so sorry.") == 0b01
-    assert scanner.candidates("no") == 0b10
+    scanner = RuleScanner([(r"\bsorry\b", None, ()), (r"^no$", r"(?<!x)yes", ("no", "yes"))])
+    assert scanner.candidates("so sorry.") == 0b0001  # rule 0 matches
+    assert scanner.candidates("no") == 0b0100  # rule 1 matches
+    assert scanner.candidates("yes") == 0b1000  # rule 1 could match
+    assert scanner.candidates("sorry yes") == 0b1001
+    assert scanner.candidates("nothing here") == 0
     # non-ASCII (Unicode \w and \b), a newline (Python's $), a vertical tab (Python's \s)
     for text in ("sorry\u00e9", "no\n", "sorry\x0bno"):
         assert not scannable(text)
