@@ -69,13 +69,105 @@ def top_level_alternatives(pattern: str) -> list[str]:
 
 
 def split_by_lookaround(pattern: str) -> tuple[str | None, str | None]:
-    """``pattern`` as (branches without lookarounds, branches with them), each an alternation
-    or None. A text matches ``pattern`` exactly when it matches one of the two: RE2 answers
-    the first outright, and only the second needs Python's regex engine."""
+    """``pattern`` as (branches RE2 can answer, branches with other lookarounds), each an
+    alternation or None. A text matches ``pattern`` exactly when it matches one of the two:
+    RE2 answers the first outright, and only the second needs Python's regex engine.
+
+    A branch without lookarounds goes to the first part as it is; so does a branch whose
+    only lookarounds are negative lookaheads of plain words at its very end (``i
+    can(?!'t| not)``), rewritten without them (``answerable_in_re2``).
+    """
     exact, other = [], []
     for branch in top_level_alternatives(pattern):
-        (exact if without_lookarounds(branch) == branch else other).append(branch)
+        rewritten = answerable_in_re2(branch)
+        if rewritten is None:
+            other.append(branch)
+        else:
+            exact.append(rewritten)
     return ("|".join(exact) or None), ("|".join(other) or None)
+
+
+_PLAIN_WORDS = re.compile(r"[\w' ,-]+")
+
+
+def answerable_in_re2(branch: str) -> str | None:
+    """``branch`` in RE2 syntax, matching some text exactly when ``branch`` does; None if a
+    lookaround in it cannot be rewritten.
+
+    ``X(?!a|b)`` with nothing after it in the branch matches where X matches and the text
+    then does not start with a or b: for "matches or not", that is X followed by the end of
+    the text or by characters that leave every word unfinished. (The rewrite consumes those
+    characters, harmless at the end of a branch, and only booleans are asked of it.)
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(branch):
+        if branch.startswith(_LOOKAROUND_OPENERS, i):
+            end = _group_end(branch, i)
+            words = top_level_alternatives(branch[i + 3 : end - 1])
+            if (
+                not branch.startswith("(?!", i)
+                or not all(_PLAIN_WORDS.fullmatch(w) for w in words)
+                or not _at_branch_end(branch, end)
+            ):
+                return None
+            out.append(_not_followed_by(set(words)))
+            i = end
+            continue
+        step = _token_length(branch, i)
+        out.append(branch[i : i + step])
+        i += step
+    return "".join(out)
+
+
+def _not_followed_by(words: set[str]) -> str:
+    """RE2 pattern for "the text from here starts with none of ``words``" (non-empty words).
+
+    At the end of the text; or at a character no word starts with; or at a character some
+    word starts with, if none of them is that character alone, and then none of the rests.
+    """
+    firsts = sorted({w[0] for w in words})
+    options = ["$", "[^" + "".join(_class_escape(c) for c in firsts) + "]"]
+    for first in firsts:
+        rests = {w[1:] for w in words if w[0] == first}
+        if "" not in rests:
+            options.append(_class_escape(first) + _not_followed_by(rests))
+    return "(?:" + "|".join(options) + ")"
+
+
+def _class_escape(char: str) -> str:
+    return "\\" + char if char in "\\]^-[" else char
+
+
+def _at_branch_end(branch: str, start: int) -> bool:
+    """True when nothing the branch matches comes after ``start``: only the other
+    alternatives of enclosing groups, and closing parentheses without a quantifier."""
+    i = start
+    while i < len(branch):
+        if branch[i] == "|":
+            i = _closing_paren(branch, i)
+        elif branch[i] == ")":
+            if i + 1 < len(branch) and branch[i + 1] in "*+?{":
+                return False
+            i += 1
+        else:
+            return False
+    return True
+
+
+def _closing_paren(pattern: str, start: int) -> int:
+    """Index of the ")" closing the group that holds ``start`` (the end if none does)."""
+    depth = 0
+    i = start
+    while i < len(pattern):
+        if pattern[i] == "(":
+            depth += 1
+        elif pattern[i] == ")":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += _token_length(pattern, i)
+    return len(pattern)
 
 
 def _token_length(pattern: str, start: int) -> int:

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 import pytest
+import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_refusal_bulk import FRAGMENTS, _agent_texts, _random_texts
@@ -21,7 +22,13 @@ from test_refusal_bulk import FRAGMENTS, _agent_texts, _random_texts
 from litmus import refusal
 from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
 from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
-from litmus.refusal_scan import RuleScanner, scannable, split_by_lookaround, without_lookarounds
+from litmus.refusal_scan import (
+    RuleScanner,
+    answerable_in_re2,
+    scannable,
+    split_by_lookaround,
+    without_lookarounds,
+)
 
 CLASSIFIER = RuleBasedRefusalClassifier()
 _CACHED = (
@@ -137,12 +144,32 @@ def test_scanner_bits_agree_with_python(text: str) -> None:
 
 
 def test_lookarounds_are_removed_and_nothing_else() -> None:
-    assert split_by_lookaround(r"a(?!b)|c|(?:d|e(?=f))|[|]") == (r"c|[|]", r"a(?!b)|(?:d|e(?=f))")
+    assert split_by_lookaround(r"a(?!b)c|c|(?:d|e(?=f))|[|]|x(?!y)") == (
+        r"c|[|]|x(?:$|[^y])",
+        r"a(?!b)c|(?:d|e(?=f))",
+    )
     assert split_by_lookaround("plain") == ("plain", None)
     assert without_lookarounds(r"\bi(?! (?:wait|stop))(?: \w+)? help") == r"\bi(?: \w+)? help"
     assert without_lookarounds(r"'(?<![\w']')(?=\S)[^'\n]{1,2}?(?<=\S)'(?!\w)") == r"'[^'\n]{1,2}?'"
     assert without_lookarounds(r"[(?!)]\(?!x") == r"[(?!)]\(?!x"  # a class, an escape
     assert without_lookarounds(r"a(?:b|(?=c))") == r"a(?:b|)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["but i can", "but i can.", "but i can't", "but i cannot", "but i can not", "but i can n",
+     "but i can no", "but i can now", "but i can'", "but i can'x", "but i can  not", "i could"],
+)  # fmt: skip
+def test_a_final_negative_lookahead_of_words_is_rewritten_for_re2(text: str) -> None:
+    branch = r"\bbut i (?:can|could)\b(?!'t|not| not)"
+    rewritten = answerable_in_re2(branch)
+    assert rewritten is not None and "(?!" not in rewritten
+    assert bool(re2.search(rewritten, text)) == bool(re.search(branch, text))
+    # a lookahead with something after it, a lookbehind, or one that is not plain words
+    assert answerable_in_re2(r"a(?!b)c") is None
+    assert answerable_in_re2(r"(?<!x)a") is None
+    assert answerable_in_re2(r"a(?!\w)") is None
+    assert answerable_in_re2(r"(?:a(?!b))+") is None
 
 
 def test_texts_the_engines_read_differently_are_left_to_python() -> None:
