@@ -162,13 +162,29 @@ _DOUBLE_QUOTED = re.compile(r"[\"“][^\"“”\n]{1,400}[\"”]")
 # lookbehind, so the scan jumps from quote to quote.)
 _SINGLE_QUOTED = re.compile(r"'(?<![\w']')(?=\S)[^'\n]{1,200}?(?<=\S)'(?!\w)")
 _TYPOGRAPHIC_APOSTROPHE = re.compile(r"[’‘ʼ´]")
-# Runs of spaces and tabs, read as one space. (Single spaces are left alone: replacing each
-# with itself cost more than the rest of the preparation.)
-_SPACES = re.compile(r"[ \t]{2,}|\t")
+# Runs of spaces and tabs, read as one space: two or more, or a lone tab. (Single spaces are
+# left alone, and the pattern starts with a character class so the scan skips to blanks.)
+_SPACES = re.compile(r"[ \t](?:[ \t]+|(?<=\t))")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
-# Whitespace after sentence punctuation before a capital, a digit or a bullet; or newlines.
-# (Written whitespace-first, the punctuation as a lookbehind, so the scan skips to spaces.)
-_SENTENCE_BREAK = re.compile(r"\s(?:(?<=[.!?:]\s)\s*(?=[\"'(\[]?[A-Z0-9*])|(?<=\n)\n*)")
+# Sentences end at whitespace after sentence punctuation before a capital, a digit or a
+# bullet, and at newlines. The pattern starts at the punctuation or newline (so the scan
+# skips to those characters); group 1 is the whitespace of a punctuation break, which is
+# where the split falls (the punctuation stays with its sentence).
+_SENTENCE_BREAK = re.compile(r"[.!?:\n](?:(?<=\n)\n*|(\s+)(?=[\"'(\[]?[A-Z0-9*]))")
+
+
+def _split_sentences(text: str) -> list[str]:
+    pieces = []
+    start = 0
+    for found in _SENTENCE_BREAK.finditer(text):
+        cut, resume = found.span(1)
+        if cut < 0:  # a newline break: the newlines themselves
+            cut, resume = found.span()
+        pieces.append(text[start:cut])
+        start = resume
+    pieces.append(text[start:])
+    return pieces
+
 
 _CODE_WORD = "codeblock"
 _QUOTE_WORD = "quotation"
@@ -190,7 +206,7 @@ def _prepare(text: str) -> _Text:
     if "`" in text:
         text = _FENCED_CODE.sub(f" {_CODE_WORD}\n", text)
         text = _INLINE_CODE.sub(" code ", text)
-    if "    " in text or "\t" in text:
+    if "\n    " in text or "\n\t" in text:  # a second indented line, which the pattern needs
         text = _INDENTED_CODE.sub(f" {_CODE_WORD}\n", text)
     if ">" in text:
         text = _BLOCKQUOTE.sub(f" {_QUOTE_WORD}.", text)
@@ -200,7 +216,7 @@ def _prepare(text: str) -> _Text:
         text = _SINGLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
     if "  " in text or "\t" in text:  # else there is no run of spaces to collapse
         text = _SPACES.sub(" ", text)
-    pieces = map(str.strip, _SENTENCE_BREAK.split(text))
+    pieces = map(str.strip, _split_sentences(text))
     sentences = tuple(piece.lower() for piece in pieces if piece)
     return _Text(sentences=sentences, lowered=" ".join(sentences))
 
