@@ -141,6 +141,8 @@ def classify_many(
     the rules, split over ``workers`` processes when there are enough of them to pay for
     starting the processes (spawned, so no lock or DuckDB handle of this process is copied).
     """
+    if not sql_settlement:
+        return _classify_rest(trajectories, workers)
     unique: dict[str, int] = {}
     for texts in trajectories:
         for text in texts:
@@ -155,14 +157,16 @@ def classify_many(
         else:
             verdicts.append(None)
             pending.append(index)
-    rest = [trajectories[i] for i in pending]
-    if workers > 1 and len(rest) >= PARALLEL_MIN_TRAJECTORIES:
-        classified = _classify_in_workers(rest, workers)
-    else:
-        classified = classify_each(rest)
+    classified = _classify_rest([trajectories[i] for i in pending], workers)
     for index, verdict in zip(pending, classified, strict=True):
         verdicts[index] = verdict
     return verdicts  # type: ignore[return-value]
+
+
+def _classify_rest(trajectories: Sequence[Sequence[str]], workers: int) -> list[RefusalVerdict]:
+    if workers > 1 and len(trajectories) >= PARALLEL_MIN_TRAJECTORIES:
+        return _classify_in_workers(trajectories, workers)
+    return classify_each(trajectories)
 
 
 # Below this many trajectories for the rules, starting worker processes costs more than it
