@@ -1,18 +1,20 @@
-"""Benchmark: the refusal classifier over N unique agent texts, bulk path against today's path.
+"""Benchmark: the refusal classifier over N unique agent texts, bulk path and per-text paths.
 
 Texts are real agent replies made unique the way runs make them unique (an id appended):
 ``--mix agent`` draws from the labeler benchmark's six agent replies and the agent texts of
 the AgentHarm transcripts (../shared/data/agentharm_transcripts); ``--mix chat`` from the
-XSTest completions (long chat answers, about half of them refusals). The bulk path
-(``RuleBasedRefusalClassifier.classify_many``: a DuckDB/RE2 pass settles the texts that
-cannot hold a refusal cue, the rules read the rest) is timed against classifying each text
-with ``classify([text])``, and every verdict is compared.
+XSTest completions (long chat answers, about half of them refusals). Three paths are timed
+and every verdict compared: the bulk path (``RuleBasedRefusalClassifier.classify_many`` in
+``--workers`` processes, optionally after the DuckDB/RE2 settlement of cue-free texts),
+``classify([text])`` per text with the RE2 rule scanner, and ``classify([text])`` per text
+with Python's regexes alone (the reference path of tests/test_refusal_scan.py).
 
     .venv/bin/python benchmarks/bench_refusal.py [--texts 1000000] [--mix agent|chat]
-        [--workers 1] [--reference-sample 0]
+        [--workers 2] [--reference-sample 20000] [--sql-settlement]
 
-``--reference-sample N`` times and checks today's path on N texts only (0: on all of them).
-The machine's load average is printed: on a shared machine the figures move with it.
+``--reference-sample N`` times and checks the per-text paths on N texts only (0: on all of
+them). Wall and CPU seconds (user + system, workers included) and the load average are
+printed: on a shared machine wall time moves with the other users, CPU time much less.
 """
 
 from __future__ import annotations
