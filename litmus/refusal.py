@@ -57,9 +57,10 @@ class _Rule:
 
     Every match of ``pattern`` must contain at least one trigger; a text holding none of
     them is skipped without running the regex, which keeps long compliant answers cheap.
-    A text the RE2 scanner can read (``_candidate_rules``) is also skipped when the rule is
-    not among the rules whose pattern could match it, so the Python regex runs only where a
-    match is possible.
+    On a text the RE2 scanner can read (``_candidate_rules``, litmus/refusal_scan.py), RE2
+    answers the branches it can read exactly, and Python's regex runs only for the other
+    branches and only where RE2 finds they could match. ``reference_search`` is the rule
+    read by Python alone; every other method agrees with it.
     """
 
     __slots__ = (
@@ -602,7 +603,7 @@ def _cue_strength(sentence: str) -> _Strength:
     if conceded is not None:
         sentence = sentence[conceded.end() :]
     candidates = _candidate_rules(sentence) if _SCANNING else None
-    if candidates == 0 or (candidates is not None and not candidates & _CUE_BITS):
+    if candidates is not None and not candidates & _CUE_BITS:
         return _Strength.NONE  # no cue rule matches, nor could
     if _decline_end(sentence) is not None or _AI_LIMITATION.matches(sentence):
         return _Strength.STRONG

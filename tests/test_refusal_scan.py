@@ -95,6 +95,21 @@ def test_real_and_spliced_texts_get_the_reference_verdicts() -> None:
     _assert_same_verdicts(trajectories)
 
 
+# The preparation's patterns before they were rewritten to scan faster: the rewrites must
+# split and collapse exactly as these did.
+_SENTENCE_BREAK_AS_WRITTEN = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9*])|\n+")
+_SPACES_AS_WRITTEN = re.compile(r"[ \t]+")
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_faster_preparation_patterns_split_and_collapse_as_written() -> None:
+    real = _real_texts()
+    texts = [*real, *_spliced(real, 3000, seed=9), *_random_texts(3000, seed=4)]
+    for text in texts:
+        assert refusal._split_sentences(text) == _SENTENCE_BREAK_AS_WRITTEN.split(text)
+        assert refusal._SPACES.sub(" ", text) == _SPACES_AS_WRITTEN.sub(" ", text)
+
+
 def test_randomized_fragment_texts_get_the_reference_verdicts() -> None:
     _assert_same_verdicts([[t] for t in _random_texts(6000, seed=23)])
 
