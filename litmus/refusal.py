@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from litmus.refusal_scan import RuleScanner, SupersetStart, scannable, split_by_lookaround
 
@@ -654,8 +654,7 @@ _SUBSTANTIAL_LIST_ITEMS = 3
 _ANSWER_FIRST_CHARS = 200
 
 
-@dataclass(frozen=True)
-class _Part:
+class _Part(NamedTuple):  # a tuple, not a dataclass: built for every new sentence
     """One sentence of a reply that contains a refusal cue somewhere."""
 
     text: str
@@ -979,7 +978,7 @@ def _names_withheld(sentence: str) -> bool:
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
     rest = _WORD_TAIL.sub("", sentence[end:])
     rest = _REASON.split(rest, maxsplit=1)[0]
-    return not _GENERIC_OBJECT.matches_once(rest) and len(rest.split()) >= 3
+    return len(rest.split()) >= 3 and not _GENERIC_OBJECT.matches_once(rest)
 
 
 @lru_cache(maxsize=1 << 14)
