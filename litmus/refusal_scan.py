@@ -1,23 +1,24 @@
-"""One RE2 pass that tells which refusal rules could match a text.
+"""One RE2 pass that tells which refusal rules match a text, or could.
 
 The rule classifier (``litmus/refusal.py``) asks dozens of questions of each sentence ("does
 the decline pattern match? the apology? the redirect?"), each a Python regex that tries
 every alternative at every position. Most answers are "no". ``RuleScanner`` compiles every
-rule into one RE2 set and finds, in a single linear-time pass, the rules whose pattern could
-match; only those run their Python regex, which keeps the verdict exactly Python's.
+rule into one RE2 set and answers, in a single linear-time pass over the sentence, for each
+rule: "matches" for the branches RE2 reads exactly as Python does, "could match" for the
+other branches; only a "could match" runs Python's regex, so every answer stays Python's.
 
-"Could match" must never miss a Python match, so two things make the RE2 side a superset:
+* A branch without lookarounds is read as it is. A branch whose only lookarounds are final
+  negative lookaheads of plain words is rewritten in RE2 syntax (``answerable_in_re2``).
+* Other branches are read with their lookarounds dropped, which only allows more matches:
+  a superset, hence "could match".
+* Only texts on which both engines read the syntax alike are scanned: ASCII (for ASCII,
+  ``\\w``, ``\\b``, ``\\d`` and case mean the same in both), without a newline (Python's
+  ``$`` also matches before a final newline, RE2's does not) and without the ASCII
+  characters only Python counts as ``\\s`` (vertical tab, \\x1c-\\x1f). Any other text is
+  answered by the Python regexes alone.
 
-* Lookaround assertions, which RE2 does not support, are dropped from the RE2 pattern
-  (dropping an assertion only allows more matches).
-* Only texts on which both engines read the remaining syntax alike are scanned: ASCII (for
-  ASCII, ``\\w``, ``\\b``, ``\\d`` and case mean the same in both), without a newline
-  (Python's ``$`` also matches before a final newline, RE2's does not) and without the
-  ASCII characters only Python counts as ``\\s`` (vertical tab, \\x1c-\\x1f). Any other text
-  is answered by the Python regexes alone.
-
-``tests/test_refusal_scan.py`` checks that verdicts with and without the scanner are
-identical on real and randomized texts.
+``tests/test_refusal_scan.py`` checks every answer and every verdict against Python's
+regexes alone, on real and randomized texts.
 """
 
 from __future__ import annotations
@@ -205,6 +206,9 @@ def scannable(text: str) -> bool:
     return text.isascii() and _UNSCANNABLE.search(text) is None
 
 
+_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
+
+
 class SupersetStart:
     """Where the leftmost match of ``pattern`` could start in a scannable text.
 
@@ -226,15 +230,12 @@ class SupersetStart:
         return None if start < 0 else start
 
 
-_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
-
-
 class RuleScanner:
     """The rules that match a text, or could, found in one RE2 pass.
 
-    A rule is its branches without lookarounds (RE2 answers those exactly), its branches with
-    lookarounds (RE2 answers a superset: "could match"), and its literal triggers (a rule
-    only runs on a text holding one of them; a rule without triggers always runs).
+    A rule is the branches RE2 answers exactly (``split_by_lookaround``), the other branches
+    (RE2 answers a superset: "could match"), and its literal triggers (a rule only runs on a
+    text holding one of them; a rule without triggers always runs).
     """
 
     def __init__(self, rules: Sequence[tuple[str | None, str | None, Sequence[str]]]) -> None:
