@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+from array import array
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -131,18 +132,22 @@ def classify_many(
     con: duckdb.DuckDBPyConnection | None = None,
     *,
     workers: int = 1,
+    sql_settlement: bool = True,
 ) -> list[RefusalVerdict]:
     """``RuleBasedRefusalClassifier().classify(t)`` for each trajectory ``t``.
 
-    Texts are settled in SQL where possible; trajectories holding any other text go through
+    Texts are settled in SQL where possible (unless ``sql_settlement`` is off: it pays only
+    when most texts are cue-free narration); trajectories holding any other text go through
     the rules, split over ``workers`` processes when there are enough of them to pay for
     starting the processes (spawned, so no lock or DuckDB handle of this process is copied).
     """
+    if not sql_settlement:
+        return _classify_rest(trajectories, workers)
     unique: dict[str, int] = {}
     for texts in trajectories:
         for text in texts:
             unique.setdefault(text, len(unique))
-    settled = settled_in_sql(list(unique), con)
+    settled = settled_in_sql(list(unique), con) if sql_settlement else {}
     verdicts: list[RefusalVerdict | None] = []
     pending: list[int] = []
     for index, texts in enumerate(trajectories):
@@ -152,24 +157,62 @@ def classify_many(
         else:
             verdicts.append(None)
             pending.append(index)
-    rest = [trajectories[i] for i in pending]
-    if workers > 1 and len(rest) >= PARALLEL_MIN_TRAJECTORIES:
-        chunks = [rest[w::workers] for w in range(workers)]
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            done = pool.map(classify_each, chunks)
-        classified: list[RefusalVerdict] = [None] * len(rest)  # type: ignore[list-item]
-        for w, chunk_verdicts in enumerate(done):
-            classified[w::workers] = chunk_verdicts
-    else:
-        classified = classify_each(rest)
+    classified = _classify_rest([trajectories[i] for i in pending], workers)
     for index, verdict in zip(pending, classified, strict=True):
         verdicts[index] = verdict
     return verdicts  # type: ignore[return-value]
 
 
+def _classify_rest(trajectories: Sequence[Sequence[str]], workers: int) -> list[RefusalVerdict]:
+    if workers > 1 and len(trajectories) >= PARALLEL_MIN_TRAJECTORIES:
+        return _classify_in_workers(trajectories, workers)
+    return classify_each(trajectories)
+
+
 # Below this many trajectories for the rules, starting worker processes costs more than it
 # saves.
 PARALLEL_MIN_TRAJECTORIES = 20_000
+
+# The trajectories forked workers classify: inherited, so they are never pickled.
+_WORKER_INPUT: Sequence[Sequence[str]] = ()
+
+
+def _classify_in_workers(
+    trajectories: Sequence[Sequence[str]], workers: int
+) -> list[RefusalVerdict]:
+    """``classify_each(trajectories)`` over ``workers`` processes, worker w taking every
+    w-th trajectory.
+
+    Forked where the platform can (the workers run only the Python rules, never DuckDB, so
+    nothing of this process's DuckDB state is used in them), else spawned with their share
+    sent over. Each worker sends back its distinct verdicts and one small code per
+    trajectory: verdicts repeat, and unpickling a million of them would cost the parent more
+    than the rules did.
+    """
+    global _WORKER_INPUT
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    shares = [(w, workers, None if fork else trajectories[w::workers]) for w in range(workers)]
+    _WORKER_INPUT = trajectories
+    try:
+        context = multiprocessing.get_context("fork" if fork else "spawn")
+        with context.Pool(workers) as pool:
+            done = pool.map(_classify_share, shares)
+    finally:
+        _WORKER_INPUT = ()
+    classified: list[RefusalVerdict] = [None] * len(trajectories)  # type: ignore[list-item]
+    for w, (distinct, codes) in enumerate(done):
+        classified[w::workers] = [distinct[code] for code in array("I", codes)]
+    return classified
+
+
+def _classify_share(
+    share: tuple[int, int, Sequence[Sequence[str]] | None],
+) -> tuple[list[RefusalVerdict], bytes]:
+    worker, workers, sent = share
+    mine = _WORKER_INPUT[worker::workers] if sent is None else sent
+    codes: dict[RefusalVerdict, int] = {}
+    coded = array("I", (codes.setdefault(v, len(codes)) for v in classify_each(mine)))
+    return list(codes), coded.tobytes()
 
 
 def text_verdicts(

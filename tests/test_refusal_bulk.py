@@ -161,3 +161,5 @@ def test_worker_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(bulk, "PARALLEL_MIN_TRAJECTORIES", 1)
     trajectories = [[t] for t in _random_texts(300, seed=11)]
     assert classify_many(trajectories, workers=2) == _expected(trajectories)
+    without_sql = classify_many(trajectories, workers=2, sql_settlement=False)
+    assert without_sql == _expected(trajectories)

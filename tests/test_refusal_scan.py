@@ -1,0 +1,200 @@
+"""The RE2 rule scanner never changes a verdict: the rules answer exactly as Python's regexes.
+
+The scanner (litmus/refusal_scan.py) lets a rule skip its Python regex when RE2 finds the
+rule cannot match, and answers outright for rules without lookarounds. Each test compares the
+classifier with the scanner against the classifier reading every rule with Python's ``re``
+alone (the reference path), with every cache emptied in between so neither borrows the
+other's answers.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator, Sequence
+
+import pytest
+import re2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_refusal_bulk import FRAGMENTS, _agent_texts, _random_texts
+
+from litmus import refusal
+from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
+from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
+from litmus.refusal_scan import (
+    RuleScanner,
+    answerable_in_re2,
+    scannable,
+    split_by_lookaround,
+    without_lookarounds,
+)
+
+CLASSIFIER = RuleBasedRefusalClassifier()
+_CACHED = (
+    refusal._prepare,
+    refusal._cue_strength,
+    refusal._part,
+    refusal._candidate_rules,
+    refusal._decline_end,
+    refusal._acknowledges,
+    refusal._names_withheld,
+    refusal._pivot_tail,
+)
+
+
+def _clear_caches() -> None:
+    for cached in _CACHED:
+        cached.cache_clear()
+
+
+def _verdicts(trajectories: Sequence[Sequence[str]], *, scanning: bool) -> list[RefusalVerdict]:
+    previous = refusal._SCANNING
+    refusal._SCANNING = scanning
+    _clear_caches()
+    try:
+        return [CLASSIFIER.classify(texts) for texts in trajectories]
+    finally:
+        refusal._SCANNING = previous
+        _clear_caches()
+
+
+def _assert_same_verdicts(trajectories: Sequence[Sequence[str]]) -> None:
+    fast = _verdicts(trajectories, scanning=True)
+    reference = _verdicts(trajectories, scanning=False)
+    differing = [(t, f, r) for t, f, r in zip(trajectories, fast, reference, strict=True) if f != r]
+    assert not differing, differing[:3]
+
+
+def _real_texts() -> list[str]:
+    texts = [c.completion for c in load_xstest_completions(DEFAULT_XSTEST_FOLDER)]
+    return texts + _agent_texts()
+
+
+def _spliced(texts: Sequence[str], count: int, seed: int) -> Iterator[str]:
+    """Pieces of real texts glued with the joints the preparation reasons about."""
+    rng = random.Random(seed)
+    joints = ["", " ", "\n", ". ", "\n\n", ' "', "' ", "`", "\t", "    ", "\u2019", "\xa0"]
+    for _ in range(count):
+        pieces = []
+        for _ in range(rng.randint(1, 4)):
+            text = rng.choice(texts)
+            start = rng.randrange(len(text) + 1)
+            pieces.append(text[start : start + rng.randint(0, 300)])
+        yield rng.choice(joints).join(pieces)
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_real_and_spliced_texts_get_the_reference_verdicts() -> None:
+    real = _real_texts()
+    texts = [*real, *(f"{t} (ref {i})" for i, t in enumerate(real))]
+    texts += [t.replace("'", "\u2019") for t in real] + [t.upper() for t in real[:200]]
+    texts += list(_spliced(real, 6000, seed=7))
+    rng = random.Random(1)
+    trajectories = [[t] for t in texts] + [rng.sample(texts, rng.randint(2, 4)) for _ in range(500)]
+    _assert_same_verdicts(trajectories)
+
+
+# The preparation's patterns before they were rewritten to scan faster: the rewrites must
+# split and collapse exactly as these did.
+_SENTENCE_BREAK_AS_WRITTEN = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9*])|\n+")
+_SPACES_AS_WRITTEN = re.compile(r"[ \t]+")
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_faster_preparation_patterns_split_and_collapse_as_written() -> None:
+    real = _real_texts()
+    texts = [*real, *_spliced(real, 3000, seed=9), *_random_texts(3000, seed=4)]
+    for text in texts:
+        assert refusal._split_sentences(text) == _SENTENCE_BREAK_AS_WRITTEN.split(text)
+        assert refusal._SPACES.sub(" ", text) == _SPACES_AS_WRITTEN.sub(" ", text)
+
+
+def test_randomized_fragment_texts_get_the_reference_verdicts() -> None:
+    _assert_same_verdicts([[t] for t in _random_texts(6000, seed=23)])
+
+
+_WORDS = [
+    "i", "can't", "cannot", "won't", "help", "sorry", "but", "however", "as an ai", "not",
+    "appropriate", "instead", "here", "is", "the", "you", "please", "call", "988", "error",
+    "failed", "privacy", "i'm", "unable", "to", "provide", "decline", "that", "this", "request",
+    "harmful", "understand", "let me know", "codeblock", "while", "i'd", "rather", "happy",
+]  # fmt: skip
+_SEPARATORS = [" ", " ", ". ", ", ", "\n", "! ", "? ", ": ", "  ", "\u2019", " '", '" ', "\x0b"]
+_message = st.lists(
+    st.one_of(st.sampled_from(_WORDS), st.sampled_from(FRAGMENTS), st.text(max_size=8)),
+    max_size=30,
+).flatmap(
+    lambda words: st.lists(
+        st.sampled_from(_SEPARATORS), min_size=len(words), max_size=len(words)
+    ).map(lambda seps: "".join(w + s for w, s in zip(words, seps, strict=True)))
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_message, max_size=3))
+def test_generated_trajectories_get_the_reference_verdicts(texts: list[str]) -> None:
+    _assert_same_verdicts([texts])
+
+
+@settings(max_examples=300, deadline=None)
+@given(_message.map(str.lower))
+def test_scanner_bits_agree_with_python(text: str) -> None:
+    candidates = refusal._rule_scanner().candidates(text)
+    if candidates is None:
+        return
+    for rule in refusal._RULES:
+        hits = candidates >> 2 * rule.index & 3
+        triggered = rule.may_match(text)
+        exact = rule.exact_branches is not None and re.search(rule.exact_branches, text)
+        lookaround = rule.lookaround_branches is not None and re.search(
+            rule.lookaround_branches, text
+        )
+        # "matches" is exact; "could match" never misses a lookaround-branch match
+        assert bool(hits & 1) == bool(triggered and exact), (rule.pattern[:60], text)
+        assert hits & 2 or not (triggered and lookaround), (rule.pattern[:60], text)
+        assert (rule.matches(text)) == (rule.reference_search(text) is not None)
+        found, expected = rule.search(text), rule.reference_search(text)
+        assert (found and found.span()) == (expected and expected.span()), text
+
+
+def test_lookarounds_are_removed_and_nothing_else() -> None:
+    assert split_by_lookaround(r"a(?!b)c|c|(?:d|e(?=f))|[|]|x(?!y)") == (
+        r"c|[|]|x(?:$|[^y])",
+        r"a(?!b)c|(?:d|e(?=f))",
+    )
+    assert split_by_lookaround("plain") == ("plain", None)
+    assert without_lookarounds(r"\bi(?! (?:wait|stop))(?: \w+)? help") == r"\bi(?: \w+)? help"
+    assert without_lookarounds(r"'(?<![\w']')(?=\S)[^'\n]{1,2}?(?<=\S)'(?!\w)") == r"'[^'\n]{1,2}?'"
+    assert without_lookarounds(r"[(?!)]\(?!x") == r"[(?!)]\(?!x"  # a class, an escape
+    assert without_lookarounds(r"a(?:b|(?=c))") == r"a(?:b|)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["but i can", "but i can.", "but i can't", "but i cannot", "but i can not", "but i can n",
+     "but i can no", "but i can now", "but i can'", "but i can'x", "but i can  not", "i could"],
+)  # fmt: skip
+def test_a_final_negative_lookahead_of_words_is_rewritten_for_re2(text: str) -> None:
+    branch = r"\bbut i (?:can|could)\b(?!'t|not| not)"
+    rewritten = answerable_in_re2(branch)
+    assert rewritten is not None and "(?!" not in rewritten
+    assert bool(re2.search(rewritten, text)) == bool(re.search(branch, text))
+    # a lookahead with something after it, a lookbehind, or one that is not plain words
+    assert answerable_in_re2(r"a(?!b)c") is None
+    assert answerable_in_re2(r"(?<!x)a") is None
+    assert answerable_in_re2(r"a(?!\w)") is None
+    assert answerable_in_re2(r"(?:a(?!b))+") is None
+
+
+def test_texts_the_engines_read_differently_are_left_to_python() -> None:
+    scanner = RuleScanner([(r"\bsorry\b", None, ()), (r"^no$", r"(?<!x)yes", ("no", "yes"))])
+    assert scanner.candidates("so sorry.") == 0b0001  # rule 0 matches
+    assert scanner.candidates("no") == 0b0100  # rule 1 matches
+    assert scanner.candidates("yes") == 0b1000  # rule 1 could match
+    assert scanner.candidates("sorry yes") == 0b1001
+    assert scanner.candidates("nothing here") == 0
+    # non-ASCII (Unicode \w and \b), a newline (Python's $), a vertical tab (Python's \s)
+    for text in ("sorry\u00e9", "no\n", "sorry\x0bno"):
+        assert not scannable(text)
+        assert scanner.candidates(text) is None
