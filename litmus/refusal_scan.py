@@ -35,6 +35,10 @@ _UNSCANNABLE = re.compile("[\n\x0b\x1c-\x1f]")
 # RE2's default memory budget can run out on a set this large, and an exhausted set reports
 # no match at all: give it room (bytes).
 _MAX_MEMORY = 256 << 20
+# The DFA's state cache fills with the text it reads, and a set whose cache runs out answers
+# "no match" instead of failing: longer texts (far beyond any sentence) go to Python's
+# regexes, so a hostile run log can never exhaust it into a wrong verdict.
+MAX_SCANNED_CHARS = 4_096
 
 
 def without_lookarounds(pattern: str) -> str:
@@ -203,7 +207,11 @@ def _group_end(pattern: str, start: int) -> int:
 
 def scannable(text: str) -> bool:
     """True when RE2 reads the rules on ``text`` as Python does (up to dropped lookarounds)."""
-    return text.isascii() and _UNSCANNABLE.search(text) is None
+    return (
+        len(text) <= MAX_SCANNED_CHARS
+        and text.isascii()
+        and _UNSCANNABLE.search(text) is None
+    )
 
 
 _UNANCHORED = _re2.RE2.Anchor.UNANCHORED

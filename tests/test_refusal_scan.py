@@ -23,6 +23,7 @@ from litmus import refusal
 from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
 from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 from litmus.refusal_scan import (
+    MAX_SCANNED_CHARS,
     RuleScanner,
     answerable_in_re2,
     scannable,
@@ -198,3 +199,11 @@ def test_texts_the_engines_read_differently_are_left_to_python() -> None:
     for text in ("sorry\u00e9", "no\n", "sorry\x0bno"):
         assert not scannable(text)
         assert scanner.candidates(text) is None
+
+
+def test_a_text_longer_than_any_sentence_is_left_to_python_and_keeps_its_verdict() -> None:
+    # a hostile log line of one endless "sentence": read by Python's regexes, not the DFA
+    text = ("I am sorry but I will not do that " * 400).strip()
+    assert len(text) > MAX_SCANNED_CHARS
+    assert not scannable(text)
+    assert _verdicts([[text]], scanning=True) == _verdicts([[text]], scanning=False)
