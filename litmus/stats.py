@@ -55,10 +55,10 @@ DEFAULT_POWER = 0.80
 
 # How each interval was made (the ``interval_method`` column of metric_cis).
 WILSON_EFFECTIVE_N = "wilson_effective_n"
-PERCENTILE = "percentile"
 PAIRED_T = "paired_t"
 CONCORDANT_FAMILIES = "concordant_families_wilson"
-# Metrics that are not proportions: they keep the percentile interval.
+MOVER_REGISTERS = "mover_wilson_registers"
+# Metrics that are not proportions: they get their own interval (register_disparity_interval).
 NON_PROPORTION_METRICS = frozenset({"register_disparity"})
 
 SPLIT_ABBREVIATIONS: Mapping[str, str] = {
@@ -462,17 +462,91 @@ def _rare_event_bounds(
     p: np.ndarray, n_eff: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Brown, Cai & DasGupta's modified Wilson interval: with at most three (effective)
-    events the Wilson lower bound is too high, so it is lowered to the exact Poisson bound
-    ½·χ²(α/2; 2x)/n; likewise the upper bound with at most three non-events."""
+    events the Wilson lower bound is too high, so it is lowered to the one-sided Poisson
+    bound ½·χ²(α; 2x)/n; likewise the upper bound with at most three non-events.
+
+    The level is α, not α/2, as Brown, Cai & DasGupta (2001, §4.1.1) define it: with so few
+    events the truth is a fraction of an event to a few events from the boundary, where the
+    interval's far side cannot miss (its upper bound stays above the truth even at 0
+    events), so the whole α belongs to the near side. At α/2 the bound is the exact
+    Clopper–Pearson one and the interval covers 97.5% or more there (measured: the
+    α/2 version over-covered every rare-event cell of the coverage simulation). Unlike the
+    paper (n ≤ 100) the rule applies at every n: the Wilson lower bound's shortfall is a
+    matter of events, not of n (at 0.5 expected events on n = 350 plain Wilson covers 91%)."""
     events, non_events = p * n_eff, (1 - p) * n_eff
     with np.errstate(invalid="ignore"):
         rare = (events > 0) & (events <= RARE_EVENTS) & (p < 0.5)
-        poisson_low = scipy_stats.chi2.ppf(alpha / 2, 2 * np.where(rare, events, 1.0)) / 2
+        poisson_low = scipy_stats.chi2.ppf(alpha, 2 * np.where(rare, events, 1.0)) / 2
         low = np.where(rare, np.minimum(low, poisson_low / n_eff), low)
         rare = (non_events > 0) & (non_events <= RARE_EVENTS) & (p > 0.5)
-        poisson_high = scipy_stats.chi2.ppf(alpha / 2, 2 * np.where(rare, non_events, 1.0)) / 2
+        poisson_high = scipy_stats.chi2.ppf(alpha, 2 * np.where(rare, non_events, 1.0)) / 2
         high = np.where(rare, np.maximum(high, 1 - poisson_high / n_eff), high)
     return low, high
+
+
+def register_disparity_interval(
+    counts: FamilyCounts, multiplicity: np.ndarray, *, confidence: float
+) -> tuple[float, float, float, str]:
+    """(low, high, standard error, interval_method) of the register disparity
+    ``r_a − r_b`` (most- minus least-refused register, picked on the point estimate).
+
+    MOVER (Zou & Donner's method of variance estimates recovery, Newcombe's square-and-add
+    with a correlation): each of the two rates gets the Wilson effective-n interval of a
+    proportion, and the distances from each rate to its bounds are combined with the
+    correlation ``ρ`` of the two rates over the family resamples (registers of one family
+    are paired, so ``ρ`` is usually positive and narrows the interval). The bound is
+    clipped at 0 (a disparity is never negative). When the paired difference has no spread
+    at all over the resamples (every family shows the same gap), the interval is
+    ``disparity ± w`` with ``w`` the Wilson bound of 0 discordant families, as for a paired
+    comparison, so it never collapses. NaN without two registers that have rows.
+    """
+    rows, refusals = counts.register_rows, counts.register_refusals
+    present = rows.sum(axis=0) > 0
+    if present.sum() < 2:
+        return np.nan, np.nan, np.nan, MOVER_REGISTERS
+    weights = multiplicity.astype(np.float64)
+    rates = _ratio(refusals.sum(axis=0), rows.sum(axis=0))
+    resampled = _ratio(weights @ refusals, weights @ rows)  # resamples × registers
+    ranked = np.where(present, rates, np.nan)
+    a, b = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
+    disparity = float(rates[a] - rates[b])
+    n_families, n_strata = counts.n_families, _n_strata(counts)
+    factor = stratified_se_factor(n_families, n_strata)
+    both = ~np.isnan(resampled[:, a]) & ~np.isnan(resampled[:, b])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # fewer than two usable resamples
+        resampled_disparity = _register_disparity(
+            (len(weights),), weights @ rows, weights @ refusals
+        )
+        se = float(np.nanstd(resampled_disparity, ddof=1)) * factor
+        gap_spread = float(np.std(resampled[both, a] - resampled[both, b], ddof=1))
+    if not gap_spread > 0:
+        z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+        t = float(t_quantile(0.5 + confidence / 2, degrees_of_freedom(n_families, n_strata)))
+        families = max(float((rows[:, [a, b]] > 0).all(axis=1).sum()), 1.0)
+        _, bound = wilson_interval(np.zeros(1), np.array([families * (z / t) ** 2]), z)
+        width = float(bound[0])
+        se = width / t if not se > 0 else se
+        return max(disparity - width, 0.0), min(disparity + width, 1.0), se, CONCORDANT_FAMILIES
+    pair = [a, b]
+    intervals = wilson_effective_n_intervals(
+        rates[pair],
+        resampled[:, pair],
+        rows.sum(axis=0)[pair],
+        (rows[:, pair] > 0).sum(axis=0).astype(float),
+        n_families=n_families,
+        n_strata=n_strata,
+        confidence=confidence,
+    )
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # a rate without spread: no ρ
+        rho = float(np.corrcoef(resampled[both, a], resampled[both, b])[0, 1])
+    rho = rho if np.isfinite(rho) else 0.0
+    down_a, up_a = rates[a] - intervals.low[0], intervals.high[0] - rates[a]
+    down_b, up_b = rates[b] - intervals.low[1], intervals.high[1] - rates[b]
+    low = disparity - np.sqrt(max(down_a**2 + up_b**2 - 2 * rho * down_a * up_b, 0.0))
+    high = disparity + np.sqrt(max(up_a**2 + down_b**2 - 2 * rho * up_a * down_b, 0.0))
+    return max(float(low), 0.0), min(float(high), 1.0), se, MOVER_REGISTERS
 
 
 def _n_strata(counts: FamilyCounts) -> int:
@@ -522,11 +596,16 @@ def bootstrap_cis(
         n_strata=_n_strata(counts),
         confidence=confidence,
     )
-    percentile_low, percentile_high = _percentile_bounds(samples, confidence)
     is_proportion = np.array([name not in NON_PROPORTION_METRICS for name in metric_names])
     available = ~np.isnan(estimate)
-    low = np.where(is_proportion, wilson.low, percentile_low)
-    high = np.where(is_proportion, wilson.high, percentile_high)
+    low, high = wilson.low.copy(), wilson.high.copy()
+    standard_error = wilson.standard_error.copy()
+    methods = [WILSON_EFFECTIVE_N] * len(metric_names)
+    if "register_disparity" in metric_names:
+        index = metric_names.index("register_disparity")
+        low[index], high[index], standard_error[index], methods[index] = (
+            register_disparity_interval(counts, multiplicity, confidence=confidence)
+        )
     low, high = np.where(available, low, np.nan), np.where(available, high, np.nan)
     valid = (~np.isnan(samples)).sum(axis=0)
     return pd.DataFrame(
@@ -538,7 +617,7 @@ def bootstrap_cis(
             "n_valid_resamples": valid.astype(np.int64),
             "standard_error": [
                 _nullable(value) if ok else None
-                for value, ok in zip(wilson.standard_error, available, strict=True)
+                for value, ok in zip(standard_error, available, strict=True)
             ],
             "effective_n": [
                 _nullable(value) if ok and prop else None
@@ -546,9 +625,7 @@ def bootstrap_cis(
                     wilson.effective_n, available, is_proportion, strict=True
                 )
             ],
-            "interval_method": [
-                WILSON_EFFECTIVE_N if prop else PERCENTILE for prop in is_proportion
-            ],
+            "interval_method": methods,
         }
     )
 
