@@ -520,6 +520,8 @@ def _plugin_delta_columns(deltas: pd.DataFrame | None, published: pd.DataFrame) 
     ]
     if pairs.empty:
         return columns
+    # a table stored before decisions were recorded has no decision: shown as none
+    pairs = pairs.assign(**{c: None for c in ("mde", "decision") if c not in pairs.columns})
     wide = pairs.pivot(
         index="partition_key",
         columns="metric",

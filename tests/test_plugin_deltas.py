@@ -113,3 +113,15 @@ def test_the_board_files_carry_every_headline_metrics_plugin_delta(
     monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
     monkeypatch.setenv("LITMUS_HOME", str(published.home))
     assert litmus_main(["verify", str(exports / "receipt.json")]) == UNVERIFIED_EXIT
+
+
+def test_plugin_deltas_are_computed_before_the_board_that_shows_them() -> None:
+    from litmus_dagster.definitions import defs
+    from litmus_dagster.releases.jobs import PUBLISH
+
+    graph = defs.resolve_asset_graph()
+    assert dg.AssetKey("plugin_deltas") in PUBLISH.resolve(graph)
+    assert dg.AssetKey("plugin_deltas") in graph.get(dg.AssetKey("leaderboard")).parent_keys
+    # the same gate decisions as the board: a withheld configuration is not compared
+    parents = graph.get(dg.AssetKey("plugin_deltas")).parent_keys
+    assert {dg.AssetKey("metric_rate_gates"), dg.AssetKey("labeling_agreement")} <= parents
