@@ -400,7 +400,7 @@ def markdown(results: dict[tuple[str, int], dict[str, Tally]], replicates: int) 
     header = " | ".join(f"{regime}, {n} fam." for regime, n in scenarios)
     lines = [
         f"Coverage % of the 95% interval (mean width), {replicates} replicates per scenario; "
-        "left: LITMUS (Wilson on the effective n; MOVER of two Wilson intervals for "
+        "left: LITMUS (Wilson on the effective n; unified folded-normal interval for "
         "register_disparity; paired-t for deltas), right: percentile bootstrap (before).",
         "",
         f"| metric | {header} |",

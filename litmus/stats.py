@@ -23,8 +23,10 @@ the figures are in ``docs/statistics.md``):
   there (``1.000 [1.000, 1.000]``) and under-covered near 0 and 1. With at most three
   effective events (or non-events) the bound on that side is the exact Poisson one (Brown,
   Cai & DasGupta's modified Wilson interval).
-- ``register_disparity`` (a max − min of refusal rates, not a proportion) keeps the
-  percentile interval.
+- ``register_disparity`` (a max − min of refusal rates: the size of a paired gap, not a
+  proportion) gets the unified (Feldman–Cousins) interval of a folded normal mean on the
+  paired gap's bootstrap standard error (:func:`register_disparity_interval`); the
+  percentile interval collapsed when every resample agreed.
 - a paired difference gets ``delta ± t_df · se_paired`` from the paired resamples; when the
   paired resamples have no spread (every shared family shows the same difference, e.g. a
   deterministic re-run) the interval is ``delta ± w`` with ``w`` the Wilson upper bound of
@@ -40,6 +42,7 @@ a metric that is not available at all has no interval.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +60,7 @@ DEFAULT_POWER = 0.80
 WILSON_EFFECTIVE_N = "wilson_effective_n"
 PAIRED_T = "paired_t"
 CONCORDANT_FAMILIES = "concordant_families_wilson"
-MOVER_REGISTERS = "mover_wilson_registers"
+UNIFIED_REGISTERS = "unified_folded_normal"
 # Metrics that are not proportions: they get their own interval (register_disparity_interval).
 NON_PROPORTION_METRICS = frozenset({"register_disparity"})
 
@@ -488,22 +491,26 @@ def register_disparity_interval(
     counts: FamilyCounts, multiplicity: np.ndarray, *, confidence: float
 ) -> tuple[float, float, float, str]:
     """(low, high, standard error, interval_method) of the register disparity
-    ``r_a − r_b`` (most- minus least-refused register, picked on the point estimate).
+    ``d = |r_a − r_b|`` (most- minus least-refused register, picked on the point estimate).
 
-    MOVER (Zou & Donner's method of variance estimates recovery, Newcombe's square-and-add
-    with a correlation): each of the two rates gets the Wilson effective-n interval of a
-    proportion, and the distances from each rate to its bounds are combined with the
-    correlation ``ρ`` of the two rates over the family resamples (registers of one family
-    are paired, so ``ρ`` is usually positive and narrows the interval). The bound is
-    clipped at 0 (a disparity is never negative). When the paired difference has no spread
-    at all over the resamples (every family shows the same gap), the interval is
-    ``disparity ± w`` with ``w`` the Wilson bound of 0 discordant families, as for a paired
-    comparison, so it never collapses. NaN without two registers that have rows.
+    A disparity is the size of a paired gap whose sign the data pick, so it is bounded
+    below by 0 and its estimate is biased upward when the rates are close. Folding a valid
+    interval of the signed gap covers 97.5% or more whenever the true disparity is within
+    the interval's half-width (one side cannot miss); the percentile interval of the
+    resampled disparities collapses when every resample agrees. Instead: the gap's standard
+    error ``σ`` comes from the paired family resamples (stratification-corrected, widened by
+    ``t_df / z`` for few families), and the interval of ``d / σ`` is the **unified**
+    (Feldman & Cousins 1998) interval of a folded normal mean: the likelihood-ratio ordered
+    Neyman belt, which moves from a one-sided upper limit near 0 to the central ``± z``
+    interval far from it, never empty and never narrower than 1.65 σ. When the paired gap
+    has no spread at all over the resamples (every family shows the same gap), the interval
+    is ``d ± w`` with ``w`` the Wilson bound of 0 discordant families, as for a paired
+    comparison. NaN without two registers that have rows.
     """
     rows, refusals = counts.register_rows, counts.register_refusals
     present = rows.sum(axis=0) > 0
     if present.sum() < 2:
-        return np.nan, np.nan, np.nan, MOVER_REGISTERS
+        return np.nan, np.nan, np.nan, UNIFIED_REGISTERS
     weights = multiplicity.astype(np.float64)
     rates = _ratio(refusals.sum(axis=0), rows.sum(axis=0))
     resampled = _ratio(weights @ refusals, weights @ rows)  # resamples × registers
@@ -511,42 +518,68 @@ def register_disparity_interval(
     a, b = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
     disparity = float(rates[a] - rates[b])
     n_families, n_strata = counts.n_families, _n_strata(counts)
-    factor = stratified_se_factor(n_families, n_strata)
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    t = float(t_quantile(0.5 + confidence / 2, degrees_of_freedom(n_families, n_strata)))
     both = ~np.isnan(resampled[:, a]) & ~np.isnan(resampled[:, b])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # fewer than two usable resamples
-        resampled_disparity = _register_disparity(
-            (len(weights),), weights @ rows, weights @ refusals
-        )
-        se = float(np.nanstd(resampled_disparity, ddof=1)) * factor
-        gap_spread = float(np.std(resampled[both, a] - resampled[both, b], ddof=1))
-    if not gap_spread > 0:
-        z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
-        t = float(t_quantile(0.5 + confidence / 2, degrees_of_freedom(n_families, n_strata)))
+        se = float(np.std(resampled[both, a] - resampled[both, b], ddof=1))
+    se *= stratified_se_factor(n_families, n_strata)
+    if not se > 0:
         families = max(float((rows[:, [a, b]] > 0).all(axis=1).sum()), 1.0)
         _, bound = wilson_interval(np.zeros(1), np.array([families * (z / t) ** 2]), z)
         width = float(bound[0])
-        se = width / t if not se > 0 else se
-        return max(disparity - width, 0.0), min(disparity + width, 1.0), se, CONCORDANT_FAMILIES
-    pair = [a, b]
-    intervals = wilson_effective_n_intervals(
-        rates[pair],
-        resampled[:, pair],
-        rows.sum(axis=0)[pair],
-        (rows[:, pair] > 0).sum(axis=0).astype(float),
-        n_families=n_families,
-        n_strata=n_strata,
-        confidence=confidence,
+        return (
+            max(disparity - width, 0.0),
+            min(disparity + width, 1.0),
+            width / t,
+            (CONCORDANT_FAMILIES),
+        )
+    sigma = se * t / z
+    low, high = folded_normal_unified_interval(disparity / sigma, confidence)
+    return low * sigma, min(high * sigma, 1.0), se, UNIFIED_REGISTERS
+
+
+_BELT_STEP = 0.01
+_BELT_MAX = 8.0
+
+
+@functools.lru_cache(maxsize=8)
+def _folded_normal_belt(confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Feldman & Cousins' likelihood-ratio ordered confidence belt for μ = |δ| ≥ 0 from
+    y = |x|, x ~ N(δ, 1): per μ on a grid, the acceptance interval [y_low(μ), y_high(μ)]."""
+    mu = np.arange(0.0, _BELT_MAX + _BELT_STEP / 2, _BELT_STEP)
+    y = np.arange(_BELT_STEP / 2, _BELT_MAX + 6.0, _BELT_STEP)
+    density = scipy_stats.norm.pdf(y[None, :] - mu[:, None]) + scipy_stats.norm.pdf(
+        y[None, :] + mu[:, None]
     )
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # a rate without spread: no ρ
-        rho = float(np.corrcoef(resampled[both, a], resampled[both, b])[0, 1])
-    rho = rho if np.isfinite(rho) else 0.0
-    down_a, up_a = rates[a] - intervals.low[0], intervals.high[0] - rates[a]
-    down_b, up_b = rates[b] - intervals.low[1], intervals.high[1] - rates[b]
-    low = disparity - np.sqrt(max(down_a**2 + up_b**2 - 2 * rho * down_a * up_b, 0.0))
-    high = disparity + np.sqrt(max(up_a**2 + down_b**2 - 2 * rho * up_a * down_b, 0.0))
-    return max(float(low), 0.0), min(float(high), 1.0), se, MOVER_REGISTERS
+    # the best μ ≥ 0 for each y (the folded normal's MLE is 0 for y ≤ 1)
+    fine = np.arange(0.0, _BELT_MAX + 6.0, _BELT_STEP)
+    best = np.max(
+        scipy_stats.norm.pdf(y[None, :] - fine[:, None])
+        + scipy_stats.norm.pdf(y[None, :] + fine[:, None]),
+        axis=0,
+    )
+    ratio = density / best[None, :]
+    order = np.argsort(-ratio, axis=1, kind="stable")
+    mass = np.take_along_axis(density, order, axis=1) * _BELT_STEP
+    accepted_sorted = np.cumsum(mass, axis=1) - mass < confidence
+    accepted = np.zeros_like(accepted_sorted)
+    np.put_along_axis(accepted, order, accepted_sorted, axis=1)
+    first = np.argmax(accepted, axis=1)
+    last = accepted.shape[1] - 1 - np.argmax(accepted[:, ::-1], axis=1)
+    return mu, y[first] - _BELT_STEP / 2, y[last] + _BELT_STEP / 2
+
+
+def folded_normal_unified_interval(y: float, confidence: float) -> tuple[float, float]:
+    """The unified (Feldman–Cousins) interval of μ = |δ| ≥ 0 from an observed y = |x|,
+    x ~ N(δ, 1); far from 0 it is the central y ± z interval."""
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    if y > _BELT_MAX - z - 1.0:
+        return y - z, y + z
+    mu, y_low, y_high = _folded_normal_belt(round(confidence, 6))
+    inside = (y_low <= y) & (y <= y_high)
+    return float(mu[inside].min()), float(mu[inside].max())
 
 
 def _n_strata(counts: FamilyCounts) -> int:

@@ -344,15 +344,15 @@ def register_frame(refusals: dict[str, list[int]], rows_per_register: int = 2) -
     return pd.DataFrame(records)
 
 
-def test_register_disparity_gets_a_mover_interval_that_never_collapses() -> None:
-    # A real gap that differs family to family: MOVER of the two registers' Wilson intervals.
+def test_register_disparity_gets_a_unified_interval_that_never_collapses() -> None:
+    # A real gap that differs family to family: the unified interval on the gap's spread.
     gap = register_frame({"blunt": [2, 2, 1, 2, 1, 2], "hedged": [0, 1, 1, 0, 0, 1]})
     counts = family_counts_from_frames(varied_counts(), gap)
     row = (
         bootstrap_cis(counts, n_resamples=400, seed=3).set_index("metric").loc["register_disparity"]
     )
     assert row["estimate"] == pytest.approx(10 / 12 - 3 / 12)
-    assert row["interval_method"] == "mover_wilson_registers"
+    assert row["interval_method"] == "unified_folded_normal"
     assert 0 <= row["ci_low"] < row["estimate"] < row["ci_high"] <= 1
     assert row["standard_error"] > 0
     # Every family refuses everything in both registers: disparity 0 in every resample. The
@@ -365,6 +365,28 @@ def test_register_disparity_gets_a_mover_interval_that_never_collapses() -> None
     )
     assert row["estimate"] == 0.0 and row["ci_low"] == 0.0
     assert row["ci_high"] > 0.2 and row["interval_method"] == "concordant_families_wilson"
+    # Equal totals but families that disagree: an estimate of 0 with a one-sided interval.
+    balanced = register_frame({"blunt": [2, 0, 1, 2, 0, 1], "hedged": [0, 2, 1, 0, 2, 1]})
+    counts = family_counts_from_frames(varied_counts(), balanced)
+    row = (
+        bootstrap_cis(counts, n_resamples=400, seed=3).set_index("metric").loc["register_disparity"]
+    )
+    assert row["estimate"] == 0.0 and row["ci_low"] == 0.0 < row["ci_high"]
+
+
+def test_the_unified_folded_normal_interval_covers_95_percent_and_never_collapses() -> None:
+    from litmus.stats import folded_normal_unified_interval
+
+    rng = np.random.default_rng(4)
+    for true_size in (0.0, 0.5, 1.0, 2.0, 3.0, 5.0):
+        observed = np.abs(rng.normal(true_size, 1.0, 2000))
+        bounds = np.array([folded_normal_unified_interval(y, 0.95) for y in observed])
+        covered = (bounds[:, 0] <= true_size) & (true_size <= bounds[:, 1])
+        assert 0.93 <= covered.mean() <= 0.97, true_size
+        assert (bounds[:, 1] - bounds[:, 0] >= 1.6).all()
+    assert folded_normal_unified_interval(0.0, 0.95)[0] == 0.0
+    low, high = folded_normal_unified_interval(12.0, 0.95)  # far from 0: central
+    assert low == pytest.approx(12 - 1.96, abs=0.01) and high == pytest.approx(12 + 1.96, abs=0.01)
 
 
 def test_the_rare_event_bound_is_the_one_sided_poisson_bound_of_brown_cai_dasgupta() -> None:
