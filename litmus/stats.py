@@ -472,10 +472,11 @@ def _rare_event_bounds(
     events the truth is a fraction of an event to a few events from the boundary, where the
     interval's far side cannot miss (its upper bound stays above the truth even at 0
     events), so the whole α belongs to the near side. At α/2 the bound is the exact
-    Clopper–Pearson one and the interval covers 97.5% or more there (measured: the
-    α/2 version over-covered every rare-event cell of the coverage simulation). Unlike the
-    paper (n ≤ 100) the rule applies at every n: the Wilson lower bound's shortfall is a
-    matter of events, not of n (at 0.5 expected events on n = 350 plain Wilson covers 91%)."""
+    Clopper–Pearson one and the interval covers 97.5% or more there by construction. Unlike
+    the paper (n ≤ 100) the rule applies at every n: the Wilson lower bound's shortfall is a
+    matter of events, not of n (at 0.5 expected events on n = 350 plain Wilson covers 91%).
+    What over-coverage remains with a handful of expected events is the discreteness of the
+    count, which no interval that is a function of it can avoid (docs/statistics.md §6)."""
     events, non_events = p * n_eff, (1 - p) * n_eff
     with np.errstate(invalid="ignore"):
         rare = (events > 0) & (events <= RARE_EVENTS) & (p < 0.5)
