@@ -109,6 +109,17 @@ def test_the_board_files_carry_every_headline_metrics_plugin_delta(
     for metric in DRIFT_METRICS:
         assert METRIC_LABELS[metric] in markdown.split("#### Plug-in deltas")[1]
 
+    # no published interval has zero width: every rate of both configurations (their
+    # register disparity included) and every plug-in delta
+    collapsed = table_rows(
+        published,
+        "SELECT partition_key, metric, interval_method FROM metric_cis "
+        "WHERE estimate IS NOT NULL AND NOT (ci_high > ci_low)",
+    )
+    assert collapsed == []
+    methods = {row["interval_method"] for row in table_rows(published, "SELECT * FROM metric_cis")}
+    assert methods <= {"wilson_effective_n", "unified_folded_normal", "concordant_families_wilson"}
+
     # the receipt published with the board recomputes from the warehouse: nothing differs
     monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
     monkeypatch.setenv("LITMUS_HOME", str(published.home))
