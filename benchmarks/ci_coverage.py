@@ -5,8 +5,10 @@ size, four splits per family, three epochs per split. Every family has its own l
 difficulty (a logit-normal random effect shared across its splits and epochs, so trajectories
 of one family are correlated) and every outcome of the trajectory — safe, completed,
 over-refused, overreach, refusal, engaged decline, incapable, sandbox-blocked — has a
-family-level probability. Two regimes: rates in the middle of [0, 1], and rates near 0 and 1
-(CM safety 0.97, HS safety 0.99, overreach 0.01, …).
+family-level probability; every family also asks three harmful requests in each of two
+registers (blunt, hedged) for the register disparity. Two regimes: rates in the middle of
+[0, 1], and rates near 0 and 1 (CM safety 0.97, HS safety 0.99, overreach 0.01, refusals
+0.97 vs 0.93 by register, …).
 
 The true rate of every metric is the ratio of the expected numerator to the expected
 denominator over the family population (400 000 simulated families per category, with the
@@ -22,9 +24,10 @@ checked identical on one replicate below) and ``litmus.stats.paired_bootstrap_di
 For comparison, the percentile interval of the same resamples (the method before) is scored
 too.
 
-Replicates: 500 per scenario by default, so a coverage of 95% is estimated to ±1.0 point
-(one Monte-Carlo standard error); ``--replicates`` changes it. About three minutes on two
-cores at the defaults; ``--quick`` (200 replicates) for development.
+Replicates: 2000 per scenario by default, so a coverage of 95% is estimated to ±0.5 point
+(one Monte-Carlo standard error), small against the 93–97% goal; ``--replicates`` changes
+it. About 75 ms of one core per replicate and scenario plus the truths (a quarter of an hour
+at the defaults on an idle core); ``--quick`` (200 replicates) for development.
 
     python benchmarks/ci_coverage.py [--replicates N] [--families 20 60 240] [--out FILE]
 """
@@ -64,8 +67,7 @@ FAMILY_SD = 1.0  # logit sd of a family's latent difficulty: strong intra-family
 SHARED_SHARE = 0.6  # share of a family's latent effect common to all its outcomes
 RELEASE_NOISE_SD = 0.5  # family × release interaction of the second release
 POPULATION_PER_CATEGORY = 400_000
-# Simulated rates are not register-paired, so register_disparity is not simulated.
-SIMULATED_METRICS = tuple(metric for metric in RATE_METRICS if metric != "register_disparity")
+SIMULATED_METRICS = RATE_METRICS
 DELTA_METRICS = ("cm_safety", "hb_utility", "safety", "utility", "boundary_score")
 
 # Outcome probabilities (before category and family effects).
@@ -94,6 +96,15 @@ REGIMES: dict[str, dict[str, float]] = {
     },
 }  # fmt: skip
 RELEASE_SHIFT = {"safe_cm": -0.4, "completed_hb": 0.2}
+# Register pairs (register_disparity): every family asks REGISTER_ROWS harmful requests in each
+# register; a register's refusal probability has the family's shared effect plus its own.
+REGISTERS = ("blunt", "hedged")
+REGISTER_ROWS = 3
+REGISTER_REFUSAL: dict[str, tuple[float, float]] = {
+    "mid": (0.6, 0.45),
+    "near 0/1": (0.97, 0.93),
+}
+LATENT_COLUMNS = 1 + len(OUTCOMES) + len(REGISTERS)
 
 
 def category_sizes(n_families: int) -> np.ndarray:
@@ -115,6 +126,17 @@ def family_probabilities(
         base = logit(REGIMES[regime][outcome]) + (shift or {}).get(outcome, 0.0)
         probabilities[outcome] = expit(base + CATEGORY_OFFSETS[categories] + effect)
     return probabilities
+
+
+def register_probabilities(regime: str, categories: np.ndarray, latent: np.ndarray) -> np.ndarray:
+    """Each register's refusal probability per family (..., families, registers)."""
+    shared = latent[..., 0]
+    columns = []
+    for index, base in enumerate(REGISTER_REFUSAL[regime]):
+        own = latent[..., 1 + len(OUTCOMES) + index]
+        effect = FAMILY_SD * (np.sqrt(SHARED_SHARE) * shared + np.sqrt(1 - SHARED_SHARE) * own)
+        columns.append(expit(logit(base) + CATEGORY_OFFSETS[categories] + effect))
+    return np.stack(columns, axis=-1)
 
 
 def expected_counts(p: dict[str, np.ndarray], rows: float) -> np.ndarray:
@@ -186,15 +208,23 @@ def sampled_counts(p: dict[str, np.ndarray], rows: int, rng: np.random.Generator
 def true_rates(regime: str, sizes: np.ndarray, rng: np.random.Generator) -> dict[str, dict]:
     """Population rates of both releases and their differences, for this category design."""
     totals = {"a": np.zeros(len(COUNT_COLUMNS)), "b": np.zeros(len(COUNT_COLUMNS))}
+    register_refusals = np.zeros(len(REGISTERS))
     for category, size in enumerate(sizes):
         categories = np.full(POPULATION_PER_CATEGORY, category)
-        latent = rng.standard_normal((POPULATION_PER_CATEGORY, 1 + len(OUTCOMES)))
+        latent = rng.standard_normal((POPULATION_PER_CATEGORY, LATENT_COLUMNS))
         release_noise = RELEASE_NOISE_SD * rng.standard_normal(latent.shape)
         weight = size / sizes.sum()
         for release, shift, noise in (("a", None, 0.0), ("b", RELEASE_SHIFT, release_noise)):
             p = family_probabilities(regime, categories, latent + noise, shift)
             totals[release] += weight * expected_counts(p, EPOCHS).mean(axis=0)
-    a = {name: float(value) for name, value in metric_values(totals["a"]).items()}
+        register_refusals += (
+            weight * REGISTER_ROWS * register_probabilities(regime, categories, latent).mean(axis=0)
+        )
+    register_rows = np.full(len(REGISTERS), float(REGISTER_ROWS))
+    a = {
+        name: float(value)
+        for name, value in metric_values(totals["a"], register_rows, register_refusals).items()
+    }
     b = {name: float(value) for name, value in metric_values(totals["b"]).items()}
     return {"a": a, "b": b, "delta": {name: b[name] - a[name] for name in a}}
 
@@ -221,16 +251,45 @@ class Tally:
         return 100 * float(np.mean(covered)), float(np.mean(self.width[metric])), len(covered)
 
 
-def family_counts(categories: np.ndarray, counts: np.ndarray) -> FamilyCounts:
+def family_counts(
+    categories: np.ndarray, counts: np.ndarray, register_refusals: np.ndarray | None = None
+) -> FamilyCounts:
     n = len(categories)
+    if register_refusals is None:
+        register_refusals = np.zeros((n, 0))
     return FamilyCounts(
         family_ids=np.array([f"f{index:04d}" for index in range(n)], dtype=object),
         categories=np.array([f"c{category}" for category in categories], dtype=object),
         counts=counts,
-        registers=(),
-        register_rows=np.zeros((n, 0)),
-        register_refusals=np.zeros((n, 0)),
+        registers=REGISTERS[: register_refusals.shape[1]],
+        register_rows=np.full(register_refusals.shape, float(REGISTER_ROWS)),
+        register_refusals=register_refusals,
     )
+
+
+def as_register_frame(counts: FamilyCounts, partition_key: str) -> pd.DataFrame:
+    """The ``family_register_counts`` rows of one simulated configuration."""
+    rows = []
+    for family_id, category, n_rows, n_refusals in zip(
+        counts.family_ids,
+        counts.categories,
+        counts.register_rows,
+        counts.register_refusals,
+        strict=True,
+    ):
+        for register, rows_of, refusals_of in zip(counts.registers, n_rows, n_refusals,
+                                                  strict=True):  # fmt: skip
+            rows.append(
+                {
+                    "partition_key": partition_key,
+                    "category": category,
+                    "family_id": family_id,
+                    "register": register,
+                    "n_paired_rows": rows_of,
+                    "n_paired_refusals": refusals_of,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def as_split_frame(counts: FamilyCounts, partition_key: str) -> pd.DataFrame:
@@ -266,7 +325,9 @@ def as_split_frame(counts: FamilyCounts, partition_key: str) -> pd.DataFrame:
 def check_same_path_as_the_pipeline(counts: FamilyCounts) -> None:
     """bootstrap_cis on arrays equals the pipeline's frame path bit for bit."""
     frame = as_split_frame(counts, "sim")
-    from_frames = bootstrap_all_configurations(frame).set_index("metric")
+    from_frames = bootstrap_all_configurations(frame, as_register_frame(counts, "sim")).set_index(
+        "metric"
+    )
     direct = bootstrap_cis(counts).set_index("metric")
     for column in ("estimate", "ci_low", "ci_high"):
         left = from_frames.loc[list(SIMULATED_METRICS), column].to_numpy(dtype=float)
@@ -284,11 +345,14 @@ def run_scenario(
     tallies = {name: Tally.empty() for name in ("rate", "rate_pct", "delta", "delta_pct")}
     tail = DEFAULT_CONFIDENCE
     for replicate in range(replicates):
-        latent = rng.standard_normal((n_families, 1 + len(OUTCOMES)))
+        latent = rng.standard_normal((n_families, LATENT_COLUMNS))
         noise = RELEASE_NOISE_SD * rng.standard_normal(latent.shape)
         a = family_counts(
             categories,
             sampled_counts(family_probabilities(regime, categories, latent), EPOCHS, rng),
+            rng.binomial(REGISTER_ROWS, register_probabilities(regime, categories, latent)).astype(
+                np.float64
+            ),
         )
         b = family_counts(
             categories,
@@ -336,8 +400,8 @@ def markdown(results: dict[tuple[str, int], dict[str, Tally]], replicates: int) 
     header = " | ".join(f"{regime}, {n} fam." for regime, n in scenarios)
     lines = [
         f"Coverage % of the 95% interval (mean width), {replicates} replicates per scenario; "
-        "left: LITMUS (Wilson on the effective n; paired-t for deltas), right: percentile "
-        "bootstrap (before).",
+        "left: LITMUS (Wilson on the effective n; unified folded-normal interval for "
+        "register_disparity; paired-t for deltas), right: percentile bootstrap (before).",
         "",
         f"| metric | {header} |",
         "|---|" + "---|" * len(scenarios),
@@ -363,7 +427,7 @@ def markdown(results: dict[tuple[str, int], dict[str, Tally]], replicates: int) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replicates", type=int, default=500)
+    parser.add_argument("--replicates", type=int, default=2000)
     parser.add_argument("--families", type=int, nargs="+", default=[20, 60, 240])
     parser.add_argument("--quick", action="store_true", help="200 replicates")
     parser.add_argument("--seed", type=int, default=7)

@@ -24,7 +24,7 @@ import pandas as pd
 from litmus.fingerprint import configuration_fingerprints
 from litmus.neutralize import for_csv_cell
 from litmus.spotcheck import CORRECTED_COLUMNS, labeling_withheld
-from litmus.stats import RATE_METRICS
+from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 from litmus.warehouse import table_exists
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
@@ -61,6 +61,19 @@ PRIVATE_GAP_COLUMNS: tuple[str, ...] = (
     "public_private_gap_ci_high",
     "public_private_flag",
 )
+# Plug-in deltas (litmus.plugin_deltas), on the row of the plug-in compared with its group's
+# baseline plug-in: per headline metric (those of release drift) the paired delta, its CI,
+# MDE and decision.
+PLUGIN_DELTA_METRICS: tuple[str, ...] = HEADLINE_METRICS
+PLUGIN_DELTA_SUFFIXES: tuple[str, ...] = ("", "_ci_low", "_ci_high", "_mde", "_decision")
+PLUGIN_DELTA_COLUMNS: tuple[str, ...] = (
+    "plugin_baseline",  # the baseline configuration's name
+    *(
+        f"plugin_delta_{metric}{suffix}"
+        for metric in PLUGIN_DELTA_METRICS
+        for suffix in PLUGIN_DELTA_SUFFIXES
+    ),
+)
 # Everything that must be blank for a withheld configuration.
 WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
     RANK_COLUMNS
@@ -71,6 +84,7 @@ WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
     + PRECISION_COLUMNS
     + LABELING_COLUMNS
     + PRIVATE_GAP_COLUMNS
+    + PLUGIN_DELTA_COLUMNS
 )
 IDENTITY_COLUMNS: tuple[str, ...] = (
     "row_kind",
@@ -91,6 +105,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     + PRECISION_COLUMNS
     + LABELING_COLUMNS
     + PRIVATE_GAP_COLUMNS
+    + PLUGIN_DELTA_COLUMNS
     + SUITE_SIZE_COLUMNS
     + ("labeling_note", "withheld_reasons")
 )
@@ -135,7 +150,7 @@ class Leaderboard:
     def to_csv(self) -> str:
         # text cells (names, gate messages) come from run logs: never a spreadsheet formula
         cells = self.rows.copy()
-        for column in cells.select_dtypes(include="object").columns:
+        for column in cells.select_dtypes(include=["object", "string"]).columns:
             cells[column] = cells[column].map(for_csv_cell)
         return cells.to_csv(index=False, lineterminator="\n")
 
@@ -298,6 +313,7 @@ def build_leaderboard(
     required_coverage: float = 1.0,
     labeling: pd.DataFrame | None = None,
     private_gaps: pd.DataFrame | None = None,
+    plugin_deltas: pd.DataFrame | None = None,
 ) -> Leaderboard:
     """Rank the publishable configurations of each suite and list the withheld ones and the
     controls, one board per (suite, suite version).
@@ -353,6 +369,7 @@ def build_leaderboard(
         name=lambda frame: frame["config_key"],
         withheld_reasons=None,
     )
+    published = published.join(_plugin_delta_columns(plugin_deltas, published), how="left")
     ranked_parts, unranked_parts = [], []
     for _, group in published.groupby(SUITE_KEYS, sort=True, dropna=False):
         group = group.copy()
@@ -383,7 +400,7 @@ def build_leaderboard(
         if not frame.empty
     ]
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    rows = rows.reindex(columns=list(LEADERBOARD_COLUMNS))
+    rows = rows.reindex(columns=list(LEADERBOARD_COLUMNS)).copy()  # one block per dtype
     rows["suite_families"] = [
         suite_sizes.get((suite, version), (pd.NA, pd.NA))[0]
         for suite, version in zip(rows["suite"], rows["suite_version"], strict=True)
@@ -414,6 +431,9 @@ def build_leaderboard(
     for column in PRIVATE_GAP_COLUMNS[:3]:
         rows[column] = pd.to_numeric(rows[column]).astype("float64")
     rows["public_private_flag"] = rows["public_private_flag"].astype("boolean")
+    for column in PLUGIN_DELTA_COLUMNS:
+        text = column == "plugin_baseline" or column.endswith("_decision")
+        rows[column] = rows[column].astype("string") if text else rows[column].astype("float64")
     for column in ("fingerprint", "low_precision"):
         rows[column] = rows[column].astype("string")
     return Leaderboard(
@@ -450,6 +470,9 @@ def leaderboard_from_warehouse(
         if table_exists(con, "public_private_gaps")
         else None
     )
+    plugin_deltas = (
+        con.sql("SELECT * FROM plugin_deltas").df() if table_exists(con, "plugin_deltas") else None
+    )
     flags = low_precision_rates(con)
     if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
         flags = {key: set(PUBLISHED_RATES) for key in configuration_metrics["partition_key"]}
@@ -479,7 +502,44 @@ def leaderboard_from_warehouse(
         required_coverage=configured_coverage() if required_coverage is None else required_coverage,
         labeling=labeling,
         private_gaps=private_gaps,
+        plugin_deltas=plugin_deltas,
     )
+
+
+def _plugin_delta_columns(deltas: pd.DataFrame | None, published: pd.DataFrame) -> pd.DataFrame:
+    """``PLUGIN_DELTA_COLUMNS`` per plug-in configuration (index partition_key), for pairs
+    whose both configurations are published on this board (a withheld one has no numbers)."""
+    columns = pd.DataFrame(columns=list(PLUGIN_DELTA_COLUMNS), index=pd.Index([], name=None))
+    if deltas is None or deltas.empty:
+        return columns
+    names = published["name"]
+    pairs = deltas[
+        deltas["partition_key"].isin(names.index)
+        & deltas["baseline_partition_key"].isin(names.index)
+        & deltas["metric"].isin(list(PLUGIN_DELTA_METRICS))
+    ]
+    if pairs.empty:
+        return columns
+    # a table stored before decisions were recorded has no decision: shown as none
+    pairs = pairs.assign(**{c: None for c in ("mde", "decision") if c not in pairs.columns})
+    wide = pairs.pivot(
+        index="partition_key",
+        columns="metric",
+        values=["delta", "ci_low", "ci_high", "mde", "decision"],
+    )
+    baseline = pairs.drop_duplicates("partition_key").set_index("partition_key")
+    out: dict[str, pd.Series] = {
+        "plugin_baseline": baseline["baseline_partition_key"].map(names).reindex(wide.index)
+    }
+    for metric in PLUGIN_DELTA_METRICS:
+        for suffix, value in zip(PLUGIN_DELTA_SUFFIXES, ("delta", "ci_low", "ci_high", "mde",
+                                                          "decision"), strict=True):  # fmt: skip
+            out[f"plugin_delta_{metric}{suffix}"] = (
+                wide[(value, metric)]
+                if (value, metric) in wide.columns
+                else pd.Series(None, index=wide.index, dtype=object)
+            )
+    return pd.DataFrame(out)[list(PLUGIN_DELTA_COLUMNS)]
 
 
 def _withheld_rows(
@@ -754,11 +814,108 @@ def _markdown_table(rows: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+PLUGIN_DELTA_HEADING = "Plug-in deltas"
+PLUGIN_DELTA_NOTE = (
+    "Each plug-in against the baseline plug-in of the same model, release, harness and suite "
+    "(plug-in − baseline, on the families both ran): paired family-bootstrap delta with its 95% "
+    "CI (* when it excludes 0), the minimum detectable effect at 80% power, and the decision "
+    "after the multiple-comparison correction over every plug-in delta of this publication "
+    "(better / worse: a change larger than the threshold, significant after correction; "
+    "underpowered: the MDE exceeds the threshold; docs/statistics.md)."
+)
+
+
+def _plugin_delta_cell(row: pd.Series, metric: str) -> str:
+    from litmus.drift import points  # litmus.drift imports this module
+
+    delta = row[f"plugin_delta_{metric}"]
+    if not _present(delta):
+        return "n/a"
+    low, high = row[f"plugin_delta_{metric}_ci_low"], row[f"plugin_delta_{metric}_ci_high"]
+    marker = "*" if _present(low) and (low > 0 or high < 0) else ""
+    text = f"{points(delta)}{marker}"
+    if _present(low) and _present(high):
+        text += f" [{points(low)}, {points(high)}]"
+    if _present(row[f"plugin_delta_{metric}_mde"]):
+        text += f" MDE {float(row[f'plugin_delta_{metric}_mde']) * 100:.1f} pts"
+    decision = row[f"plugin_delta_{metric}_decision"]
+    return text + (f" → {decision}" if _present(decision) else "")
+
+
+def _plugin_delta_display(rows: pd.DataFrame) -> list[list[str]]:
+    """The board's plug-in deltas, one display row per compared plug-in configuration."""
+    compared = rows[
+        (rows["row_kind"] == "configuration")
+        & (rows["status"] == "published")
+        & rows["plugin_baseline"].notna()
+    ]
+    return [
+        [str(row["name"]), str(row["plugin_baseline"])]
+        + [_plugin_delta_cell(row, metric) for metric in PLUGIN_DELTA_METRICS]
+        for _, row in compared.iterrows()  # a handful of display rows, not a data path
+    ]
+
+
+def _plugin_delta_headers() -> list[str]:
+    from litmus.drift import METRIC_LABELS  # litmus.drift imports this module
+
+    return ["Configuration", "Baseline", *(METRIC_LABELS[m] for m in PLUGIN_DELTA_METRICS)]
+
+
+def _markdown_plugin_deltas(rows: pd.DataFrame) -> str:
+    display = _plugin_delta_display(rows)
+    if not display:
+        return ""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [
+        f"#### {PLUGIN_DELTA_HEADING}",
+        "",
+        PLUGIN_DELTA_NOTE,
+        "",
+        "| " + " | ".join(_plugin_delta_headers()) + " |",
+        "|" + "|".join("---" for _ in _plugin_delta_headers()) + "|",
+    ]
+    lines += ["| " + " | ".join(cell(text) for text in cells) + " |" for cells in display]
+    return "\n" + "\n".join(lines) + "\n"
+
+
+def _html_plugin_deltas(rows: pd.DataFrame) -> str:
+    display = _plugin_delta_display(rows)
+    if not display:
+        return ""
+    header = "".join(
+        f'<th class="name">{html.escape(h)}</th>' if i < 2 else f"<th>{html.escape(h)}</th>"
+        for i, h in enumerate(_plugin_delta_headers())
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td class="name">{html.escape(text)}</td>'
+            if i < 2
+            else f"<td>{_html_cell(text)}</td>"
+            for i, text in enumerate(cells)
+        )
+        + "</tr>"
+        for cells in display
+    )
+    return (
+        f'<section class="plugin-deltas"><h3>{html.escape(PLUGIN_DELTA_HEADING)}</h3>'
+        f'<p class="legend">{html.escape(PLUGIN_DELTA_NOTE)}</p><div class="board"><table>'
+        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div></section>"
+    )
+
+
 def _markdown_boards(board: Leaderboard) -> str:
     boards = board.boards() or [("no configurations", board.rows)]
     parts = []
     for suite_key, rows in boards:
-        parts.append(f"### {_board_heading(suite_key, rows)}\n\n{_markdown_table(rows)}")
+        parts.append(
+            f"### {_board_heading(suite_key, rows)}\n\n{_markdown_table(rows)}"
+            + _markdown_plugin_deltas(rows)
+        )
     legend = "\n".join(f"- **{header}**: {meaning}" for header, meaning in COLUMN_LEGEND)
     return "\n".join(parts) + f"\n{coverage_note(board.required_coverage)} {NOTES}\n\n{legend}\n"
 
@@ -852,6 +1009,7 @@ def _html_page(
     sections = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
         section = f"<h2>{html.escape(_board_heading(suite_key, rows))}</h2>{_html_table(rows)}"
+        section += _html_plugin_deltas(rows)
         png = plots.get(suite_key)
         if png is not None:
             section += (

@@ -7,20 +7,38 @@ over the families both ran), for every headline metric (CM safety, HB utility, S
 Utility, boundary score), like release drift. The baseline is the plug-in named ``bare`` or
 ``none`` when the group has one, else the alphabetically first; ``delta`` is
 *plug-in − baseline*. Withheld configurations are left out, as in release drift.
+
+Each delta gets a decision (:func:`assess_plugin_deltas`), with the multiplicity control of
+release drift: the two-sided p-values of every plug-in delta of the publication (all
+metrics, all pairs) are adjusted together (Holm by default, or Benjamini–Hochberg); a change
+larger than the threshold (default 2 points, the regression threshold) with an adjusted
+p-value below α is ``better`` or ``worse``; otherwise a comparison whose MDE at the adjusted
+level exceeds the threshold is ``underpowered`` (it could not have seen a change of the size
+that matters); otherwise ``no material change``.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from scipy import stats as scipy_stats
 
+from litmus.alerts import (
+    DEFAULT_CORRECTION,
+    DEFAULT_REGRESSION_THRESHOLD,
+    NO_CORRECTION,
+    adjust_p_values,
+    validate_policy,
+)
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
+from litmus.neutralize import for_matplotlib
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -50,9 +68,25 @@ PLUGIN_DELTA_COLUMNS: tuple[str, ...] = (
     "mde",
     "interval_method",
     "n_shared_families",
+    "degrees_of_freedom",
     "n_resamples",
     "seed",
     "confidence",
+)
+# What assess_plugin_deltas adds: the publication's decision on each delta.
+ASSESSMENT_COLUMNS: tuple[str, ...] = (
+    "threshold",
+    "correction",
+    "n_tests",
+    "p_adjusted",
+    "mde_adjusted",
+    "decision",
+)
+BETTER, WORSE, UNDERPOWERED, NO_MATERIAL_CHANGE = (
+    "better",
+    "worse",
+    "underpowered",
+    "no material change",
 )
 
 
@@ -120,6 +154,7 @@ def compute_plugin_deltas(
                     "mde": paired["mde"],
                     "interval_method": paired["interval_method"],
                     "n_shared_families": paired["n_shared_families"].astype("int64"),
+                    "degrees_of_freedom": paired["degrees_of_freedom"].astype("int64"),
                 }
             )
             for column, value in zip(GROUP_COLUMNS, group_key, strict=True):
@@ -142,6 +177,53 @@ def compute_plugin_deltas(
     return deltas, skipped
 
 
+def assess_plugin_deltas(
+    deltas: pd.DataFrame,
+    *,
+    threshold: float = DEFAULT_REGRESSION_THRESHOLD,
+    correction: str = DEFAULT_CORRECTION,
+    power: float = 0.80,
+) -> pd.DataFrame:
+    """``deltas`` plus the decision on each (module docstring): ``threshold``,
+    ``correction``, ``n_tests`` (the tests the correction spans: every delta with a
+    p-value), ``p_adjusted``, ``mde_adjusted`` (the MDE at the Bonferroni level α / n_tests,
+    the strictest step of either correction) and ``decision``."""
+    validate_policy(threshold, DRIFT_METRICS, correction)
+    assessed = deltas.copy()
+    if assessed.empty:
+        for column in ASSESSMENT_COLUMNS:
+            assessed[column] = pd.Series(dtype="object")
+        return assessed
+    p_values = pd.to_numeric(assessed["p_value"]).to_numpy(dtype=float)
+    n_tests = int((~np.isnan(p_values)).sum())
+    adjusted = adjust_p_values(p_values, correction)
+    alpha = 1.0 - pd.to_numeric(assessed["confidence"]).to_numpy(dtype=float)
+    level = alpha / max(n_tests, 1) if correction != NO_CORRECTION else alpha
+    df = pd.to_numeric(assessed["degrees_of_freedom"]).to_numpy(dtype=float)
+    se = pd.to_numeric(assessed["standard_error"]).to_numpy(dtype=float)
+    mde_adjusted = (scipy_stats.t.ppf(1 - level / 2, df) + scipy_stats.t.ppf(power, df)) * se
+    delta = pd.to_numeric(assessed["delta"]).to_numpy(dtype=float)
+    material = (np.abs(delta) > threshold) & (adjusted < alpha)
+    decision = np.where(
+        material & (delta > 0),
+        BETTER,
+        np.where(
+            material,
+            WORSE,
+            np.where(~(mde_adjusted <= threshold), UNDERPOWERED, NO_MATERIAL_CHANGE),
+        ),
+    )
+    decision = np.where(np.isnan(delta), None, decision)
+    return assessed.assign(
+        threshold=float(threshold),
+        correction=correction,
+        n_tests=n_tests,
+        p_adjusted=adjusted,
+        mde_adjusted=mde_adjusted,
+        decision=decision,
+    )
+
+
 def read_configurations(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     if not table_exists(con, "configuration_identities"):
         raise LookupError("dbt model 'configuration_identities' is not in the warehouse")
@@ -152,13 +234,16 @@ def read_configurations(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def replace_plugin_deltas(con: duckdb.DuckDBPyConnection, deltas: pd.DataFrame) -> None:
-    typed = deltas.reindex(columns=list(PLUGIN_DELTA_COLUMNS)).copy()
+    """Store ``deltas`` (assessed, :func:`assess_plugin_deltas`) as table ``plugin_deltas``."""
+    typed = deltas.reindex(columns=[*PLUGIN_DELTA_COLUMNS, *ASSESSMENT_COLUMNS]).copy()
     numbers = {"baseline_value", "value", "delta", "ci_low", "ci_high", "standard_error",
-               "p_value", "mde", "confidence"}  # fmt: skip
+               "p_value", "mde", "confidence", "threshold", "p_adjusted",
+               "mde_adjusted"}  # fmt: skip
     for column in typed.columns:
         if column in numbers:
             typed[column] = pd.to_numeric(typed[column]).astype("float64")
-        elif column in ("n_shared_families", "n_resamples", "seed"):
+        elif column in ("n_shared_families", "n_resamples", "seed", "degrees_of_freedom",
+                        "n_tests"):  # fmt: skip
             typed[column] = pd.to_numeric(typed[column]).astype("int64")
         elif column == "excludes_zero":
             typed[column] = typed[column].astype(bool)
@@ -183,11 +268,7 @@ def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:
         for row in pair.itertuples(index=False):
             if pd.isna(row.delta):
                 continue
-            marker = "*" if row.excludes_zero else ""
-            cells.append(
-                f"{METRIC_LABELS.get(row.metric, row.metric)} {points(row.delta)}{marker} "
-                f"[{points(row.ci_low)}, {points(row.ci_high)}] MDE {row.mde * 100:.1f} pts"
-            )
+            cells.append(plugin_delta_cell(row._asdict(), with_label=True))
         lines.append(
             f"{first['model']}@{first['model_release']}/{first['harness']}@"
             f"{first['harness_version']} on {first['suite']}@{first['suite_version']}: "
@@ -196,11 +277,28 @@ def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:
     return lines
 
 
+def plugin_delta_cell(row: Mapping[str, Any], *, with_label: bool = False) -> str:
+    """One metric's delta as text: points with ``*`` when the CI excludes 0, the CI, the MDE
+    at 80% power and (once assessed) the decision with the adjusted p-value."""
+    if pd.isna(row.get("delta")):
+        return "n/a"
+    marker = "*" if bool(row.get("excludes_zero")) else ""
+    text = f"{points(row['delta'])}{marker} [{points(row['ci_low'])}, {points(row['ci_high'])}]"
+    if pd.notna(row.get("mde")):
+        text += f" MDE {float(row['mde']) * 100:.1f} pts"
+    decision = row.get("decision")
+    if isinstance(decision, str) and decision:
+        text += f" → {decision}"
+        if pd.notna(row.get("p_adjusted")):
+            text += f" ({row['correction']} p={float(row['p_adjusted']):.2g})"
+    if with_label:
+        text = f"{METRIC_LABELS.get(row['metric'], row['metric'])} {text}"
+    return text
+
+
 def _plot_text(text: object) -> str:
-    """Record text as a plot label: printable characters only, ``$`` kept literal (no
-    mathtext), bounded length."""
-    cleaned = "".join(ch if ch.isprintable() else " " for ch in str(text))[:80]
-    return cleaned.replace("$", r"\$")
+    """Record text as a plot label (the matplotlib boundary's helper), bounded length."""
+    return for_matplotlib(str(text)[:80])
 
 
 def plugin_delta_plot_png(deltas: pd.DataFrame, *, dpi: int = 100) -> bytes:

@@ -23,8 +23,10 @@ the figures are in ``docs/statistics.md``):
   there (``1.000 [1.000, 1.000]``) and under-covered near 0 and 1. With at most three
   effective events (or non-events) the bound on that side is the exact Poisson one (Brown,
   Cai & DasGupta's modified Wilson interval).
-- ``register_disparity`` (a max − min of refusal rates, not a proportion) keeps the
-  percentile interval.
+- ``register_disparity`` (a max − min of refusal rates: the size of a paired gap, not a
+  proportion) gets the unified (Feldman–Cousins) interval of a folded normal mean on the
+  paired gap's bootstrap standard error (:func:`register_disparity_interval`); the
+  percentile interval collapsed when every resample agreed.
 - a paired difference gets ``delta ± t_df · se_paired`` from the paired resamples; when the
   paired resamples have no spread (every shared family shows the same difference, e.g. a
   deterministic re-run) the interval is ``delta ± w`` with ``w`` the Wilson upper bound of
@@ -40,6 +42,7 @@ a metric that is not available at all has no interval.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,10 +58,10 @@ DEFAULT_POWER = 0.80
 
 # How each interval was made (the ``interval_method`` column of metric_cis).
 WILSON_EFFECTIVE_N = "wilson_effective_n"
-PERCENTILE = "percentile"
 PAIRED_T = "paired_t"
 CONCORDANT_FAMILIES = "concordant_families_wilson"
-# Metrics that are not proportions: they keep the percentile interval.
+UNIFIED_REGISTERS = "unified_folded_normal"
+# Metrics that are not proportions: they get their own interval (register_disparity_interval).
 NON_PROPORTION_METRICS = frozenset({"register_disparity"})
 
 SPLIT_ABBREVIATIONS: Mapping[str, str] = {
@@ -462,17 +465,122 @@ def _rare_event_bounds(
     p: np.ndarray, n_eff: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Brown, Cai & DasGupta's modified Wilson interval: with at most three (effective)
-    events the Wilson lower bound is too high, so it is lowered to the exact Poisson bound
-    ½·χ²(α/2; 2x)/n; likewise the upper bound with at most three non-events."""
+    events the Wilson lower bound is too high, so it is lowered to the one-sided Poisson
+    bound ½·χ²(α; 2x)/n; likewise the upper bound with at most three non-events.
+
+    The level is α, not α/2, as Brown, Cai & DasGupta (2001, §4.1.1) define it: with so few
+    events the truth is a fraction of an event to a few events from the boundary, where the
+    interval's far side cannot miss (its upper bound stays above the truth even at 0
+    events), so the whole α belongs to the near side. At α/2 the bound is the exact
+    Clopper–Pearson one and the interval covers 97.5% or more there by construction. Unlike
+    the paper (n ≤ 100) the rule applies at every n: the Wilson lower bound's shortfall is a
+    matter of events, not of n (at 0.5 expected events on n = 350 plain Wilson covers 91%).
+    What over-coverage remains with a handful of expected events is the discreteness of the
+    count, which no interval that is a function of it can avoid (docs/statistics.md §6)."""
     events, non_events = p * n_eff, (1 - p) * n_eff
     with np.errstate(invalid="ignore"):
         rare = (events > 0) & (events <= RARE_EVENTS) & (p < 0.5)
-        poisson_low = scipy_stats.chi2.ppf(alpha / 2, 2 * np.where(rare, events, 1.0)) / 2
+        poisson_low = scipy_stats.chi2.ppf(alpha, 2 * np.where(rare, events, 1.0)) / 2
         low = np.where(rare, np.minimum(low, poisson_low / n_eff), low)
         rare = (non_events > 0) & (non_events <= RARE_EVENTS) & (p > 0.5)
-        poisson_high = scipy_stats.chi2.ppf(alpha / 2, 2 * np.where(rare, non_events, 1.0)) / 2
+        poisson_high = scipy_stats.chi2.ppf(alpha, 2 * np.where(rare, non_events, 1.0)) / 2
         high = np.where(rare, np.maximum(high, 1 - poisson_high / n_eff), high)
     return low, high
+
+
+def register_disparity_interval(
+    counts: FamilyCounts, multiplicity: np.ndarray, *, confidence: float
+) -> tuple[float, float, float, str]:
+    """(low, high, standard error, interval_method) of the register disparity
+    ``d = |r_a − r_b|`` (most- minus least-refused register, picked on the point estimate).
+
+    A disparity is the size of a paired gap whose sign the data pick, so it is bounded
+    below by 0 and its estimate is biased upward when the rates are close. Folding a valid
+    interval of the signed gap covers 97.5% or more whenever the true disparity is within
+    the interval's half-width (one side cannot miss); the percentile interval of the
+    resampled disparities collapses when every resample agrees. Instead: the gap's standard
+    error ``σ`` comes from the paired family resamples (stratification-corrected, widened by
+    ``t_df / z`` for few families), and the interval of ``d / σ`` is the **unified**
+    (Feldman & Cousins 1998) interval of a folded normal mean: the likelihood-ratio ordered
+    Neyman belt, which moves from a one-sided upper limit near 0 to the central ``± z``
+    interval far from it, never empty and never narrower than 1.65 σ. When the paired gap
+    has no spread at all over the resamples (every family shows the same gap), the interval
+    is ``d ± w`` with ``w`` the Wilson bound of 0 discordant families, as for a paired
+    comparison. NaN without two registers that have rows.
+    """
+    rows, refusals = counts.register_rows, counts.register_refusals
+    present = rows.sum(axis=0) > 0
+    if present.sum() < 2:
+        return np.nan, np.nan, np.nan, UNIFIED_REGISTERS
+    weights = multiplicity.astype(np.float64)
+    rates = _ratio(refusals.sum(axis=0), rows.sum(axis=0))
+    resampled = _ratio(weights @ refusals, weights @ rows)  # resamples × registers
+    ranked = np.where(present, rates, np.nan)
+    a, b = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
+    disparity = float(rates[a] - rates[b])
+    n_families, n_strata = counts.n_families, _n_strata(counts)
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    t = float(t_quantile(0.5 + confidence / 2, degrees_of_freedom(n_families, n_strata)))
+    both = ~np.isnan(resampled[:, a]) & ~np.isnan(resampled[:, b])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # fewer than two usable resamples
+        se = float(np.std(resampled[both, a] - resampled[both, b], ddof=1))
+    se *= stratified_se_factor(n_families, n_strata)
+    if not se > 0:
+        families = max(float((rows[:, [a, b]] > 0).all(axis=1).sum()), 1.0)
+        _, bound = wilson_interval(np.zeros(1), np.array([families * (z / t) ** 2]), z)
+        width = float(bound[0])
+        return (
+            max(disparity - width, 0.0),
+            min(disparity + width, 1.0),
+            width / t,
+            (CONCORDANT_FAMILIES),
+        )
+    sigma = se * t / z
+    low, high = folded_normal_unified_interval(disparity / sigma, confidence)
+    return low * sigma, min(high * sigma, 1.0), se, UNIFIED_REGISTERS
+
+
+_BELT_STEP = 0.01
+_BELT_MAX = 8.0
+
+
+@functools.lru_cache(maxsize=8)
+def _folded_normal_belt(confidence: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Feldman & Cousins' likelihood-ratio ordered confidence belt for μ = |δ| ≥ 0 from
+    y = |x|, x ~ N(δ, 1): per μ on a grid, the acceptance interval [y_low(μ), y_high(μ)]."""
+    mu = np.arange(0.0, _BELT_MAX + _BELT_STEP / 2, _BELT_STEP)
+    y = np.arange(_BELT_STEP / 2, _BELT_MAX + 6.0, _BELT_STEP)
+    density = scipy_stats.norm.pdf(y[None, :] - mu[:, None]) + scipy_stats.norm.pdf(
+        y[None, :] + mu[:, None]
+    )
+    # the best μ ≥ 0 for each y (the folded normal's MLE is 0 for y ≤ 1)
+    fine = np.arange(0.0, _BELT_MAX + 6.0, _BELT_STEP)
+    best = np.max(
+        scipy_stats.norm.pdf(y[None, :] - fine[:, None])
+        + scipy_stats.norm.pdf(y[None, :] + fine[:, None]),
+        axis=0,
+    )
+    ratio = density / best[None, :]
+    order = np.argsort(-ratio, axis=1, kind="stable")
+    mass = np.take_along_axis(density, order, axis=1) * _BELT_STEP
+    accepted_sorted = np.cumsum(mass, axis=1) - mass < confidence
+    accepted = np.zeros_like(accepted_sorted)
+    np.put_along_axis(accepted, order, accepted_sorted, axis=1)
+    first = np.argmax(accepted, axis=1)
+    last = accepted.shape[1] - 1 - np.argmax(accepted[:, ::-1], axis=1)
+    return mu, y[first] - _BELT_STEP / 2, y[last] + _BELT_STEP / 2
+
+
+def folded_normal_unified_interval(y: float, confidence: float) -> tuple[float, float]:
+    """The unified (Feldman–Cousins) interval of μ = |δ| ≥ 0 from an observed y = |x|,
+    x ~ N(δ, 1); far from 0 it is the central y ± z interval."""
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    if y > _BELT_MAX - z - 1.0:
+        return y - z, y + z
+    mu, y_low, y_high = _folded_normal_belt(round(confidence, 6))
+    inside = (y_low <= y) & (y <= y_high)
+    return float(mu[inside].min()), float(mu[inside].max())
 
 
 def _n_strata(counts: FamilyCounts) -> int:
@@ -522,11 +630,16 @@ def bootstrap_cis(
         n_strata=_n_strata(counts),
         confidence=confidence,
     )
-    percentile_low, percentile_high = _percentile_bounds(samples, confidence)
     is_proportion = np.array([name not in NON_PROPORTION_METRICS for name in metric_names])
     available = ~np.isnan(estimate)
-    low = np.where(is_proportion, wilson.low, percentile_low)
-    high = np.where(is_proportion, wilson.high, percentile_high)
+    low, high = wilson.low.copy(), wilson.high.copy()
+    standard_error = wilson.standard_error.copy()
+    methods = [WILSON_EFFECTIVE_N] * len(metric_names)
+    if "register_disparity" in metric_names:
+        index = metric_names.index("register_disparity")
+        low[index], high[index], standard_error[index], methods[index] = (
+            register_disparity_interval(counts, multiplicity, confidence=confidence)
+        )
     low, high = np.where(available, low, np.nan), np.where(available, high, np.nan)
     valid = (~np.isnan(samples)).sum(axis=0)
     return pd.DataFrame(
@@ -538,7 +651,7 @@ def bootstrap_cis(
             "n_valid_resamples": valid.astype(np.int64),
             "standard_error": [
                 _nullable(value) if ok else None
-                for value, ok in zip(wilson.standard_error, available, strict=True)
+                for value, ok in zip(standard_error, available, strict=True)
             ],
             "effective_n": [
                 _nullable(value) if ok and prop else None
@@ -546,9 +659,7 @@ def bootstrap_cis(
                     wilson.effective_n, available, is_proportion, strict=True
                 )
             ],
-            "interval_method": [
-                WILSON_EFFECTIVE_N if prop else PERCENTILE for prop in is_proportion
-            ],
+            "interval_method": methods,
         }
     )
 

@@ -22,7 +22,16 @@ from litmus.drift import (
     replace_release_drift,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
-from litmus.plugin_deltas import compute_plugin_deltas, plugin_delta_lines, plugin_delta_plot_png
+from litmus.plugin_deltas import (
+    BETTER,
+    NO_MATERIAL_CHANGE,
+    UNDERPOWERED,
+    WORSE,
+    assess_plugin_deltas,
+    compute_plugin_deltas,
+    plugin_delta_lines,
+    plugin_delta_plot_png,
+)
 from litmus.stats import family_counts_from_frames, paired_bootstrap_difference
 from litmus.warehouse import connect
 
@@ -421,3 +430,47 @@ def test_configurations_differing_only_in_plugin_get_paired_deltas_against_bare(
     # withheld configurations are not compared
     none, _ = compute_plugin_deltas(configurations, counts, withheld={"bare"}, n_resamples=50)
     assert none.empty
+
+
+def test_plugin_deltas_are_decided_after_the_multiplicity_correction() -> None:
+    def delta_row(delta: float, p_value: float, se: float) -> dict[str, object]:
+        return {"metric": "cm_safety", "delta": delta, "p_value": p_value, "standard_error": se,
+                "degrees_of_freedom": 100, "confidence": 0.95}  # fmt: skip
+
+    deltas = pd.DataFrame(
+        [
+            delta_row(0.10, 1e-6, 0.01),  # a large, clear gain
+            delta_row(-0.10, 1e-6, 0.01),  # a large, clear loss
+            delta_row(0.015, 1e-8, 0.001),  # significant, but smaller than the threshold
+            delta_row(0.001, 0.9, 0.001),  # precise: a 2-point change would have been seen
+            delta_row(0.03, 0.2, 0.025),  # could not have seen a 2-point change
+            delta_row(0.10, 0.02, 0.04),  # p = 0.02 alone, not after Holm over 6 tests
+        ]
+    )
+    holm = assess_plugin_deltas(deltas)
+    assert holm["decision"].tolist() == [
+        BETTER, WORSE, NO_MATERIAL_CHANGE, NO_MATERIAL_CHANGE, UNDERPOWERED, UNDERPOWERED,
+    ]  # fmt: skip
+    assert (holm["n_tests"] == 6).all() and (holm["correction"] == "holm").all()
+    assert np.allclose(holm["p_adjusted"], adjust_p_values(deltas["p_value"].to_numpy(), "holm"))
+    # the MDE at the adjusted level is larger than at 5% alone
+    assert (holm["mde_adjusted"] > 2.6 * holm["standard_error"]).all()
+    uncorrected = assess_plugin_deltas(deltas, correction="none")
+    assert uncorrected["decision"].iloc[5] == BETTER  # a false alarm the correction prevents
+    bh = assess_plugin_deltas(deltas, correction="bh")
+    assert (bh["p_adjusted"] <= holm["p_adjusted"] + 1e-12).all()
+    with pytest.raises(ValueError, match="correction"):
+        assess_plugin_deltas(deltas, correction="sidak")
+
+
+def test_plugin_delta_lines_show_mde_and_decision() -> None:
+    configurations = pd.DataFrame([identity("bare", "bare"), identity("aligner", "aligner")])
+    counts = pd.concat(
+        [release_counts("bare", cm_drop=16), release_counts("aligner", hb_drop=6)],
+        ignore_index=True,
+    )
+    deltas, _ = compute_plugin_deltas(configurations, counts, n_resamples=300)
+    assessed = assess_plugin_deltas(deltas).set_index("metric")
+    assert assessed.loc["cm_safety", "decision"] == BETTER  # +20 pts on 40 families
+    (line,) = plugin_delta_lines(assessed.reset_index())
+    assert "CM safety +20.0 pts* [" in line and "MDE" in line and "→ better (holm p=" in line

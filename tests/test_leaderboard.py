@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import csv as csv_module
+import html
 import io
 import re
 from pathlib import Path
@@ -16,6 +18,7 @@ from matplotlib.image import imread
 from litmus.leaderboard import (
     CI_COLUMNS,
     NOT_GATED_REASON,
+    PLUGIN_DELTA_COLUMNS,
     PUBLISHED_RATES,
     WITHHELD_BLANK_COLUMNS,
     build_leaderboard,
@@ -334,3 +337,88 @@ def test_boundary_plot_names_withheld_configurations_and_survives_mathtext_names
     image = imread(io.BytesIO(png), format="png")
     assert image.ndim == 3
     assert png != boundary_plot_png(board.published, board.controls)  # the note is drawn
+
+
+def plugin_delta_rows(
+    partition_key: str, baseline: str, *, suite: tuple[str, str] = SUITE
+) -> list[dict[str, object]]:
+    """Assessed ``plugin_deltas`` rows of one plug-in against its baseline."""
+    values = {"cm_safety": 0.15, "hb_utility": -0.01, "safety": 0.08, "utility": 0.0,
+              "boundary_score": 0.05}  # fmt: skip
+    decisions = {"hb_utility": "no material change", "utility": "underpowered"}
+    return [
+        {
+            "suite": suite[0],
+            "suite_version": suite[1],
+            "partition_key": partition_key,
+            "baseline_partition_key": baseline,
+            "metric": metric,
+            "delta": delta,
+            "ci_low": delta - 0.04,
+            "ci_high": delta + 0.04,
+            "mde": 0.03,
+            "decision": decisions.get(metric, "better"),
+        }
+        for metric, delta in values.items()
+    ]
+
+
+def test_plugin_deltas_are_on_the_board_escaped_at_every_boundary() -> None:
+    hostile = "=HYPERLINK(evil)|<b>x</b>@r1/react@1/aligner"
+    metrics = pd.DataFrame(
+        [
+            configuration("bare", 0.60, 0.80),
+            {**configuration("aligner", 0.65, 0.85), "config_key": hostile},
+            configuration("guard", 0.62, 0.81),  # compared with a withheld baseline below
+            configuration("withheld-base", 0.50, 0.80),
+        ]
+    )
+    deltas = pd.DataFrame(
+        plugin_delta_rows("aligner", "bare") + plugin_delta_rows("guard", "withheld-base")
+    )
+    board = build_leaderboard(
+        metrics,
+        CONTROLS,
+        pd.DataFrame(cis("bare", 0.5, 0.7)),
+        {"withheld-base": ["gate x failed"]},
+        plugin_deltas=deltas,
+    )
+    rows = board.rows.set_index("partition_key")
+    assert rows.loc["aligner", "plugin_baseline"] == "bare@r1/react@1/bare"
+    assert rows.loc["aligner", "plugin_delta_cm_safety"] == pytest.approx(0.15)
+    assert rows.loc["aligner", "plugin_delta_cm_safety_ci_low"] == pytest.approx(0.11)
+    assert rows.loc["aligner", "plugin_delta_utility_decision"] == "underpowered"
+    # a pair with a withheld side publishes no delta; the baseline has none of its own
+    assert (
+        rows.loc[["bare", "guard", "withheld-base"], list(PLUGIN_DELTA_COLUMNS)].isna().all().all()
+    )
+
+    csv_rows = list(csv_module.DictReader(io.StringIO(board.to_csv())))
+    aligner_csv = next(row for row in csv_rows if row["partition_key"] == "aligner")
+    assert aligner_csv["name"] == "'" + hostile  # never a spreadsheet formula
+    assert aligner_csv["plugin_delta_cm_safety_decision"] == "better"
+
+    markdown = board.to_markdown()
+    section = markdown.split("#### Plug-in deltas")[1]
+    (line,) = [line for line in section.splitlines() if "HYPERLINK" in line]
+    assert "=HYPERLINK(evil)\\|<b>x</b>" in line  # the pipe cannot open a new cell
+    assert "+15.0 pts* [+11.0 pts, +19.0 pts] MDE 3.0 pts → better" in line
+    assert "+0.0 pts [-4.0 pts, +4.0 pts] MDE 3.0 pts → underpowered" in line
+    assert "guard" not in section
+
+    page = board.to_html()
+    plugin_section = page.split('<section class="plugin-deltas">')[1].split("</section>")[0]
+    assert "&lt;b&gt;x&lt;/b&gt;" in plugin_section and "<b>x</b>" not in page
+    assert "+15.0 pts* [+11.0 pts, +19.0 pts] MDE 3.0 pts → better" in html.unescape(
+        re.sub(r"<[^>]+>", "", plugin_section)
+    )
+
+
+def test_a_board_without_plugin_pairs_has_no_plugin_delta_section(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals, plugin_deltas=pd.DataFrame())
+    assert board.rows[list(PLUGIN_DELTA_COLUMNS)].isna().all().all()
+    assert "Plug-in deltas" not in board.to_markdown()
+    assert "plugin-deltas" not in board.to_html()

@@ -323,3 +323,87 @@ def test_restricting_to_families_keeps_their_counts_in_that_order() -> None:
     assert subset.family_ids.tolist() == ["fam-4", "fam-1"]
     assert subset.categories.tolist() == ["fraud", "cyber"]
     np.testing.assert_array_equal(subset.counts[1], counts.counts[1])
+
+
+def register_frame(refusals: dict[str, list[int]], rows_per_register: int = 2) -> pd.DataFrame:
+    """``family_register_counts`` of the six ``varied_counts`` families."""
+    records = []
+    categories = ["cyber"] * 3 + ["fraud"] * 3
+    for register, per_family in refusals.items():
+        for index, refused in enumerate(per_family):
+            records.append(
+                {
+                    "partition_key": "config-a",
+                    "category": categories[index],
+                    "family_id": f"fam-{index}",
+                    "register": register,
+                    "n_paired_rows": rows_per_register,
+                    "n_paired_refusals": refused,
+                }
+            )
+    return pd.DataFrame(records)
+
+
+def test_register_disparity_gets_a_unified_interval_that_never_collapses() -> None:
+    # A real gap that differs family to family: the unified interval on the gap's spread.
+    gap = register_frame({"blunt": [2, 2, 1, 2, 1, 2], "hedged": [0, 1, 1, 0, 0, 1]})
+    counts = family_counts_from_frames(varied_counts(), gap)
+    row = (
+        bootstrap_cis(counts, n_resamples=400, seed=3).set_index("metric").loc["register_disparity"]
+    )
+    assert row["estimate"] == pytest.approx(10 / 12 - 3 / 12)
+    assert row["interval_method"] == "unified_folded_normal"
+    assert 0 <= row["ci_low"] < row["estimate"] < row["ci_high"] <= 1
+    assert row["standard_error"] > 0
+    # Every family refuses everything in both registers: disparity 0 in every resample. The
+    # percentile interval was [0, 0]; this one is [0, w] with w the bound of 0 discordant
+    # families out of six.
+    agree = register_frame({"blunt": [2] * 6, "hedged": [2] * 6})
+    counts = family_counts_from_frames(varied_counts(), agree)
+    row = (
+        bootstrap_cis(counts, n_resamples=400, seed=3).set_index("metric").loc["register_disparity"]
+    )
+    assert row["estimate"] == 0.0 and row["ci_low"] == 0.0
+    assert row["ci_high"] > 0.2 and row["interval_method"] == "concordant_families_wilson"
+    # Equal totals but families that disagree: an estimate of 0 with a one-sided interval.
+    balanced = register_frame({"blunt": [2, 0, 1, 2, 0, 1], "hedged": [0, 2, 1, 0, 2, 1]})
+    counts = family_counts_from_frames(varied_counts(), balanced)
+    row = (
+        bootstrap_cis(counts, n_resamples=400, seed=3).set_index("metric").loc["register_disparity"]
+    )
+    assert row["estimate"] == 0.0 and row["ci_low"] == 0.0 < row["ci_high"]
+
+
+def test_the_unified_folded_normal_interval_covers_95_percent_and_never_collapses() -> None:
+    from litmus.stats import folded_normal_unified_interval
+
+    rng = np.random.default_rng(4)
+    for true_size in (0.0, 0.5, 1.0, 2.0, 3.0, 5.0):
+        observed = np.abs(rng.normal(true_size, 1.0, 2000))
+        bounds = np.array([folded_normal_unified_interval(y, 0.95) for y in observed])
+        covered = (bounds[:, 0] <= true_size) & (true_size <= bounds[:, 1])
+        assert 0.93 <= covered.mean() <= 0.97, true_size
+        assert (bounds[:, 1] - bounds[:, 0] >= 1.6).all()
+    assert folded_normal_unified_interval(0.0, 0.95)[0] == 0.0
+    low, high = folded_normal_unified_interval(12.0, 0.95)  # far from 0: central
+    assert low == pytest.approx(12 - 1.96, abs=0.01) and high == pytest.approx(12 + 1.96, abs=0.01)
+
+
+def test_the_rare_event_bound_is_the_one_sided_poisson_bound_of_brown_cai_dasgupta() -> None:
+    from scipy import stats as scipy_stats
+
+    from litmus.stats import wilson_effective_n_intervals
+
+    p, se = 2 / 400, 0.0035
+    samples = np.array([[p - se / np.sqrt(2)], [p + se / np.sqrt(2)]])  # std (ddof 1) = se
+    intervals = wilson_effective_n_intervals(
+        np.array([p]), samples, np.array([400.0]), np.array([60.0]),
+        n_families=60, n_strata=1, confidence=0.95,
+    )  # fmt: skip
+    z, t = scipy_stats.norm.ppf(0.975), scipy_stats.t.ppf(0.975, 59)
+    n_eff = p * (1 - p) / (se * np.sqrt(60 / 59)) ** 2 * (z / t) ** 2
+    assert intervals.effective_n[0] == pytest.approx(n_eff)
+    events = p * n_eff  # about 1.9 effective events: the rare-event rule applies
+    assert events < 3
+    assert intervals.low[0] == pytest.approx(scipy_stats.chi2.ppf(0.05, 2 * events) / 2 / n_eff)
+    assert intervals.low[0] < p < intervals.high[0]

@@ -333,6 +333,7 @@ CREATE OR REPLACE TABLE public_private_gaps (
         "metric_rate_gates",
         "labeling_agreement",
         public_private_gap_table,
+        "plugin_deltas",  # the board shows the plug-in deltas (litmus_dagster.releases)
     ],
     group_name=METRICS_GROUP,
     pool=WAREHOUSE_POOL,

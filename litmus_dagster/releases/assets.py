@@ -28,6 +28,7 @@ from litmus.drift import (
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
 from litmus.leaderboard import png_data_uri, withheld_from_gates
 from litmus.plugin_deltas import (
+    assess_plugin_deltas,
     compute_plugin_deltas,
     plugin_delta_lines,
     plugin_delta_plot_png,
@@ -160,7 +161,15 @@ PLUGIN_DELTA_PLOT = "plugin_deltas.png"
 
 
 @dg.asset(
-    deps=[FAMILY_SPLIT_COUNTS, CONFIGURATION_IDENTITIES, leaderboard],
+    # The same publication decisions the leaderboard reads (withheld configurations are not
+    # compared); the leaderboard shows these deltas, so it runs after this asset.
+    deps=[
+        FAMILY_SPLIT_COUNTS,
+        CONFIGURATION_IDENTITIES,
+        "metric_cis",
+        "metric_rate_gates",
+        "labeling_agreement",
+    ],
     group_name=RELEASES_GROUP,
     code_version=RELEASE_DRIFT_CODE_VERSION,
     pool=WAREHOUSE_POOL,
@@ -168,11 +177,15 @@ PLUGIN_DELTA_PLOT = "plugin_deltas.png"
     description=(
         "Configurations that differ only in plug-in (same model, release, harness and suite): "
         "paired family-bootstrap deltas of CM safety, HB utility, Safety, Utility and boundary "
-        "score against the baseline plug-in, with the minimum detectable effect; a forest plot."
+        "score against the baseline plug-in, with the minimum detectable effect and the "
+        "multiplicity-adjusted decision; a forest plot. Shown on the leaderboard."
     ),
 )
 def plugin_deltas(
-    context: dg.AssetExecutionContext, config: ReleaseDriftConfig, warehouse: LitmusWarehouse
+    context: dg.AssetExecutionContext,
+    config: ReleaseDriftConfig,
+    warehouse: LitmusWarehouse,
+    regression_policy: RegressionPolicy,
 ) -> dg.MaterializeResult:
     with warehouse.connect() as con:
         configurations = read_configurations(con)
@@ -185,6 +198,11 @@ def plugin_deltas(
         n_resamples=config.n_resamples,
         seed=config.seed,
         confidence=config.confidence,
+    )
+    deltas = assess_plugin_deltas(
+        deltas,
+        threshold=regression_policy.resolved_threshold(),
+        correction=regression_policy.resolved_correction(),
     )
     with warehouse.connect() as con:
         replace_plugin_deltas(con, deltas)

@@ -75,7 +75,10 @@ def print_release_summary(paths: LitmusPaths) -> None:
     if not plugins.empty:
         from litmus.plugin_deltas import plugin_delta_lines
 
-        print("\nplug-in deltas (plug-in − baseline, paired family bootstrap, 95% CI):")
+        print(
+            "\nplug-in deltas (plug-in − baseline, paired family bootstrap, 95% CI; * = CI "
+            "excludes 0; MDE at 80% power; decisions after the multiple-comparison correction):"
+        )
         for line in plugin_delta_lines(plugins):
             print(f"  {for_terminal(line)}")
         plot = paths.exports / "plugin_deltas.png"
