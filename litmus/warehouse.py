@@ -422,3 +422,22 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
             [table],
         ).fetchall()
     ]
+
+
+# The spot-check sample (litmus.spotcheck draws it at publication; litmus.audit creates it
+# with the verdict tables).
+SPOT_CHECK_SAMPLE_DDL = """
+CREATE TABLE IF NOT EXISTS spot_check_sample (
+    partition_key VARCHAR NOT NULL,
+    trajectory_id VARCHAR NOT NULL,
+    request_harm_class VARCHAR NOT NULL,
+    stratum VARCHAR NOT NULL,             -- the rule label
+    stratum_size BIGINT NOT NULL,         -- rule-decided rows of this label in the configuration
+    stratum_sample_size BIGINT NOT NULL,
+    draw_rank BIGINT NOT NULL,
+    seed BIGINT NOT NULL,
+    share DOUBLE NOT NULL,
+    minimum BIGINT NOT NULL,
+    PRIMARY KEY (trajectory_id)
+)
+"""
