@@ -1,4 +1,4 @@
-"""Where input files are found: landed run logs and suite files."""
+"""Where input files are found: landed run logs and suite files (and where a sample goes)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,12 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from stat import S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFSOCK, S_ISREG
+from typing import TYPE_CHECKING
 
 from litmus.settings import LitmusPaths
+
+if TYPE_CHECKING:
+    from litmus.sample import SampleManifest
 
 RUN_SUFFIXES = (".jsonl", ".eval", ".json")
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -132,3 +136,12 @@ def settled_files(
             else:
                 watching[path] = after
     return sorted(settled), sorted(watching)
+
+
+def stage_sample(paths: LitmusPaths, manifest: SampleManifest) -> None:
+    """Put a generated sample where ingestion looks: the suite and every run file."""
+    import shutil
+
+    shutil.copyfile(manifest.suite_path, paths.suites / manifest.suite_path.name)
+    for run_path in manifest.run_paths.values():
+        shutil.copyfile(run_path, paths.landing / run_path.name)

@@ -10,8 +10,6 @@ code may have changed).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import dagster as dg
 
 from litmus import publication
@@ -19,8 +17,7 @@ from litmus.errors import LitmusError
 from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
 from litmus.plan import plan_from_warehouse
-from litmus.runs import not_ingested
-from litmus.sample import SampleManifest
+from litmus.runs import not_ingested, stage_sample
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 from litmus_dagster.executor import (
@@ -87,16 +84,3 @@ def run_pipeline(
             + "; ".join(f"{key}: {message}" for key, message in sorted(result.failed.items()))
         )
     return result
-
-
-def exports_dir(paths: LitmusPaths) -> Path:
-    return paths.exports
-
-
-def stage_sample(paths: LitmusPaths, manifest: SampleManifest) -> None:
-    """Put a generated sample where ingestion looks: the suite and every run file."""
-    import shutil
-
-    shutil.copyfile(manifest.suite_path, paths.suites / manifest.suite_path.name)
-    for run_path in manifest.run_paths.values():
-        shutil.copyfile(run_path, paths.landing / run_path.name)
