@@ -21,7 +21,14 @@ plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
 import dagster as dg
 
 from litmus.landing import LandingCursor, file_configurations, scan_landing
-from litmus.plan import LandedConfiguration, Plan, WarehouseFacts, compute_plan, read_facts
+from litmus.plan import (
+    LandedConfiguration,
+    Plan,
+    WarehouseFacts,
+    compute_plan,
+    publish_reasons,
+    read_facts,
+)
 from litmus.warehouse import WarehouseBusyError, connect
 from litmus_dagster.executor import run_requests
 from litmus_dagster.jobs import (
@@ -209,17 +216,15 @@ def publish_sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.Sk
     scored = _latest_storage_id(instance, AUDITED)
     if scored is None:
         return dg.SkipReason("nothing labeled yet")
-    published = _latest_storage_id(instance, release_drift.key)
     published_version = instance.get_latest_materialization_code_versions([release_drift.key]).get(
         release_drift.key
     )
-    reasons = []
-    if published is None or scored > published:
-        reasons.append("new labels")
-    if published is not None and published_version != RELEASE_DRIFT_CODE_VERSION:
-        reasons.append(
-            f"metric definitions changed ({published_version} → {RELEASE_DRIFT_CODE_VERSION})"
-        )
+    reasons = publish_reasons(
+        last_labeled=scored,
+        last_published=_latest_storage_id(instance, release_drift.key),
+        published_version=published_version,
+        current_version=RELEASE_DRIFT_CODE_VERSION,
+    )
     if not reasons:
         return dg.SkipReason("the published metrics are up to date")
     return dg.RunRequest(
