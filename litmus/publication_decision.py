@@ -1,18 +1,20 @@
 """Whether each configuration is published, and why not: decided here and nowhere else.
 
 The ``publication`` relation has one row per configuration (partition key, published,
-reasons). The leaderboard (and so its receipt and the release drift), ``litmus status`` and
-the gate asset's metadata in the UI all read it. A configuration is withheld, fail closed,
-while any of these holds; the reasons are listed in this order:
+reasons). The leaderboard (and so its receipt, ``litmus verify`` and the release drift),
+``litmus status`` and the gate assets' metadata in the UI all read it. A configuration is
+withheld, fail closed, while any of these holds; the reasons are listed in this order:
 
-1. its audited rows do not reflect its current labels and audit verdicts (verdicts loaded
-   since, or labels rewritten): its gate verdicts judged other rows, so they are not listed;
-2. no publication gate verdict is recorded for it ("gates not run");
-3. a gate did not pass (false, or NULL: not evaluated yet), with the gate's message;
-4. its measured labeling disagreement exceeds its bound (``litmus.spotcheck``).
+1. no publication gate verdict is recorded for it ("gates not run"), or
+2. a gate did not pass (false, or NULL: not evaluated yet), with the gate's message;
+3. its measured labeling disagreement exceeds its bound (``litmus.spotcheck``).
 
 Each reason has a short ``code`` (what ``litmus status`` prints) and a ``message`` (what the
-board prints beside the withheld row).
+board prints beside the withheld row). The gate verdicts judge the audited rows they were
+evaluated on, which are the rows the metrics are computed from; rebuilding a configuration's
+audited rows forgets its verdicts (``litmus.audited``), so it is withheld until gated again.
+Audited rows that are out of date (verdicts loaded since) are the plan's to refresh
+(``litmus.plan``); ``litmus status`` says so in place of the verdicts about to be replaced.
 """
 
 from __future__ import annotations
@@ -25,9 +27,6 @@ import duckdb
 from litmus.warehouse import table_exists
 
 AUDIT_OUT_OF_DATE = "audited rows out of date"
-AUDIT_OUT_OF_DATE_MESSAGE = (
-    "audited rows out of date: labels or audit verdicts changed since its gates ran"
-)
 NOT_GATED = "gates not run"
 NOT_GATED_REASON = "publication gates were not evaluated for this configuration"
 # SPEC §7 names no labeling gate: the spot checks' measured disagreement (litmus.spotcheck)
@@ -45,7 +44,6 @@ class Publication:
     """One row of the relation: what is known of a configuration, and the decision."""
 
     partition_key: str
-    audit_current: bool = True
     gated: bool = True  # some gate verdict is recorded
     failed_gates: tuple[Reason, ...] = ()  # gates that did not pass (false or NULL)
     labeling_note: str | None = None  # set when the labeling disagreement withholds it
@@ -54,9 +52,7 @@ class Publication:
     def reasons(self) -> tuple[Reason, ...]:
         """Why it is withheld (empty: published). The one place this is decided."""
         reasons: list[Reason] = []
-        if not self.audit_current:
-            reasons.append(Reason(AUDIT_OUT_OF_DATE, AUDIT_OUT_OF_DATE_MESSAGE))
-        elif not self.gated:
+        if not self.gated:
             reasons.append(Reason(NOT_GATED, NOT_GATED_REASON))
         else:
             reasons.extend(self.failed_gates)
@@ -73,10 +69,17 @@ class Publication:
         return [reason.message for reason in self.reasons]
 
     def describe(self) -> str:
-        """``published``, or ``withheld: `` and the reason codes (``litmus status``)."""
+        """``published``, or ``withheld: `` and the reason codes."""
         if self.published:
             return "published"
         return "withheld: " + ", ".join(reason.code for reason in self.reasons)
+
+
+def status_text(entry: Publication, *, audit_current: bool) -> str:
+    """What ``litmus status`` says of a configuration's publication: the relation's verdict,
+    or, while its audited rows wait for a refresh (the plan's re-audit), that: the verdicts
+    on record judge rows the next run replaces."""
+    return entry.describe() if audit_current else f"withheld: {AUDIT_OUT_OF_DATE}"
 
 
 def publication(
@@ -86,12 +89,10 @@ def publication(
     verdicts or a labeling measurement. Reads only (a read-only connection is enough)."""
     gates = _gate_rows(con)
     labeling = _labeling_withheld(con)
-    out_of_date = _audit_out_of_date(con)
     keys = set(partition_keys) | set(gates) | set(labeling)
     return {
         key: Publication(
             partition_key=key,
-            audit_current=key not in out_of_date,
             gated=key in gates,
             failed_gates=tuple(
                 Reason(gate, f"{gate}: {message or gate + ' failed'}")
@@ -138,12 +139,3 @@ def _labeling_withheld(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
             "WHERE labeling_status = 'withheld' ORDER BY partition_key"
         ).fetchall()
     )
-
-
-def _audit_out_of_date(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """Labeled configurations whose audited rows are not the current ones."""
-    if not table_exists(con, "trajectory_labels"):
-        return set()
-    from litmus.audited import stale_audited_partitions
-
-    return stale_audited_partitions(con)

@@ -191,20 +191,20 @@ class PartitionReview:
     @property
     def publication(self) -> str:
         """What the publication relation (``litmus.publication_decision``) says of it."""
-        from litmus.publication_decision import Publication, Reason
+        from litmus.publication_decision import Publication, Reason, status_text
 
-        return Publication(
+        entry = Publication(
             self.partition_key,
-            audit_current=self.audit_current,
             gated=self.gates_evaluated,
             failed_gates=tuple(Reason(gate, gate) for gate in self.withheld_by),
             labeling_note=self.labeling_note,
-        ).describe()
+        )
+        return status_text(entry, audit_current=self.audit_current)
 
 
 def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionReview]:
     """partition_key → its audit and gate state, for every labeled configuration."""
-    from litmus.audited import audited_table_is_current
+    from litmus.audited import audited_table_is_current, stale_audited_partitions
     from litmus.publication_decision import publication
 
     labeled = [
@@ -214,6 +214,7 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
         ).fetchall()
     ]
     decided = publication(con, labeled)
+    out_of_date = stale_audited_partitions(con)
     audited: dict[str, tuple[int, int, dict, dict]] = {}
     if audited_table_is_current(con):  # an older (or no) audited table: the next run rebuilds it
         audited = {
@@ -241,7 +242,7 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
             pending_audit=n_pending,
             outcomes=outcomes,
             pending_reasons={k: int(v) for k, v in sorted(reasons.items())},
-            audit_current=entry.audit_current,
+            audit_current=key not in out_of_date,
             gates_evaluated=entry.gated,
             withheld_by=tuple(reason.code for reason in entry.failed_gates),
             labeling_note=entry.labeling_note,

@@ -11,7 +11,6 @@ from litmus.gates import GATE_MESSAGES, evaluate_partition_gates, record_partiti
 from litmus.leaderboard import withheld_from_gates
 from litmus.publication_decision import (
     AUDIT_OUT_OF_DATE,
-    AUDIT_OUT_OF_DATE_MESSAGE,
     LABELING_GATE,
     NOT_GATED,
     NOT_GATED_REASON,
@@ -30,9 +29,10 @@ def test_each_reason_to_withhold_in_order_and_nothing_else(
     litmus_home: LitmusPaths, warehouse: duckdb.DuckDBPyConnection
 ) -> None:
     key = labeled_warehouse(warehouse, litmus_home)
-    # labeled, never audited: the audited rows are not the current ones
-    assert codes(warehouse, key) == [AUDIT_OUT_OF_DATE]
-    assert publication(warehouse, [key])[key].board_reasons == [AUDIT_OUT_OF_DATE_MESSAGE]
+    # labeled, never audited nor gated: withheld; status says the audit waits for a refresh
+    assert codes(warehouse, key) == [NOT_GATED]
+    assert publication(warehouse, [key])[key].board_reasons == [NOT_GATED_REASON]
+    assert partition_reviews(warehouse)[key].publication == f"withheld: {AUDIT_OUT_OF_DATE}"
 
     refresh_audited_partition(warehouse, key)
     assert codes(warehouse, key) == [NOT_GATED]
@@ -64,9 +64,13 @@ def test_each_reason_to_withhold_in_order_and_nothing_else(
         [key],
     )
     assert codes(warehouse, key) == ["coverage", "needs_audit", LABELING_GATE]
-    # the audited rows going out of date hides the gate verdicts (they judged other rows)
+    # the verdicts on record judge the audited rows the metrics are computed from: rows out
+    # of date change nothing on the board until they are refreshed (which forgets them)
     warehouse.execute("DELETE FROM audited_trajectories")
-    assert codes(warehouse, key) == [AUDIT_OUT_OF_DATE, LABELING_GATE]
+    assert codes(warehouse, key) == ["coverage", "needs_audit", LABELING_GATE]
+    assert partition_reviews(warehouse)[key].publication == f"withheld: {AUDIT_OUT_OF_DATE}"
+    refresh_audited_partition(warehouse, key)
+    assert codes(warehouse, key) == [NOT_GATED, LABELING_GATE]
 
 
 def test_status_and_board_read_the_same_relation(
