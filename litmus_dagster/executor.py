@@ -39,7 +39,7 @@ from litmus_dagster.jobs import (
     refresh_audit_job,
     score_configuration_job,
 )
-from litmus_dagster.partitions import register
+from litmus_dagster.partitions import configurations, register
 from litmus_dagster.resources import LitmusWarehouse
 
 Progress = Callable[[str], None]
@@ -219,9 +219,7 @@ def withheld_by(run: dg.ExecuteInProcessResult) -> list[str]:
 def ingest(paths: LitmusPaths, instance: dg.DagsterInstance, result: ExecutionResult) -> None:
     """Store every landed file and suite (idempotent); registers their partitions."""
     materialize_job(ingest_job, paths, instance)
-    result.ingested_partitions = list(
-        instance.get_dynamic_partitions(score_configuration_job.partitions_def.name)  # type: ignore[union-attr]
-    )
+    result.ingested_partitions = list(instance.get_dynamic_partitions(configurations.name))
 
 
 def _run_configuration(
