@@ -150,13 +150,14 @@ def compute_plan(
         if not reasons:
             continue
         labeled.add(key)
+        config = status.config_key if status is not None else None
         items.append(
             PlanItem(
                 Action.LABEL,
                 tuple(reasons),
                 partition_key=key,
-                config_key=status.config_key if status else arrived.config_key,  # type: ignore[union-attr]
-                landed=tuple(sorted(arrived.hashes)) if arrived else (),
+                config_key=config or (arrived.config_key if arrived is not None else None),
+                landed=tuple(sorted(arrived.hashes)) if arrived is not None else (),
             )
         )
     for key in sorted(by_key):

@@ -70,9 +70,7 @@ def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
 
 
 def _waiting_message(db_path: Path) -> str:
-    return (
-        f"waiting for {db_path.name}: another LITMUS process holds it (lock {db_path.name}.lock)"
-    )
+    return f"waiting for {db_path.name}: another LITMUS process holds it (lock {db_path.name}.lock)"
 
 
 def _busy_message(db_path: Path, timeout_s: float) -> str:

@@ -229,11 +229,12 @@ def _run_configuration(
     result: ExecutionResult,
     progress: Progress,
     tags: dict[str, str],
-) -> bool:
+) -> str | None:
     """One configuration's run; a withheld or failed configuration is recorded, never raised.
-    True when it was scored."""
+    Returns the partition key when it was scored."""
     key = item.partition_key
-    assert key is not None
+    if key is None:
+        raise ValueError(f"a {item.action} item names no configuration")
     run = materialize_job(job_for(item), paths, instance, key, raise_on_error=False, tags=tags)
     result.gate_checks[key] = {
         evaluation.check_name: evaluation for evaluation in run.get_asset_check_evaluations()
@@ -246,8 +247,8 @@ def _run_configuration(
     if error or not (run.success or failed_checks):
         result.failed[key] = error or "run failed"
         progress(f"      failed: {result.failed[key]}")
-        return False
-    return True
+        return None
+    return key
 
 
 def execute(
@@ -273,14 +274,14 @@ def execute(
     labels = plan.of(Action.LABEL)
     for index, item in enumerate(labels, start=1):
         progress(narration.label.format(index=index, total=len(labels), **_names(item)))
-        if _run_configuration(item, paths, instance, result, progress, tags):
-            result.scored_partitions.append(item.partition_key)  # type: ignore[arg-type]
+        if scored := _run_configuration(item, paths, instance, result, progress, tags):
+            result.scored_partitions.append(scored)
         crash_point("pipeline.configuration_scored")
     reaudits = plan.of(Action.REAUDIT)
     for index, item in enumerate(reaudits, start=1):
         progress(narration.reaudit.format(index=index, total=len(reaudits), **_names(item)))
-        if _run_configuration(item, paths, instance, result, progress, tags):
-            result.refreshed_partitions.append(item.partition_key)  # type: ignore[arg-type]
+        if refreshed := _run_configuration(item, paths, instance, result, progress, tags):
+            result.refreshed_partitions.append(refreshed)
     if not labels and not reaudits and narration.nothing:
         progress(narration.nothing)
     crash_point("pipeline.scored")
