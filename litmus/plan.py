@@ -102,16 +102,17 @@ class LandedConfiguration:
 
 
 def read_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
-    """The facts the plan needs, read from a writable connection (the audited table is
-    created when missing, as its first refresh would)."""
-    from litmus.audited import partitions_needing_refresh
+    """The facts the plan needs. Reads only: a sensor evaluating every few seconds never
+    writes (an audited table of an older shape makes every labeled configuration due for a
+    re-audit, which rebuilds it)."""
+    from litmus.audited import stale_audited_partitions
     from litmus.gates import partitions_without_gates
     from litmus.status import partition_statuses
 
     statuses = tuple(partition_statuses(con))
     return WarehouseFacts(
         statuses=statuses,
-        audit_out_of_date=frozenset(partitions_needing_refresh(con)),
+        audit_out_of_date=frozenset(stale_audited_partitions(con)),
         ungated=frozenset(partitions_without_gates(con, [s.partition_key for s in statuses])),
     )
 
