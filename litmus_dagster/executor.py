@@ -311,7 +311,8 @@ def run_requests(
     job: dg.UnresolvedAssetJobDefinition | None = None,
 ) -> list[dg.RunRequest]:
     """The daemon's runs for ``plan``: one per configuration not already being scored
-    (``running``), and one ingestion run for landed files without a configuration.
+    (``running``; newly landed files are always requested), and one ingestion run for landed
+    files without a configuration.
 
     With ``run_keys`` (a sensor, evaluated every few seconds) each request carries a key made
     of what it is for, so an unchanged reason is never requested twice; the hourly schedule
@@ -322,7 +323,9 @@ def run_requests(
     for item in plan.items:
         if item.action == Action.PUBLISH:  # the publish sensor's, after the scoring runs
             continue
-        if item.partition_key is not None and item.partition_key in running:
+        # a configuration being scored is not asked again, unless files just landed for it:
+        # the cursor has them as handled, so this request is their one chance to be stored
+        if item.partition_key in running and not item.landed:
             continue
         tags = {ROLE_TAG: SCORE_ROLE, TRIGGER_TAG: trigger}
         if item.landed:

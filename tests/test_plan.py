@@ -100,6 +100,24 @@ def test_landed_files_are_labeled_with_their_names_and_everything_relabels_all()
     ]
 
 
+def test_the_daemon_asks_once_per_configuration_but_never_drops_a_landed_file() -> None:
+    from litmus_dagster.executor import run_requests
+
+    landed = {"new": LandedConfiguration("config of new", ("f" * 64,), ("run.jsonl",))}
+    facts = WarehouseFacts(
+        statuses=(status("new"), status("b", "1 of 4 trajectories labeled"), status("c")),
+        ungated=frozenset({"c"}),
+    )
+    plan = compute_plan(facts, landed=landed)
+    requests = run_requests(plan, trigger="landing", running={"new", "b"}, run_keys=True)
+    # b and new are being scored; new's landed file is requested all the same
+    assert [(r.job_name, r.partition_key) for r in requests] == [
+        ("land_and_score_configuration", "new"),
+        ("refresh_audit", "c"),
+    ]
+    assert requests[0].run_key == run_requests(plan, trigger="landing", run_keys=True)[1].run_key
+
+
 def test_a_landed_file_without_configuration_is_still_ingested() -> None:
     plan = compute_plan(WarehouseFacts(), landed_without_configuration=["e" * 64])
     assert summary(plan) == [("ingest", None, (NO_CONFIGURATION_REASON,))]
