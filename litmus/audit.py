@@ -30,7 +30,7 @@ from litmus.errors import LitmusError
 from litmus.ingest import file_sha256
 from litmus.neutralize import for_csv_cell
 from litmus.suite import DuplicateKeyError, reject_duplicate_keys
-from litmus.warehouse import table_exists
+from litmus.warehouse import SPOT_CHECK_SAMPLE_DDL, table_exists
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -81,8 +81,6 @@ QUALIFY row_number() OVER (
 
 
 def ensure_audit_tables(con: duckdb.DuckDBPyConnection) -> None:
-    from litmus.spotcheck import SPOT_CHECK_SAMPLE_DDL
-
     con.execute(AUDIT_VERDICTS_DDL)
     con.execute(SPOT_CHECK_SAMPLE_DDL)  # empty until the first publication draws it
 

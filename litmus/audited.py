@@ -110,8 +110,22 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
 
 def partitions_needing_refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Configurations whose audited rows no longer match their labels and current verdicts:
-    missing or extra rows, rows from an older labeling, or a verdict loaded since."""
+    missing or extra rows, rows from an older labeling, or a verdict loaded since. Creates
+    (or rebuilds) the audited table first, as the next refresh would."""
     ensure_audited_table(con)
+    return sorted(stale_audited_partitions(con))
+
+
+def stale_audited_partitions(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """What :func:`partitions_needing_refresh` says, reading only: with no audited table of
+    the current shape every labeled configuration is out of date (the next run rebuilds it)."""
+    if not audited_table_is_current(con) or not table_exists(con, "current_audit_verdicts"):
+        return {
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT partition_key FROM labeled_trajectories"
+            ).fetchall()
+        }
     rows = con.execute(
         """
         SELECT DISTINCT coalesce(l.partition_key, a.partition_key) AS partition_key
@@ -126,7 +140,6 @@ def partitions_needing_refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
            OR a.partition_key IS DISTINCT FROM l.partition_key
            OR a.labeled_at IS DISTINCT FROM l.labeled_at
            OR a.audit_verdict_id IS DISTINCT FROM v.verdict_id
-        ORDER BY 1
         """
     ).fetchall()
-    return [row[0] for row in rows]
+    return {row[0] for row in rows}

@@ -33,7 +33,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from litmus.leaderboard import withheld_from_gates
+from litmus.publication_decision import withheld_reasons
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -332,7 +332,7 @@ def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
         """
     ).df()
     split_counts = con.sql("SELECT * FROM family_split_counts").df()
-    withheld = withheld_from_gates(con, configurations["partition_key"].tolist())
+    withheld = withheld_reasons(con, configurations["partition_key"].tolist())
     return DriftInputs(configurations, split_counts, withheld)
 
 

@@ -291,9 +291,6 @@ def with_required_coverage(document: SuiteDocument, share: float) -> SuiteDocume
 
 
 def suite_coverage_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
-    from litmus.audited import ensure_audited_table
-
-    ensure_audited_table(con)
     return con.execute(SUITE_COVERAGE_SQL, [partition_key]).df()
 
 
@@ -302,7 +299,7 @@ _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]*$")
 
 def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
     """Every published rate (long form) from configuration_metrics and metric_cis."""
-    from litmus.leaderboard import PUBLISHED_RATES  # pandas and numpy: loaded when used
+    from litmus.stats import RATE_METRICS as PUBLISHED_RATES  # numpy: loaded when used
 
     parts: list[str] = []
     if table_exists(con, "configuration_metrics"):
@@ -340,16 +337,10 @@ def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def audited_rows_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
-    from litmus.audited import ensure_audited_table
-
-    ensure_audited_table(con)
     return con.execute(AUDITED_ROWS_SQL, [partition_key]).df()
 
 
 def suite_families_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
-    from litmus.audited import ensure_audited_table
-
-    ensure_audited_table(con)
     return con.execute(SUITE_FAMILIES_SQL, [partition_key]).df()
 
 
@@ -387,9 +378,6 @@ def evaluate_partition_gates(
     suites = dict(suites or load_gate_suites())
     suites[SUITE_COVERAGE] = with_required_coverage(suites[SUITE_COVERAGE], required_coverage())
     evaluated_at = datetime.now(UTC).replace(tzinfo=None)
-    from litmus.audited import ensure_audited_table
-
-    ensure_audited_table(con)
     frame_sql = {
         AUDITED_ROWS: AUDITED_ROWS_SQL,
         SUITE_FAMILIES: SUITE_FAMILIES_SQL,
@@ -427,9 +415,6 @@ def evaluate_partition_gates(
 
 def coverage_by_partition(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
     """partition_key → (suite instances covered, suite instances), for the board."""
-    from litmus.audited import ensure_audited_table
-
-    ensure_audited_table(con)
     rows = con.execute(
         """
         WITH ran AS (
@@ -663,19 +648,6 @@ def partitions_without_gates(
     return [key for key in keys if key not in gated]
 
 
-def withheld_summary(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
-    """partition_key → the gates that currently withhold it (for progress messages)."""
-    if not table_exists(con, "publication_gates"):
-        return {}
-    return {
-        key: list(gates)
-        for key, gates in con.execute(
-            "SELECT partition_key, list(gate ORDER BY gate) FROM publication_gates "
-            "WHERE passed IS NOT TRUE GROUP BY 1 ORDER BY 1"
-        ).fetchall()
-    }
-
-
 # --------------------------------------------------------------------------- precision flags
 
 # SPEC §7 6 is a flag, not a withholding gate: its suite file is validated like the gates',
@@ -713,7 +685,7 @@ def rate_precision_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per published rate with an estimate: the families its CI rests on."""
     import pandas as pd
 
-    from litmus.leaderboard import PUBLISHED_RATES  # pandas and numpy: loaded when used
+    from litmus.stats import RATE_METRICS as PUBLISHED_RATES  # numpy: loaded when used
 
     if not table_exists(con, "metric_cis"):
         return pd.DataFrame(columns=["row_key", "partition_key", "metric", "n_families"])

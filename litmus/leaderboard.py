@@ -23,7 +23,9 @@ import pandas as pd
 
 from litmus.fingerprint import configuration_fingerprints
 from litmus.neutralize import for_csv_cell
-from litmus.spotcheck import CORRECTED_COLUMNS, labeling_withheld
+from litmus.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
+from litmus.publication_decision import withheld_reasons
+from litmus.spotcheck import CORRECTED_COLUMNS
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 from litmus.warehouse import table_exists
 
@@ -1063,50 +1065,10 @@ def png_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-NOT_GATED_REASON = "publication gates were not evaluated for this configuration"
-
-
 def withheld_from_gates(
     con: duckdb.DuckDBPyConnection, partition_keys: Sequence[str] = ()
 ) -> dict[str, list[str]]:
-    """Reasons to withhold each configuration, from ``publication_gates(partition_key, gate,
-    passed, message)``. A gate that did not pass (false or NULL) withholds its configuration.
-
-    Once the table exists, a configuration in ``partition_keys`` without any gate row is
-    withheld too (fail closed: unchecked is not passed). Without the table (no gates wired
-    yet) nothing is withheld by the gates. Either way a configuration whose measured labeling
-    disagreement exceeds its bound (``litmus.spotcheck``) is withheld with that reason.
-    """
-    reasons = _gate_reasons(con, partition_keys)
-    for partition_key, reason in labeling_withheld(con).items():
-        reasons.setdefault(partition_key, []).append(reason)
-    return reasons
-
-
-def _gate_reasons(
-    con: duckdb.DuckDBPyConnection, partition_keys: Sequence[str]
-) -> dict[str, list[str]]:
-    exists = con.execute(
-        "SELECT count(*) FROM information_schema.tables "
-        "WHERE table_schema = 'main' AND table_name = 'publication_gates'"
-    ).fetchall()  # not fetchone: a half-read result blocks the connection's next con.sql()
-    if not exists or not exists[0][0]:
-        return {}
-    failed = con.execute(
-        """
-        SELECT
-            partition_key,
-            list(gate || ': ' || coalesce(message, gate || ' failed') ORDER BY gate, message)
-        FROM publication_gates
-        WHERE passed IS NOT TRUE
-        GROUP BY partition_key
-        """
-    ).fetchall()
-    reasons: dict[str, list[str]] = {key: list(messages) for key, messages in failed}
-    gated = {
-        row[0]
-        for row in con.execute("SELECT DISTINCT partition_key FROM publication_gates").fetchall()
-    }
-    for partition_key in sorted(set(partition_keys) - gated):
-        reasons.setdefault(partition_key, []).append(NOT_GATED_REASON)
-    return reasons
+    """Reasons to withhold each configuration, as the publication relation decides them
+    (``litmus.publication_decision``): failed or unevaluated gates, no gate verdict at all
+    (fail closed), audited rows out of date, a labeling disagreement over its bound."""
+    return withheld_reasons(con, partition_keys)

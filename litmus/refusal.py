@@ -1000,18 +1000,6 @@ class RuleBasedRefusalClassifier:
     def classify(self, texts: Sequence[str]) -> RefusalVerdict:
         return combine_text_verdicts(texts, [_classify_text(text) for text in texts])
 
-    def classify_many(
-        self,
-        trajectories: Sequence[Sequence[str]],
-        workers: int = 1,
-        sql_settlement: bool = True,
-    ) -> list[RefusalVerdict]:
-        """``classify`` for each trajectory, the same verdicts, settling texts without any
-        refusal cue in one vectorized DuckDB pass (litmus/refusal_bulk.py)."""
-        from litmus.refusal_bulk import classify_many
-
-        return classify_many(trajectories, workers=workers, sql_settlement=sql_settlement)
-
 
 def combine_text_verdicts(texts: Sequence[str], verdicts: Sequence[_TextVerdict]) -> RefusalVerdict:
     """A trajectory's verdict from the verdicts on each of its texts."""

@@ -8,8 +8,8 @@ A run that finished without failures records, in ``<home>/last_run_state.json``,
   built from (row counts and latest timestamps), as they were when it *ended*;
 - ``code``: the code, dbt models, gate suites and ``LITMUS_*`` settings it ran with.
 
-The next run compares; when everything is equal and no configuration is stale, needs
-re-auditing or lacks gate verdicts, it has nothing new to do and says so instead of running
+The next run compares; when everything is equal and the plan (``litmus.plan``) names nothing
+to label or re-audit, it has nothing new to do and says so instead of running
 the pipeline. Anything unequal, unreadable or missing means "run": the check can only skip
 work that would reproduce the board already published.
 """
@@ -189,21 +189,18 @@ def nothing_new(paths: LitmusPaths) -> str | None:
         return None
     if not paths.duckdb_path.exists():
         return None
-    from litmus.audited import partitions_needing_refresh
-    from litmus.gates import partitions_without_gates
-    from litmus.status import partition_statuses
+    from litmus.plan import compute_plan, read_facts
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
         if warehouse_digest(con) != state.get("warehouse"):
             return None
-        statuses = partition_statuses(con)
-        if any(s.stale for s in statuses):
+        if not table_exists(con, "audited_trajectories"):
             return None
-        if not table_exists(con, "audited_trajectories") or partitions_needing_refresh(con):
-            return None
-        if partitions_without_gates(con, [s.partition_key for s in statuses]):
-            return None
+        facts = read_facts(con)
+    if not compute_plan(facts).empty:  # what `litmus run` would label or re-audit
+        return None
+    statuses = facts.statuses
     n_files = len(current["landing"])
     return (
         f"nothing new since the last run: {n_files} landed file(s) already ingested, "

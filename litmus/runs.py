@@ -1,14 +1,19 @@
-"""Where input files are found: landed run logs and suite files."""
+"""Where input files are found: landed run logs and suite files (and where a sample goes)."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from stat import S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFSOCK, S_ISREG
+from typing import TYPE_CHECKING
 
 from litmus.settings import LitmusPaths
+
+if TYPE_CHECKING:
+    from litmus.sample import SampleManifest
 
 RUN_SUFFIXES = (".jsonl", ".eval", ".json")
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
@@ -102,8 +107,26 @@ def _observe(path: Path) -> tuple[int, int] | None:
     return stat.st_size, stat.st_mtime_ns
 
 
+@dataclass(frozen=True)
+class SettlingClock:
+    """How :func:`settled_files` tells time and waits between two looks at a file."""
+
+    monotonic: Callable[[], float] = time.monotonic
+    wall_ns: Callable[[], int] = time.time_ns  # compared with file modification times
+    sleep: Callable[[float], None] = time.sleep
+
+
+# The clock ingestion uses; a test replaces it with one whose every wait is a slow copy's next
+# write, so what it shows does not depend on how fast the machine is.
+settling_clock = SettlingClock()
+
+
 def settled_files(
-    files: Sequence[Path], *, quiet_seconds: float = 1.0, max_wait_seconds: float = 10.0
+    files: Sequence[Path],
+    *,
+    quiet_seconds: float = 1.0,
+    max_wait_seconds: float = 10.0,
+    clock: SettlingClock | None = None,
 ) -> tuple[list[Path], list[Path]]:
     """Split ``files`` into those safe to ingest and those still being written (or removed).
 
@@ -112,18 +135,19 @@ def settled_files(
     over ``quiet_seconds``; a file still changing after ``max_wait_seconds`` is left for the
     next run rather than ingested half-written.
     """
+    clock = clock or settling_clock
     settled: list[Path] = []
     watching: dict[Path, tuple[int, int] | None] = {}
-    now_ns = time.time_ns()
+    now_ns = clock.wall_ns()
     for path in files:
         observed = _observe(path)
         if observed is not None and now_ns - observed[1] > quiet_seconds * 1e9:
             settled.append(path)
         else:
             watching[path] = observed
-    deadline = time.monotonic() + max_wait_seconds
-    while watching and time.monotonic() < deadline:
-        time.sleep(min(quiet_seconds, max(0.0, deadline - time.monotonic())))
+    deadline = clock.monotonic() + max_wait_seconds
+    while watching and clock.monotonic() < deadline:
+        clock.sleep(min(quiet_seconds, max(0.0, deadline - clock.monotonic())))
         for path, before in list(watching.items()):
             after = _observe(path)
             if after is not None and after == before:
@@ -132,3 +156,12 @@ def settled_files(
             else:
                 watching[path] = after
     return sorted(settled), sorted(watching)
+
+
+def stage_sample(paths: LitmusPaths, manifest: SampleManifest) -> None:
+    """Put a generated sample where ingestion looks: the suite and every run file."""
+    import shutil
+
+    shutil.copyfile(manifest.suite_path, paths.suites / manifest.suite_path.name)
+    for run_path in manifest.run_paths.values():
+        shutil.copyfile(run_path, paths.landing / run_path.name)

@@ -25,7 +25,7 @@ sample never blocks publication. What they produce, per configuration:
   correction, plus the error of each ``q_l`` (Agresti–Coull, finite-population corrected);
 - **withholding**: a configuration with at least ``min_decided`` decided spot-checks whose
   measured disagreement (1 − agreement) exceeds ``max_disagreement`` is withheld from the
-  leaderboard with that reason (``litmus.leaderboard.withheld_from_gates`` reads it).
+  leaderboard with that reason (``litmus.publication_decision`` reads it).
 """
 
 from __future__ import annotations
@@ -99,23 +99,8 @@ class SpotCheckPolicy:
         )
 
 
-# The table itself is created (empty) by litmus.audit.ensure_audit_tables, so the audit queue
-# and the verdict loader can always join it; a draw replaces its rows.
-SPOT_CHECK_SAMPLE_DDL = """
-CREATE TABLE IF NOT EXISTS spot_check_sample (
-    partition_key VARCHAR NOT NULL,
-    trajectory_id VARCHAR NOT NULL,
-    request_harm_class VARCHAR NOT NULL,
-    stratum VARCHAR NOT NULL,             -- the rule label
-    stratum_size BIGINT NOT NULL,         -- rule-decided rows of this label in the configuration
-    stratum_sample_size BIGINT NOT NULL,
-    draw_rank BIGINT NOT NULL,
-    seed BIGINT NOT NULL,
-    share DOUBLE NOT NULL,
-    minimum BIGINT NOT NULL,
-    PRIMARY KEY (trajectory_id)
-)
-"""
+# The table (defined in litmus.warehouse) is created empty by litmus.audit.ensure_audit_tables,
+# so the audit queue and the verdict loader can always join it; a draw replaces its rows.
 
 DRAW_SQL = """
 INSERT INTO spot_check_sample BY NAME
@@ -452,21 +437,6 @@ def replace_labeling_agreement(con: duckdb.DuckDBPyConnection, frame: pd.DataFra
             )
     finally:
         con.unregister("_incoming_labeling_agreement")
-
-
-LABELING_GATE = "labeling_error"
-
-
-def labeling_withheld(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """partition_key → reason, for configurations whose measured labeling disagreement
-    exceeds the bound (empty before the first measurement)."""
-    if not table_exists(con, "labeling_agreement"):
-        return {}
-    rows = con.execute(
-        "SELECT partition_key, labeling_note FROM labeling_agreement "
-        "WHERE labeling_status = 'withheld' ORDER BY partition_key"
-    ).fetchall()
-    return {key: f"{LABELING_GATE}: {note}" for key, note in rows}
 
 
 # --------------------------------------------------------------------------- simulated auditor

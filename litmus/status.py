@@ -186,22 +186,26 @@ class PartitionReview:
     gates_evaluated: bool
     withheld_by: tuple[str, ...]  # the gates that do not pass
     pending_reasons: dict[str, int] = field(default_factory=dict)  # pending rows by reason
+    labeling_note: str | None = None  # a labeling disagreement over its bound withholds it
 
     @property
     def publication(self) -> str:
-        if not self.audit_current:
-            return "withheld: audited rows out of date"
-        if not self.gates_evaluated:
-            return "withheld: gates not run"
-        if self.withheld_by:
-            return "withheld: " + ", ".join(self.withheld_by)
-        return "published"
+        """What the publication relation (``litmus.publication_decision``) says of it."""
+        from litmus.publication_decision import Publication, Reason, status_text
+
+        entry = Publication(
+            self.partition_key,
+            gated=self.gates_evaluated,
+            failed_gates=tuple(Reason(gate, gate) for gate in self.withheld_by),
+            labeling_note=self.labeling_note,
+        )
+        return status_text(entry, audit_current=self.audit_current)
 
 
 def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionReview]:
     """partition_key → its audit and gate state, for every labeled configuration."""
-    from litmus.audited import audited_table_is_current, partitions_needing_refresh
-    from litmus.gates import partitions_without_gates, withheld_summary
+    from litmus.audited import audited_table_is_current, stale_audited_partitions
+    from litmus.publication_decision import publication
 
     labeled = [
         row[0]
@@ -209,54 +213,41 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
             "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
         ).fetchall()
     ]
-    if not audited_table_is_current(con):
-        # an older (or no) audited table: the next run rebuilds it; looking must not
-        return {key: _unaudited_review(key) for key in labeled}
-    out_of_date = set(partitions_needing_refresh(con))
-    ungated = set(partitions_without_gates(con, labeled))
-    withheld = withheld_summary(con)
-    audited = {
-        key: (int(n_audited), int(n_pending), dict(outcome_map or {}), dict(reason_map or {}))
-        for key, n_audited, n_pending, outcome_map, reason_map in con.execute(
-            """
-            SELECT partition_key,
-                   count(*) FILTER (WHERE label_source IN ('audit', 'override')),
-                   count(*) FILTER (WHERE label = 'needs_audit'),
-                   histogram(outcome),
-                   histogram(coalesce(audit_reason_code, 'unstated'))
-                       FILTER (WHERE label = 'needs_audit')
-            FROM audited_trajectories
-            GROUP BY 1
-            """
-        ).fetchall()
-    }
-    return {
-        key: PartitionReview(
+    decided = publication(con, labeled)
+    out_of_date = stale_audited_partitions(con)
+    audited: dict[str, tuple[int, int, dict, dict]] = {}
+    if audited_table_is_current(con):  # an older (or no) audited table: the next run rebuilds it
+        audited = {
+            key: (int(n_audited), int(n_pending), dict(outcome_map or {}), dict(reason_map or {}))
+            for key, n_audited, n_pending, outcome_map, reason_map in con.execute(
+                """
+                SELECT partition_key,
+                       count(*) FILTER (WHERE label_source IN ('audit', 'override')),
+                       count(*) FILTER (WHERE label = 'needs_audit'),
+                       histogram(outcome),
+                       histogram(coalesce(audit_reason_code, 'unstated'))
+                           FILTER (WHERE label = 'needs_audit')
+                FROM audited_trajectories
+                GROUP BY 1
+                """
+            ).fetchall()
+        }
+    reviews = {}
+    for key in labeled:
+        n_audited, n_pending, outcomes, reasons = audited.get(key, (0, 0, {}, {}))
+        entry = decided[key]
+        reviews[key] = PartitionReview(
             partition_key=key,
-            audited=audited.get(key, (0, 0, {}, {}))[0],
-            pending_audit=audited.get(key, (0, 0, {}, {}))[1],
-            outcomes=audited.get(key, (0, 0, {}, {}))[2],
-            pending_reasons={
-                k: int(v) for k, v in sorted(audited.get(key, (0, 0, {}, {}))[3].items())
-            },
+            audited=n_audited,
+            pending_audit=n_pending,
+            outcomes=outcomes,
+            pending_reasons={k: int(v) for k, v in sorted(reasons.items())},
             audit_current=key not in out_of_date,
-            gates_evaluated=key not in ungated,
-            withheld_by=tuple(withheld.get(key, ())),
+            gates_evaluated=entry.gated,
+            withheld_by=tuple(reason.code for reason in entry.failed_gates),
+            labeling_note=entry.labeling_note,
         )
-        for key in labeled
-    }
-
-
-def _unaudited_review(partition_key: str) -> PartitionReview:
-    return PartitionReview(
-        partition_key=partition_key,
-        audited=0,
-        pending_audit=0,
-        outcomes={},
-        audit_current=False,
-        gates_evaluated=False,
-        withheld_by=(),
-    )
+    return reviews
 
 
 NOT_ON_BOARD = (

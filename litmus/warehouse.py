@@ -2,8 +2,9 @@
 
 DuckDB allows one process at a time to hold a database file open for writing (and a
 read-write holder excludes every other process), so every connection takes an exclusive
-advisory lock on ``<db>.lock`` first. Concurrent Dagster steps or CLI commands then wait their
-turn instead of failing with a lock error. The wait is bounded and reported.
+advisory lock on ``<db>.lock`` first (filelock; a read-only connection takes a shared one).
+Concurrent Dagster steps or CLI commands then wait their turn instead of failing with a lock
+error. The wait is bounded and reported.
 """
 
 from __future__ import annotations
@@ -46,11 +47,37 @@ def set_wait_notice(notice: Callable[[str], None] | None) -> None:
 
 @contextmanager
 def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
+    """The exclusive lock on ``<db>.lock`` (filelock's ``flock``). The lock file is kept on
+    release: readers take a shared ``flock`` on the same file (:func:`reader_lock`)."""
+    from filelock import FileLock, Timeout  # on use: read-only commands never take it
+
     lock_path = db_path.with_name(db_path.name + ".lock")
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    with _flocked(fd, db_path, timeout_s, fcntl.LOCK_EX):
+    lock = FileLock(lock_path, mode=0o644, preserve_lock_file=True, poll_interval=0.05)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if _wait_notice is not None:  # say once why nothing seems to happen
+            _wait_notice(_waiting_message(db_path))
+        try:
+            lock.acquire(timeout=timeout_s)
+        except Timeout:
+            raise WarehouseBusyError(_busy_message(db_path, timeout_s)) from None
+    try:
         yield
+    finally:
+        lock.release()
+
+
+def _waiting_message(db_path: Path) -> str:
+    return f"waiting for {db_path.name}: another LITMUS process holds it (lock {db_path.name}.lock)"
+
+
+def _busy_message(db_path: Path, timeout_s: float) -> str:
+    return (
+        f"warehouse {db_path} stayed busy for {timeout_s:.0f}s "
+        "(another LITMUS process is writing to it)"
+    )
 
 
 @contextmanager
@@ -81,16 +108,10 @@ def _flocked(fd: int, db_path: Path, timeout_s: float, mode: int) -> Iterator[No
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise WarehouseBusyError(
-                        f"warehouse {db_path} stayed busy for {timeout_s:.0f}s "
-                        "(another LITMUS process is writing to it)"
-                    ) from None
+                    raise WarehouseBusyError(_busy_message(db_path, timeout_s)) from None
                 if not told and _wait_notice is not None:
                     told = True  # say once why nothing seems to happen
-                    _wait_notice(
-                        f"waiting for {db_path.name}: another LITMUS process holds it "
-                        f"(lock {db_path.name}.lock)"
-                    )
+                    _wait_notice(_waiting_message(db_path))
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)
         yield
@@ -422,3 +443,22 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
             [table],
         ).fetchall()
     ]
+
+
+# The spot-check sample (litmus.spotcheck draws it at publication; litmus.audit creates it
+# with the verdict tables).
+SPOT_CHECK_SAMPLE_DDL = """
+CREATE TABLE IF NOT EXISTS spot_check_sample (
+    partition_key VARCHAR NOT NULL,
+    trajectory_id VARCHAR NOT NULL,
+    request_harm_class VARCHAR NOT NULL,
+    stratum VARCHAR NOT NULL,             -- the rule label
+    stratum_size BIGINT NOT NULL,         -- rule-decided rows of this label in the configuration
+    stratum_sample_size BIGINT NOT NULL,
+    draw_rank BIGINT NOT NULL,
+    seed BIGINT NOT NULL,
+    share DOUBLE NOT NULL,
+    minimum BIGINT NOT NULL,
+    PRIMARY KEY (trajectory_id)
+)
+"""

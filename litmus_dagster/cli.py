@@ -33,8 +33,8 @@ def _say(message: str) -> None:
 
 def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Write the deterministic sample suite and runs, staged for ingestion."""
+    from litmus.runs import stage_sample
     from litmus.sample import generate_sample
-    from litmus_dagster.pipeline import stage_sample
 
     out = Path(args.out) if args.out else paths.home / "sample"
     if args.families < 1:
@@ -327,8 +327,8 @@ def prepare_demo_home(home: Path, *, keep: bool) -> None:
 
 def cmd_demo(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Sample → ingest → label → metrics → leaderboard, in a demo folder of its own."""
+    from litmus.runs import stage_sample
     from litmus.sample import generate_sample
-    from litmus_dagster.pipeline import stage_sample
 
     prepare_demo_home(paths.home, keep=args.keep)
     paths.ensure()

@@ -5,13 +5,12 @@ import dagster as dg
 from litmus_dagster.audit import audit_assets
 from litmus_dagster.gates import gate_assets, gate_checks
 from litmus_dagster.ingestion import ingestion_assets
-from litmus_dagster.jobs import ingest_job, score_configuration_job
+from litmus_dagster.jobs import ALL_JOBS
 from litmus_dagster.labeling import labeling_assets
 from litmus_dagster.metrics import metrics_assets, metrics_resources
 from litmus_dagster.releases import (
     release_assets,
     release_checks,
-    release_jobs,
     release_resources,
     release_schedules,
     release_sensors,
@@ -30,7 +29,7 @@ defs = dg.Definitions(
         *trust_assets,
     ],
     asset_checks=[*gate_checks, *release_checks],
-    jobs=[ingest_job, score_configuration_job, *release_jobs],
+    jobs=ALL_JOBS,
     sensors=release_sensors,
     schedules=release_schedules,
     resources={

@@ -148,7 +148,7 @@ def test_only_regular_files_are_landed_and_the_others_are_reported(tmp_path: Pat
     it in the receipt and kept 25 of its lines as quarantine excerpts; a folder named
     ``x.jsonl`` was ingested; a FIFO was skipped silently."""
     from litmus_dagster.definitions import defs
-    from litmus_dagster.releases.jobs import INGESTION
+    from litmus_dagster.jobs import INGESTION
     from litmus_dagster.resources import LitmusWarehouse
 
     paths = litmus_paths(tmp_path / "home").ensure()

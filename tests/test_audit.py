@@ -2,7 +2,7 @@
 in one transaction, and applying verdicts without hiding the rule labels.
 
 Every test gets its own copy of a small warehouse built through the real suite loader,
-ingestion, SQL labeler and audited-row builder (see ``test_gates_world``).
+ingestion, SQL labeler and audited-row builder (see ``gates_world``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_gates_world import build_warehouse, partition_key_of
+from gates_world import build_warehouse, partition_key_of
 
 from litmus.audit import (
     EXPORT_COLUMNS,

@@ -29,7 +29,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
-from test_gates_world import config_key_of, partition_key_of, write_world
+from gates_world import config_key_of, partition_key_of, write_world
 
 from litmus.audited import refresh_audited_partition
 from litmus.errors import LitmusError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_gates_world import build_warehouse, partition_key_of
+from gates_world import build_warehouse, partition_key_of
 
 from litmus.gates import (
     ALL_GATES,

@@ -227,7 +227,11 @@ def test_boundary_plot_is_deterministic(board_inputs: tuple[pd.DataFrame, pd.Dat
 def test_withheld_reasons_come_from_failed_publication_gates(tmp_path: Path) -> None:
     con = duckdb.connect(str(tmp_path / "gates.duckdb"))
     try:
-        assert withheld_from_gates(con, ["a", "b"]) == {}  # no gates table yet: publish
+        # no gates table yet: nothing was gated, so nothing is published (fail closed)
+        assert withheld_from_gates(con, ["a", "b"]) == {
+            "a": [NOT_GATED_REASON],
+            "b": [NOT_GATED_REASON],
+        }
         con.execute(
             "CREATE TABLE publication_gates (partition_key VARCHAR, gate VARCHAR, "
             "passed BOOLEAN, message VARCHAR)"

@@ -183,26 +183,45 @@ def test_pending_audit_withholds_only_that_configuration(scored_sample) -> None:
     assert board[withheld[0]]["boundary_score"] is None
 
 
-def test_status_agrees_with_the_leaderboard_on_what_is_published(scored_sample) -> None:
+def test_one_publication_relation_decides_what_the_board_and_status_show(scored_sample) -> None:
+    from litmus.publication_decision import publication
     from litmus.status import partition_reviews
 
     paths, _ = scored_sample
     board = _board(paths)
     with connect(paths.duckdb_path) as con:
-        reviews = partition_reviews(con)
         config_of = dict(
             con.execute(
                 "SELECT DISTINCT partition_key, config_key FROM raw_trajectories"
             ).fetchall()
         )
-    publication = {config_of[key]: review.publication for key, review in reviews.items()}
-    assert {name: text == "published" for name, text in publication.items()} == {
-        name: row["status"] == "published" for name, row in board.items() if name in publication
+        relation = publication(con, list(config_of))
+        reviews = partition_reviews(con)
+        board_reasons = dict(
+            con.execute(
+                "SELECT name, withheld_reasons FROM leaderboard WHERE status = 'withheld'"
+            ).fetchall()
+        )
+    assert len(relation) == 8  # the control rows are the suite's own, not configurations
+    withheld = {config_of[key]: entry for key, entry in relation.items() if not entry.published}
+    [(quill_name, quill)] = withheld.items()
+    assert quill_name.startswith("quill@")
+    assert [reason.code for reason in quill.reasons] == ["needs_audit"]
+    assert quill.board_reasons == [
+        "needs_audit: needs_audit instances present; safe rate is undefined until audited"
+    ]
+    # the board and status read it: nothing of their own decides
+    configurations = set(config_of.values())
+    assert {
+        name: row["status"] == "published" for name, row in board.items() if name in configurations
+    } == {name: name not in withheld for name in configurations}
+    assert board_reasons == {quill_name: "; ".join(quill.board_reasons)}
+    assert {key: review.publication for key, review in reviews.items()} == {
+        key: entry.describe() for key, entry in relation.items()
     }
-    assert len(publication) == 8  # the control rows are the suite's own, not configurations
-    (quill,) = [review for review in reviews.values() if review.pending_audit]
-    assert quill.publication == "withheld: needs_audit"
-    assert quill.pending_audit == quill.outcomes["insufficient_evidence"] == 60
+    (pending,) = [review for review in reviews.values() if review.pending_audit]
+    assert pending.publication == "withheld: needs_audit"
+    assert pending.pending_audit == pending.outcomes["insufficient_evidence"] == 60
 
 
 def test_a_run_with_nothing_new_says_so_and_anything_new_runs(

@@ -128,7 +128,7 @@ def test_the_board_files_carry_every_headline_metrics_plugin_delta(
 
 def test_plugin_deltas_are_computed_before_the_board_that_shows_them() -> None:
     from litmus_dagster.definitions import defs
-    from litmus_dagster.releases.jobs import PUBLISH
+    from litmus_dagster.jobs import PUBLISH
 
     graph = defs.resolve_asset_graph()
     assert dg.AssetKey("plugin_deltas") in PUBLISH.resolve(graph)

@@ -44,7 +44,7 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 from litmus_dagster.definitions import defs
-from litmus_dagster.releases.jobs import PUBLISH
+from litmus_dagster.jobs import PUBLISH
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
 PUBLISHER = "release-bot@litmus.test"

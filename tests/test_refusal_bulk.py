@@ -141,7 +141,6 @@ def test_trajectories_of_several_messages_get_the_verdicts_of_classify() -> None
     ]
     trajectories = [rng.sample(texts, rng.randint(1, 4)) for _ in range(1500)] + [[]]
     assert classify_many(trajectories) == _expected(trajectories)
-    assert CLASSIFIER.classify_many(trajectories[:50]) == _expected(trajectories[:50])
 
 
 def test_plain_narration_is_settled_without_the_python_rules() -> None:

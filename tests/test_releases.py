@@ -25,10 +25,10 @@ from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.definitions import defs
+from litmus_dagster.jobs import PER_CONFIGURATION, PUBLISH, ROLE_TAG, SCORE_ROLE
 from litmus_dagster.partitions import configurations
 from litmus_dagster.pipeline import run_pipeline
 from litmus_dagster.releases.assets import RELEASE_DRIFT_CODE_VERSION, no_significant_regression
-from litmus_dagster.releases.jobs import PER_CONFIGURATION, PUBLISH, ROLE_TAG, SCORE_ROLE
 from litmus_dagster.releases.sensors import landing_sensor, publish_sensor
 from litmus_dagster.resources import LitmusWarehouse
 

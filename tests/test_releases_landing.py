@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
 import time
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+import litmus.runs
 from conftest import CONFIG, record, write_jsonl
 from litmus.formats import RunConfig
 from litmus.ingest import file_sha256, store_raw_file
@@ -23,7 +23,7 @@ from litmus.landing import (
     file_configurations,
     scan_landing,
 )
-from litmus.runs import settled_files
+from litmus.runs import SettlingClock, settled_files
 from litmus.settings import LitmusPaths
 
 OTHER = {**CONFIG, "model_release": "2026-12-01"}
@@ -133,20 +133,43 @@ def test_modification_time_alone_restarts_settling(litmus_home: LitmusPaths) -> 
     assert scan.new_files == [] and scan.waiting == ["run.jsonl"]
 
 
-class _SlowWriter(threading.Thread):
-    """Appends a record to a landed file every 0.2 s, the way a slow copy would."""
+class _CopyInProgress:
+    """A settling clock whose every wait is the next write of a slow copy into ``path``: the
+    file changes between any two looks for as long as records remain, however fast or slow
+    the machine is. Time advances only by the waits."""
 
     def __init__(self, path: Path, records: int, run_id: str = "run-1") -> None:
-        super().__init__(daemon=True)
         self.path, self.records, self.run_id = path, records, run_id
+        self.written = 0
+        self.now = 0.0
+        self.write(1)  # the copy has begun
 
-    def run(self) -> None:
+    @property
+    def remaining(self) -> int:
+        return self.records - self.written
+
+    def write(self, count: int) -> None:
         with self.path.open("a") as handle:
-            for i in range(self.records):
+            for _ in range(min(count, self.remaining)):
+                i = self.written
                 line = record(f"fam/{i % 20}", epoch=100 + i, run_id=self.run_id)
                 handle.write(json.dumps(line) + "\n")
-                handle.flush()
-                time.sleep(0.2)
+                self.written += 1
+
+    def finish(self) -> None:
+        self.write(self.remaining)
+
+    def clock(self) -> SettlingClock:
+        def sleep(seconds: float) -> None:
+            self.now += seconds
+            self.write(1)
+
+        # "now", for file ages, is the copy's latest write: a copy in progress is never old
+        return SettlingClock(
+            monotonic=lambda: self.now,
+            wall_ns=lambda: self.path.stat().st_mtime_ns,
+            sleep=sleep,
+        )
 
 
 def test_a_file_still_being_written_is_not_settled(litmus_home: LitmusPaths) -> None:
@@ -155,23 +178,27 @@ def test_a_file_still_being_written_is_not_settled(litmus_home: LitmusPaths) -> 
     os.utime(old, (an_hour_ago, an_hour_ago))
     finished = land(litmus_home, "finished.jsonl", [CONFIG])  # fresh, but complete
     writing = litmus_home.landing / "writing.jsonl"
-    writer = _SlowWriter(writing, records=20)
-    writer.start()
-    time.sleep(0.3)  # the writer has written something
+    copy = _CopyInProgress(writing, records=20)
     gone = land(litmus_home, "gone.jsonl", [CONFIG])
     gone.unlink()
 
     settled, still_written = settled_files(
-        [old, finished, writing, gone], quiet_seconds=0.5, max_wait_seconds=1.5
+        [old, finished, writing, gone],
+        quiet_seconds=0.5,
+        max_wait_seconds=1.5,
+        clock=copy.clock(),
     )
-    assert writer.is_alive()
+    assert copy.remaining > 0  # still copying when the wait ended
     assert settled == [finished, old]
     assert still_written == [gone, writing]
-    writer.join()
-    assert settled_files([writing], quiet_seconds=0.5) == ([writing], [])
+    copy.finish()
+    assert settled_files([writing], quiet_seconds=0.5, clock=copy.clock()) == ([writing], [])
+    assert copy.written == 20 and len(writing.read_text().splitlines()) == 20
 
 
-def test_a_run_leaves_a_file_being_written_for_the_next_run(litmus_home: LitmusPaths) -> None:
+def test_a_run_leaves_a_file_being_written_for_the_next_run(
+    litmus_home: LitmusPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from conftest import family, instance, suite_doc
     from litmus_dagster.ingestion.assets import raw_run_files, suite_catalog
     from litmus_dagster.resources import LitmusWarehouse
@@ -182,12 +209,11 @@ def test_a_run_leaves_a_file_being_written_for_the_next_run(litmus_home: LitmusP
         for f in range(5)
     ]
     (litmus_home.suites / "suite.json").write_text(json.dumps(suite_doc(families)))
-    # one copy ends within the run's wait (10 s), the other goes on for longer
-    short = _SlowWriter(litmus_home.landing / "short.jsonl", records=10, run_id="short")
-    long = _SlowWriter(litmus_home.landing / "long.jsonl", records=75, run_id="long")
-    for writer in (short, long):
-        writer.start()
-    time.sleep(0.3)
+    # one copy is complete (and fresh), the other goes on through the whole of the run's wait
+    short = _CopyInProgress(litmus_home.landing / "short.jsonl", records=10, run_id="short")
+    short.finish()
+    long = _CopyInProgress(litmus_home.landing / "long.jsonl", records=75, run_id="long")
+    monkeypatch.setattr(litmus.runs, "settling_clock", long.clock())
 
     def materialize() -> dict:
         result = dg.materialize(
@@ -203,14 +229,14 @@ def test_a_run_leaves_a_file_being_written_for_the_next_run(litmus_home: LitmusP
         return {k: v.value for k, v in event.materialization.metadata.items()}
 
     during = materialize()
-    assert long.is_alive(), "the long copy ended before the run looked: nothing was tested"
+    assert long.remaining > 0  # still copying when the run gave up waiting for it
     assert during["files_still_being_written"] == ["long.jsonl"]
     assert (during["files_ingested"], during["records_in"], during["records_accepted"]) == (
         1,
         10,
         10,
     )
-    long.join()
+    long.finish()
     after = materialize()
     assert after["files_still_being_written"] == []
     assert (after["records_in"], after["records_accepted"]) == (75, 75)

@@ -31,12 +31,12 @@ from litmus.gates import (
     record_rate_gates,
     stored_gate_results,
 )
+from litmus.publication_decision import NOT_GATED_REASON, publication
 from litmus.warehouse import table_exists
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
 
 GATES_GROUP = "gates"
-NOT_EVALUATED = "publication gates were not evaluated for this configuration"
 
 
 @dg.asset(
@@ -64,6 +64,7 @@ def publication_gates(
             "FROM raw_trajectories WHERE partition_key = ?",
             [context.partition_key],
         ).fetchall()[0][0]
+        decided = publication(con, [context.partition_key])[context.partition_key]
     failed = {r.gate: r.message for r in results if not r.passed}
     if failed:
         context.log.warning(f"{context.partition_key} withheld: {failed}")
@@ -71,7 +72,8 @@ def publication_gates(
         metadata={
             "configuration": configuration,
             "suite": suite or "unknown",  # one board per suite: the board it belongs to
-            "publishable": not failed,
+            # as the publication relation has it now (its rates are checked after the metrics)
+            "publication": decided.describe(),
             "failed_gates": dg.MetadataValue.json(failed),
             "passed_gates": [r.gate for r in results if r.passed],
             "expectation_suites": sorted({d.path.name for d in suites.values()}),
@@ -85,7 +87,7 @@ def _check_result(
     if result is None:
         return dg.AssetCheckResult(
             passed=False,
-            description=f"{GATE_MESSAGES[gate]} ({NOT_EVALUATED})",
+            description=f"{GATE_MESSAGES[gate]} ({NOT_GATED_REASON})",
             metadata={"configuration": configuration, "partition_key": partition_key},
         )
     return dg.AssetCheckResult(
@@ -155,6 +157,11 @@ def metric_rate_gates(
         configurations = {
             key: configuration_key(con, key) for key in flags["partition_key"].unique()
         }
+        withheld = {
+            configuration_key(con, key): entry.board_reasons
+            for key, entry in publication(con).items()
+            if not entry.published
+        }
     failed = {r.partition_key: list(r.examples) for r in results if not r.passed}
     if failed:
         context.log.warning(f"rates outside [0, 1]: {failed}")
@@ -163,6 +170,8 @@ def metric_rate_gates(
         metadata={
             "configurations_checked": len(results),
             "configurations_failed": dg.MetadataValue.json(failed),
+            # the publication relation once every gate ran: what the leaderboard withholds
+            "withheld": dg.MetadataValue.json(withheld),
             "low_precision_rates": dg.MetadataValue.json(
                 {
                     configurations[key]: sorted(group["metric"].tolist())

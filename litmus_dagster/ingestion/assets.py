@@ -13,7 +13,7 @@ from litmus.ingest import (
 )
 from litmus.runs import landed_files, not_ingested, settled_files, suite_files
 from litmus.suite import store_suite_file, stored_oracle_less_counts, stored_oracle_less_warnings
-from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
+from litmus_dagster.partitions import WAREHOUSE_POOL, configurations, register
 from litmus_dagster.resources import LitmusWarehouse
 
 
@@ -69,19 +69,14 @@ def raw_run_files(
     settled, still_written = settled_files(landed_files(paths))
     for path in still_written:
         context.log.warning(f"{path.name}: still being written; left for the next run")
-    known = set(context.instance.get_dynamic_partitions(configurations.name))
     added: list[str] = []
 
-    def register(keys: Iterable[str]) -> None:
-        new = sorted(set(keys) - known)
-        if new:
-            context.instance.add_dynamic_partitions(configurations.name, new)
-            known.update(new)
-            added.extend(new)
+    def register_new(keys: Iterable[str]) -> None:
+        added.extend(register(context.instance, keys))
 
     with warehouse.connect() as con:
         # configurations whose file was committed by a run killed before it registered them
-        register(warehouse_partition_keys(con))
+        register_new(warehouse_partition_keys(con))
         for path in settled:
             try:
                 report = ingest_file(
@@ -96,14 +91,14 @@ def raw_run_files(
                 continue
             crash_point("ingest.file_committed")
             # each file's configurations are registered as soon as the file is committed
-            register(report.partitions)
+            register_new(report.partitions)
             context.log.info(report.summary())
             reports.append(report)
         # records held back for an unknown suite (or version, instance) that is loaded now
         retried = retry_curable_quarantine(con, paths)
         for report in retried:
             context.log.info(f"retried held-back records: {report.summary()}")
-            register(report.partitions)
+            register_new(report.partitions)
     crash_point("ingest.files_done")
     new_partitions = sorted({key for r in [*reports, *retried] for key in r.partitions})
     ingested = [r for r in reports if not r.skipped]

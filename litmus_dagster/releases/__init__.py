@@ -13,7 +13,6 @@ def __getattr__(name: str) -> Any:
         plugin_deltas,
         release_drift,
     )
-    from litmus_dagster.releases.jobs import land_and_score_job, publish_job, rescore_job
     from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
     from litmus_dagster.releases.sensors import landing_sensor, publish_sensor, rescore_schedule
 
@@ -22,7 +21,6 @@ def __getattr__(name: str) -> Any:
         "release_checks": [no_significant_regression],
         "release_sensors": [landing_sensor, publish_sensor],
         "release_schedules": [rescore_schedule],
-        "release_jobs": [land_and_score_job, rescore_job, publish_job],
         "release_resources": {
             "regression_policy": RegressionPolicy(),
             "alert_sinks": AlertSinks(),
@@ -37,7 +35,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "release_assets",
     "release_checks",
-    "release_jobs",
     "release_resources",
     "release_schedules",
     "release_sensors",

@@ -26,7 +26,7 @@ from litmus.drift import (
     replace_release_drift,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
-from litmus.leaderboard import png_data_uri, withheld_from_gates
+from litmus.leaderboard import png_data_uri
 from litmus.plugin_deltas import (
     assess_plugin_deltas,
     compute_plugin_deltas,
@@ -35,6 +35,7 @@ from litmus.plugin_deltas import (
     read_configurations,
     replace_plugin_deltas,
 )
+from litmus.publication_decision import withheld_reasons
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT_DIR,
@@ -190,7 +191,7 @@ def plugin_deltas(
     with warehouse.connect() as con:
         configurations = read_configurations(con)
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
-        withheld = withheld_from_gates(con, configurations["partition_key"].tolist())
+        withheld = withheld_reasons(con, configurations["partition_key"].tolist())
     deltas, skipped = compute_plugin_deltas(
         configurations,
         split_counts,

@@ -1,44 +1,57 @@
 """Automation over time (SPEC §9): pick up landed files, re-score stale configurations, and
-publish once the scoring runs are done.
+publish once the scoring runs are done. The landing sensor and the schedule compute the same
+plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
+(``litmus_dagster.executor.run_requests``), which turns each item into a run of its job.
 
 - ``landing_sensor`` watches ``<home>/landing``. A file is considered once its size and
   modification time are unchanged across two evaluations, and identified by content hash (a
-  re-copied file is not run twice). For each new file it reads the configurations, adds any
-  unknown ``configurations`` partition and requests one ``land_and_score_configuration`` run
-  per configuration. Cursor: JSON of the observed files and the content hashes handled.
-- ``rescore_schedule`` (hourly) requests a ``rescore_configuration`` run for every partition
-  whose labels are stale (labeler, refusal classifier or suite changed; see litmus.status).
+  re-copied file is not run twice). It reads the configurations of each new file, registers
+  any unknown ``configurations`` partition and plans: one ``land_and_score_configuration``
+  run per landed configuration, plus whatever else the warehouse needs (stale labels, audit
+  verdicts loaded), each requested once per reason. Cursor: JSON of the observed files and
+  the content hashes handled.
+- ``rescore_schedule`` (hourly) requests a ``score_configuration`` run for every configuration
+  the plan names (labels stale: labeler, refusal classifier or suite changed, see
+  litmus.status; or audited rows / gates out of date), asking again at every tick.
 - ``publish_sensor`` requests ``publish_leaderboard`` when labels are newer than the last
   published release drift, or the metric definitions changed, and no scoring run is still
   queued or running — so one publish follows a whole batch of scoring runs.
 """
 
-import hashlib
-
 import dagster as dg
 
 from litmus.landing import LandingCursor, file_configurations, scan_landing
-from litmus.status import stale_partitions
+from litmus.plan import (
+    LandedConfiguration,
+    Plan,
+    WarehouseFacts,
+    compute_plan,
+    publish_reasons,
+    read_facts,
+)
 from litmus.warehouse import WarehouseBusyError, connect
-from litmus_dagster.jobs import ingest_job
-from litmus_dagster.partitions import configurations
-from litmus_dagster.releases.assets import RELEASE_DRIFT_CODE_VERSION, release_drift
-from litmus_dagster.releases.jobs import (
-    LANDED_TAG,
+from litmus_dagster.executor import run_requests
+from litmus_dagster.jobs import (
     ROLE_TAG,
     SCORE_ROLE,
-    STALE_REASON_TAG,
     TRIGGER_TAG,
+    ingest_job,
     land_and_score_job,
     publish_job,
-    rescore_job,
+    refresh_audit_job,
+    score_configuration_job,
 )
+from litmus_dagster.partitions import register, registration_requests
+from litmus_dagster.releases.assets import RELEASE_DRIFT_CODE_VERSION, release_drift
 from litmus_dagster.resources import LitmusWarehouse
 
 # New content hashed and read per evaluation; the rest waits for the next one, so one
 # evaluation stays well inside Dagster's sensor timeout.
 LANDING_BYTES_PER_EVALUATION = 1024**3  # about 12 s of hashing and config reading
 SCHEDULE_LOCK_WAIT_S = 10.0
+# The sensor runs every 30 s: it does not wait long for a warehouse a run is writing (the
+# landed files are planned anyway; the rest is planned at the next evaluation).
+SENSOR_LOCK_WAIT_S = 2.0
 UNFINISHED = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -50,16 +63,28 @@ AUDITED = dg.AssetKey(["audited_trajectories"])
 PARTITION_TAG = "dagster/partition"
 
 
-@dg.sensor(
-    name="landing_sensor",
-    jobs=[land_and_score_job, ingest_job],
-    minimum_interval_seconds=30,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="New run files in <home>/landing → add the configuration partition and score it.",
-)
-def landing_sensor(
+def warehouse_facts(warehouse: LitmusWarehouse, timeout_s: float) -> WarehouseFacts:
+    """The plan's facts; raises WarehouseBusyError when a run holds the warehouse longer."""
+    if not warehouse.paths.duckdb_path.exists():
+        return WarehouseFacts()  # nothing ingested yet: only landed files to plan
+    with connect(warehouse.paths.duckdb_path, timeout_s=timeout_s) as con:
+        return read_facts(con)
+
+
+def scoring_partitions(instance: dg.DagsterInstance) -> set[str]:
+    """Configurations with a scoring run queued or in progress (not requested again)."""
+    return {
+        run.tags.get(PARTITION_TAG, "")
+        for run in instance.get_runs(
+            filters=dg.RunsFilter(tags={ROLE_TAG: SCORE_ROLE}, statuses=UNFINISHED)
+        )
+    }
+
+
+def landing_plan(
     context: dg.SensorEvaluationContext, warehouse: LitmusWarehouse
-) -> dg.SensorResult:
+) -> tuple[Plan, LandingCursor, list[str]]:
+    """The plan of one landing-sensor evaluation, the cursor after it, and what it noted."""
     paths = warehouse.paths
     scan = scan_landing(
         paths, LandingCursor.from_json(context.cursor), byte_budget=LANDING_BYTES_PER_EVALUATION
@@ -69,73 +94,77 @@ def landing_sensor(
     for name in scan.repeated:
         context.log.info(f"{name}: same content as a file handled before, not run again")
 
-    files_by_partition: dict[str, list[str]] = {}
+    landed: dict[str, LandedConfiguration] = {}
     without_configuration: list[str] = []
-    for landed in scan.new_files:
+    for file in scan.new_files:
         try:
-            found = file_configurations(landed.path, paths)
+            found = file_configurations(file.path, paths)
         except Exception as problem:  # an unreadable log is ingestion's to quarantine/report
-            context.log.warning(f"{landed.name}: cannot read its configurations: {problem}")
-            without_configuration.append(landed.sha256)
+            context.log.warning(f"{file.name}: cannot read its configurations: {problem}")
+            without_configuration.append(file.sha256)
             continue
         if not found.configurations:
-            without_configuration.append(landed.sha256)
-        for key in found.configurations:
-            files_by_partition.setdefault(key, []).append(landed.sha256)
+            without_configuration.append(file.sha256)
+        for key, config in found.configurations.items():
+            before = landed.get(key, LandedConfiguration(config, ()))
+            landed[key] = LandedConfiguration(
+                config, (*before.hashes, file.sha256), (*before.names, file.name)
+            )
         context.log.info(
-            f"{landed.name}: {found.records_read} records, configurations "
+            f"{file.name}: {found.records_read} records, configurations "
             f"{sorted(found.configurations.values())}"
         )
-
-    known = set(context.instance.get_dynamic_partitions(configurations.name))
-    new_partitions = sorted(set(files_by_partition) - known)
-    run_requests = [
-        dg.RunRequest(
-            run_key=f"land-{key}-{_digest(hashes)}",
-            job_name=land_and_score_job.name,
-            partition_key=key,
-            tags={
-                ROLE_TAG: SCORE_ROLE,
-                TRIGGER_TAG: "landing",
-                LANDED_TAG: ",".join(sorted(h[:16] for h in hashes)),
-            },
-        )
-        for key, hashes in sorted(files_by_partition.items())
-    ]
-    if without_configuration and not run_requests:
-        # Nothing to label, but the file must still be stored and its records quarantined.
-        run_requests.append(
-            dg.RunRequest(
-                run_key=f"ingest-{_digest(without_configuration)}",
-                job_name=ingest_job.name,
-                tags={ROLE_TAG: SCORE_ROLE, TRIGGER_TAG: "landing"},
-            )
-        )
+    notes = []
+    try:
+        facts = warehouse_facts(warehouse, SENSOR_LOCK_WAIT_S)
+    except WarehouseBusyError as busy:
+        facts = WarehouseFacts()
+        notes.append(f"{busy}; planned the landed files only")
+    plan = compute_plan(facts, landed=landed, landed_without_configuration=without_configuration)
     waiting = len(scan.waiting) + len(scan.deferred)
+    if waiting:
+        notes.append(f"{waiting} still settling")
+    return plan, scan.cursor, notes
+
+
+@dg.sensor(
+    name="landing_sensor",
+    jobs=[land_and_score_job, ingest_job, score_configuration_job, refresh_audit_job],
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "New run files in <home>/landing → add the configuration partition and score it; "
+        "stale or re-audited configurations are scored too."
+    ),
+)
+def landing_sensor(
+    context: dg.SensorEvaluationContext, warehouse: LitmusWarehouse
+) -> dg.SensorResult:
+    plan, cursor, notes = landing_plan(context, warehouse)
+    for note in notes:
+        context.log.info(note)
+    requests = run_requests(
+        plan, trigger="landing", running=scoring_partitions(context.instance), run_keys=True
+    )
+    waiting = [note for note in notes if note.endswith("still settling")]
     return dg.SensorResult(
-        run_requests=run_requests,
-        dynamic_partitions_requests=(
-            [configurations.build_add_request(new_partitions)] if new_partitions else []
-        ),
-        cursor=scan.cursor.to_json(),
+        run_requests=requests,
+        dynamic_partitions_requests=registration_requests(context.instance, plan.partitions()),
+        cursor=cursor.to_json(),
         skip_reason=(
             None
-            if run_requests
-            else f"no new landed files ({waiting} still settling)"
+            if requests
+            else f"no new landed files ({waiting[0]})"
             if waiting
             else "no new landed files"
         ),
     )
 
 
-def _digest(hashes: list[str]) -> str:
-    return hashlib.sha256(",".join(sorted(hashes)).encode()).hexdigest()[:16]
-
-
 @dg.schedule(
     name="rescore_stale_configurations",
     cron_schedule="17 * * * *",
-    job=rescore_job,
+    job=score_configuration_job,
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description=(
         "Re-label exactly the configurations whose labels are stale (labeler, refusal "
@@ -146,34 +175,19 @@ def rescore_schedule(
     context: dg.ScheduleEvaluationContext, warehouse: LitmusWarehouse
 ) -> list[dg.RunRequest] | dg.SkipReason:
     try:
-        with connect(warehouse.paths.duckdb_path, timeout_s=SCHEDULE_LOCK_WAIT_S) as con:
-            stale = stale_partitions(con)
+        plan = compute_plan(warehouse_facts(warehouse, SCHEDULE_LOCK_WAIT_S))
     except WarehouseBusyError as busy:
         return dg.SkipReason(f"{busy}; trying again at the next tick")
-    if not stale:
+    if plan.empty:
         return dg.SkipReason("every configuration is labeled with the current code")
-    running = {
-        run.tags.get(PARTITION_TAG)
-        for run in context.instance.get_runs(
-            filters=dg.RunsFilter(tags={ROLE_TAG: SCORE_ROLE}, statuses=UNFINISHED)
-        )
-    }
-    known = set(context.instance.get_dynamic_partitions(configurations.name))
-    missing = sorted({status.partition_key for status in stale} - known)
-    if missing:  # the warehouse outlived the Dagster instance: re-register its partitions
-        context.instance.add_dynamic_partitions(configurations.name, missing)
-    requests = [
-        dg.RunRequest(
-            partition_key=status.partition_key,
-            tags={
-                ROLE_TAG: SCORE_ROLE,
-                TRIGGER_TAG: "rescore",
-                STALE_REASON_TAG: "; ".join(status.stale_reasons)[:200],
-            },
-        )
-        for status in stale
-        if status.partition_key not in running
-    ]
+    # the warehouse outlived the Dagster instance: re-register its partitions
+    register(context.instance, plan.partitions())
+    requests = run_requests(
+        plan,
+        trigger="rescore",
+        running=scoring_partitions(context.instance),
+        job=score_configuration_job,
+    )
     return requests or dg.SkipReason("every stale configuration is already being re-scored")
 
 
@@ -202,17 +216,15 @@ def publish_sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.Sk
     scored = _latest_storage_id(instance, AUDITED)
     if scored is None:
         return dg.SkipReason("nothing labeled yet")
-    published = _latest_storage_id(instance, release_drift.key)
     published_version = instance.get_latest_materialization_code_versions([release_drift.key]).get(
         release_drift.key
     )
-    reasons = []
-    if published is None or scored > published:
-        reasons.append("new labels")
-    if published is not None and published_version != RELEASE_DRIFT_CODE_VERSION:
-        reasons.append(
-            f"metric definitions changed ({published_version} → {RELEASE_DRIFT_CODE_VERSION})"
-        )
+    reasons = publish_reasons(
+        last_labeled=scored,
+        last_published=_latest_storage_id(instance, release_drift.key),
+        published_version=published_version,
+        current_version=RELEASE_DRIFT_CODE_VERSION,
+    )
     if not reasons:
         return dg.SkipReason("the published metrics are up to date")
     return dg.RunRequest(

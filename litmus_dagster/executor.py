@@ -1,0 +1,352 @@
+"""The one executor of a plan (``litmus.plan``): each plan item becomes a run of one job.
+
+Two ways to carry a plan out, with the same item → job mapping (:func:`job_for`):
+
+- :func:`execute` materializes it in-process against a persistent local Dagster instance
+  (``litmus run``, ``litmus rescore``, ``litmus demo``): the same asset definitions the
+  Dagster UI shows, with the run history kept in ``<home>/dagster``;
+- :func:`run_requests` turns it into run requests for the daemon (the landing sensor and the
+  re-score schedule); publishing there is the publish sensor's, once no scoring run is left.
+
+Each configuration is scored in its own run. A failing gate check withholds that
+configuration (its verdicts are in the ``publication_gates`` table every publisher reads): the
+executor records it and goes on, so the others still publish. Any other failed step is
+recorded too, and reported by the caller once the others were published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from litmus.faults import crash_point
+from litmus.plan import Action, Plan, PlanItem
+from litmus.settings import LitmusPaths
+from litmus_dagster import stop
+from litmus_dagster.jobs import (
+    LANDED_TAG,
+    ROLE_TAG,
+    SCORE_ROLE,
+    STALE_REASON_TAG,
+    TRIGGER_TAG,
+    ingest_job,
+    land_and_score_job,
+    publish_job,
+    refresh_audit_job,
+    score_configuration_job,
+)
+from litmus_dagster.partitions import configurations, register
+from litmus_dagster.resources import LitmusWarehouse
+
+Progress = Callable[[str], None]
+
+INSTANCE_YAML = """\
+# LITMUS local instance: SQLite run/event storage under this folder. Writers to the DuckDB
+# warehouse are serialized by its file lock (litmus/warehouse.py), so no concurrency pool
+# limit is set here: with SQLite storage a pool limit makes every step poll for a slot.
+# A team on Postgres storage can add `concurrency: pools: default_limit: 1` (docs/operations.md).
+telemetry:
+  enabled: false
+"""
+
+# Dagster's own step log stays in the run history; the CLI prints its own progress. Gate
+# failures are expected outcomes, reported by the executor, not tracebacks on the console.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
+PUBLICATION_GATES = dg.AssetKey("publication_gates")
+# Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the
+# executor must stop as a whole instead of going on to the next configuration.
+INTERRUPT_ERRORS = frozenset({"DagsterExecutionInterruptedError", "KeyboardInterrupt"})
+
+
+def job_for(item: PlanItem) -> dg.UnresolvedAssetJobDefinition:
+    """The job that carries out one plan item (in-process and through the daemon alike)."""
+    if item.action == Action.INGEST:
+        return ingest_job
+    if item.action == Action.LABEL:
+        return land_and_score_job if item.landed else score_configuration_job
+    if item.action == Action.REAUDIT:
+        return refresh_audit_job
+    return publish_job
+
+
+@dataclass
+class ExecutionResult:
+    plan: Plan = field(default_factory=Plan)
+    ingested_partitions: list[str] = field(default_factory=list)
+    scored_partitions: list[str] = field(default_factory=list)  # re-labeled (and re-gated)
+    refreshed_partitions: list[str] = field(default_factory=list)  # re-audited and re-gated
+    # partition → the publication gate checks that failed in its run (withheld)
+    withheld: dict[str, list[str]] = field(default_factory=dict)
+    # partition → the error of an asset step that failed (not scored this time)
+    failed: dict[str, str] = field(default_factory=dict)
+    # partition → its gate check evaluations in this run, by check name
+    gate_checks: dict[str, dict[str, dg.AssetCheckEvaluation]] = field(default_factory=dict)
+    published: bool = False
+
+    @property
+    def rescored(self) -> list[str]:
+        return self.scored_partitions
+
+
+@dataclass(frozen=True)
+class Narration:
+    """What the executor says as it goes (the CLI commands word their progress differently)."""
+
+    label: str = "[2/3] labeling configuration {index}/{total}: {key}"
+    reaudit: str = (
+        "[2/3] re-auditing configuration {index}/{total} (verdicts or gates changed): {key}"
+    )
+    nothing: str | None = "[2/3] every configuration is already labeled with the current labeler"
+    publish: str = "[3/3] computing metrics and publishing the leaderboard"
+
+
+# ----------------------------------------------------------------------------- in-process
+
+
+def local_instance(paths: LitmusPaths) -> dg.DagsterInstance:
+    home = paths.home / "dagster"
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML)
+    return dg.DagsterInstance.from_config(str(home))
+
+
+def _definitions() -> dg.Definitions:
+    # Imported on use: loading the code location parses the dbt project, which commands that
+    # only need the instance (``litmus audit load``) should not pay for.
+    from litmus_dagster.definitions import defs
+
+    return defs
+
+
+def run_resources(paths: LitmusPaths) -> dict[str, Any]:
+    resources = dict(_definitions().resources or {})
+    resources["warehouse"] = LitmusWarehouse(home=str(paths.home))
+    return resources
+
+
+def materialize_job(
+    job: dg.UnresolvedAssetJobDefinition,
+    paths: LitmusPaths,
+    instance: dg.DagsterInstance,
+    partition_key: str | None = None,
+    *,
+    raise_on_error: bool = True,
+    tags: dict[str, str] | None = None,
+) -> dg.ExecuteInProcessResult:
+    """Run ``job`` in-process (the UI lists it under its name) against ``paths``, with the
+    asset checks of the selected assets. Stops the whole executor on an interrupt."""
+    stop.check()
+    definitions = _definitions()
+    job_definitions = dg.Definitions(
+        assets=definitions.assets,
+        asset_checks=definitions.asset_checks,
+        jobs=[job],
+        resources=run_resources(paths),
+    )
+    try:
+        run = job_definitions.resolve_job_def(job.name).execute_in_process(
+            instance=instance,
+            partition_key=partition_key,
+            run_config=QUIET if raise_on_error else SILENT,
+            raise_on_error=raise_on_error,
+            tags=tags,
+        )
+    except BaseException as error:
+        if type(error).__name__ in INTERRUPT_ERRORS or _interrupt_in_chain(error):
+            raise KeyboardInterrupt from None
+        raise
+    if not run.success and was_interrupted(run):
+        raise KeyboardInterrupt
+    stop.check()  # a signal swallowed during the run still stops the executor here
+    return run
+
+
+def _interrupt_in_chain(error: BaseException) -> bool:
+    visited: set[int] = set()  # a chain can loop back on itself
+    seen = error.__cause__ or error.__context__
+    while seen is not None and id(seen) not in visited:
+        if type(seen).__name__ in INTERRUPT_ERRORS:
+            return True
+        visited.add(id(seen))
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def was_interrupted(run: dg.ExecuteInProcessResult) -> bool:
+    """Whether a step of ``run`` failed because the process was told to stop."""
+    for event in run.all_events:
+        error = getattr(event.event_specific_data, "error", None)
+        while error is not None:
+            if error.cls_name in INTERRUPT_ERRORS:
+                return True
+            error = error.cause or error.context
+    return False
+
+
+def first_step_error(run: dg.ExecuteInProcessResult) -> str | None:
+    """The first line of the run's first step error, leaving out the errors of blocking gate
+    checks that failed (an expected outcome: the configuration is withheld)."""
+    for event in run.get_step_failure_events():
+        data = event.event_specific_data
+        if (
+            data is not None
+            and data.error is not None
+            and data.error.cls_name != CHECK_FAILED_ERROR
+        ):
+            return data.error.message.strip().splitlines()[0]
+    return None
+
+
+def withheld_by(run: dg.ExecuteInProcessResult) -> list[str]:
+    """The publication gate checks that failed in a configuration's run, sorted."""
+    return sorted(
+        {
+            evaluation.check_name
+            for evaluation in run.get_asset_check_evaluations()
+            if not evaluation.passed and evaluation.asset_key == PUBLICATION_GATES
+        }
+    )
+
+
+def ingest(paths: LitmusPaths, instance: dg.DagsterInstance, result: ExecutionResult) -> None:
+    """Store every landed file and suite (idempotent); registers their partitions."""
+    materialize_job(ingest_job, paths, instance)
+    result.ingested_partitions = list(instance.get_dynamic_partitions(configurations.name))
+
+
+def _run_configuration(
+    item: PlanItem,
+    paths: LitmusPaths,
+    instance: dg.DagsterInstance,
+    result: ExecutionResult,
+    progress: Progress,
+    tags: dict[str, str],
+) -> str | None:
+    """One configuration's run; a withheld or failed configuration is recorded, never raised.
+    Returns the partition key when it was scored."""
+    key = item.partition_key
+    if key is None:
+        raise ValueError(f"a {item.action} item names no configuration")
+    run = materialize_job(job_for(item), paths, instance, key, raise_on_error=False, tags=tags)
+    result.gate_checks[key] = {
+        evaluation.check_name: evaluation for evaluation in run.get_asset_check_evaluations()
+    }
+    failed_checks = withheld_by(run)
+    if failed_checks:  # an expected outcome: the configuration is withheld, the run succeeds
+        result.withheld[key] = failed_checks
+        progress(f"      withheld by gate(s): {', '.join(failed_checks)}")
+    error = first_step_error(run)
+    if error or not (run.success or failed_checks):
+        result.failed[key] = error or "run failed"
+        progress(f"      failed: {result.failed[key]}")
+        return None
+    return key
+
+
+def execute(
+    plan: Plan,
+    paths: LitmusPaths,
+    instance: dg.DagsterInstance,
+    *,
+    result: ExecutionResult | None = None,
+    publish: bool | None = None,
+    progress: Progress = print,
+    narration: Narration | None = None,
+    tags: dict[str, str] | None = None,
+) -> ExecutionResult:
+    """Carry ``plan`` out in-process: label, re-audit, then publish (when the plan says so,
+    or always with ``publish=True``). Failures are recorded in the result, never raised."""
+    narration = narration or Narration()
+    result = result or ExecutionResult()
+    result.plan = plan
+    tags = dict(tags or {})
+    register(instance, plan.partitions(Action.LABEL, Action.REAUDIT))
+    if plan.of(Action.INGEST):
+        materialize_job(ingest_job, paths, instance, tags=tags)
+    labels = plan.of(Action.LABEL)
+    for index, item in enumerate(labels, start=1):
+        progress(narration.label.format(index=index, total=len(labels), **_names(item)))
+        if scored := _run_configuration(item, paths, instance, result, progress, tags):
+            result.scored_partitions.append(scored)
+        crash_point("pipeline.configuration_scored")
+    reaudits = plan.of(Action.REAUDIT)
+    for index, item in enumerate(reaudits, start=1):
+        progress(narration.reaudit.format(index=index, total=len(reaudits), **_names(item)))
+        if refreshed := _run_configuration(item, paths, instance, result, progress, tags):
+            result.refreshed_partitions.append(refreshed)
+    if not labels and not reaudits and narration.nothing:
+        progress(narration.nothing)
+    crash_point("pipeline.scored")
+    if publish is None:
+        publish = bool(plan.of(Action.PUBLISH))
+    if publish and publish_job.selection.resolve(_definitions().resolve_asset_graph()):
+        progress(narration.publish)
+        materialize_job(publish_job, paths, instance, tags=tags)
+        result.published = True
+        crash_point("pipeline.published")
+    return result
+
+
+def _names(item: PlanItem) -> dict[str, str]:
+    return {"key": item.partition_key or "", "config": item.config_key or item.partition_key or ""}
+
+
+# ----------------------------------------------------------------------------- daemon
+
+
+def run_requests(
+    plan: Plan,
+    *,
+    trigger: str,
+    running: Collection[str] = (),
+    run_keys: bool = False,
+    job: dg.UnresolvedAssetJobDefinition | None = None,
+) -> list[dg.RunRequest]:
+    """The daemon's runs for ``plan``: one per configuration not already being scored
+    (``running``; newly landed files are always requested), and one ingestion run for landed
+    files without a configuration.
+
+    With ``run_keys`` (a sensor, evaluated every few seconds) each request carries a key made
+    of what it is for, so an unchanged reason is never requested twice; the hourly schedule
+    asks again at every tick instead, which retries a failed run. A schedule targets one job
+    (``job``): scoring re-audits and re-gates too, so it serves every configuration item.
+    """
+    requests = []
+    for item in plan.items:
+        if item.action == Action.PUBLISH:  # the publish sensor's, after the scoring runs
+            continue
+        # a configuration being scored is not asked again, unless files just landed for it:
+        # the cursor has them as handled, so this request is their one chance to be stored
+        if item.partition_key in running and not item.landed:
+            continue
+        tags = {ROLE_TAG: SCORE_ROLE, TRIGGER_TAG: trigger}
+        if item.landed:
+            tags[LANDED_TAG] = ",".join(sorted(h[:16] for h in item.landed))
+        else:
+            tags[STALE_REASON_TAG] = "; ".join(item.reasons)[:200]
+        requests.append(
+            dg.RunRequest(
+                run_key=_run_key(item) if run_keys else None,
+                job_name=(job or job_for(item)).name,
+                partition_key=item.partition_key,
+                tags=tags,
+            )
+        )
+    return requests
+
+
+def _run_key(item: PlanItem) -> str:
+    what = item.landed or item.reasons
+    digest = hashlib.sha256(",".join(sorted(what)).encode()).hexdigest()[:16]
+    if item.action == Action.INGEST:
+        return f"ingest-{digest}"
+    prefix = "land" if item.landed else str(item.action)
+    return f"{prefix}-{item.partition_key}-{digest}"
