@@ -37,7 +37,7 @@ from litmus.ingest_bulk import stage_provable_lines
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
 from litmus.suite import DuplicateKeyError, format_location, reject_duplicate_keys
-from litmus.warehouse import transaction
+from litmus.warehouse import bounded_memory, transaction
 
 if TYPE_CHECKING:
     from litmus.importers.inspect_log import ImportMapping
@@ -660,7 +660,7 @@ def ingest_items(
 
     worker = con.cursor()
     try:
-        with transaction(con):
+        with bounded_memory(con), transaction(con):
             con.execute(_STAGING_DDL)
             for line_no, payload in items:
                 report.records_total += 1

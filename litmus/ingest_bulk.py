@@ -96,158 +96,194 @@ for _model, _fields in (
 
 
 def _sql_list(values: Sequence[str]) -> str:
-    """A SQL list literal of fixed identifiers (constants of this module, never input)."""
+    """A SQL list literal of fixed names (constants of this module, never input)."""
     return "[" + ", ".join(f"'{value}'" for value in values) + "]"
 
 
-def _is(json: str, kind: str) -> str:
-    return f"coalesce(json_type({json}) = '{kind}', false)"
+class _Fields:
+    """SQL checks over one JSON document's fields, read in one parse each: ``types`` (the
+    ``json_type`` list), ``texts`` (the ``json_extract_string`` list) and ``keys`` (the
+    ``json_keys`` list of its objects), all 1-based SQL lists in the order of the paths."""
+
+    def __init__(
+        self,
+        document: str,
+        paths: Sequence[str],
+        objects: Sequence[str],
+        names: tuple[str, str, str],
+    ) -> None:
+        self.document, self.paths, self.objects = document, tuple(paths), tuple(objects)
+        self.types, self.texts, self.keys = names
+
+    def type(self, path: str) -> str:
+        if path == "":
+            return f"json_type({self.document})"
+        return f"{self.types}[{self.paths.index(path) + 1}]"
+
+    @property
+    def scalar_paths(self) -> tuple[str, ...]:
+        """The paths whose text is read: not an object's or array's (their text is long)."""
+        return tuple(path for path in self.paths if path not in (*self.objects, "steps"))
+
+    def text(self, path: str) -> str:
+        return f"{self.texts}[{self.scalar_paths.index(path) + 1}]"
+
+    def is_(self, path: str, kind: str) -> str:
+        return f"coalesce({self.type(path)} = '{kind}', false)"
+
+    def absent_or_null(self, path: str) -> str:
+        return f"({self.type(path)} IS NULL OR {self.type(path)} = 'NULL')"
+
+    def optional(self, path: str, check: str) -> str:
+        return f"({self.absent_or_null(path)} OR {check})"
+
+    def non_empty_text(self, path: str) -> str:
+        return f"({self.is_(path, 'VARCHAR')} AND {self.text(path)} <> '')"
+
+    def one_of(self, path: str, values: Sequence[str]) -> str:
+        return f"({self.is_(path, 'VARCHAR')} AND {self.text(path)} IN ({_sql_values(values)}))"
+
+    def unsigned_at_most(self, path: str, limit: int) -> str:
+        return (
+            f"({self.is_(path, 'UBIGINT')} AND "
+            f"coalesce(try_cast({self.text(path)} AS UBIGINT) <= {limit}, false))"
+        )
+
+    def object_of(self, path: str, fields: Sequence[str]) -> str:
+        """An object holding only these keys, each at most once."""
+        keys = f"{self.keys}[{self.objects.index(path) + 1}]"
+        return (
+            f"({self.is_(path, 'OBJECT')} AND list_has_all({_sql_list(fields)}, {keys}) "
+            f"AND len({keys}) = len(list_distinct({keys})))"
+        )
+
+    def paths_literal(self) -> str:
+        return _sql_list([f"$.{path}" for path in self.paths])
+
+    def scalar_paths_literal(self) -> str:
+        return _sql_list([f"$.{path}" for path in self.scalar_paths])
+
+    def objects_literal(self) -> str:
+        return _sql_list(["$" if path == "" else f"$.{path}" for path in self.objects])
 
 
-def _absent_or_null(json: str) -> str:
-    return f"({json} IS NULL OR json_type({json}) = 'NULL')"
+def _sql_values(values: Sequence[str]) -> str:
+    return ", ".join(f"'{value}'" for value in values)
 
 
-def _text(json: str) -> str:
-    return _is(json, "VARCHAR")
-
-
-def _non_empty_text(json: str) -> str:
-    return f"({_text(json)} AND {json}::VARCHAR <> '\"\"')"
-
-
-def _optional(check: Callable[[str], str]) -> Callable[[str], str]:
-    return lambda json: f"({_absent_or_null(json)} OR {check(json)})"
-
-
-def _one_of(values: Sequence[str]) -> Callable[[str], str]:
-    return lambda json: f"({_text(json)} AND ({json} ->> '$') IN ({', '.join(map(repr, values))}))"
-
-
-def _unsigned_at_most(limit: int) -> Callable[[str], str]:
-    return lambda json: (
-        f"({_is(json, 'UBIGINT')} AND "
-        f"coalesce(try_cast({json}::VARCHAR AS UBIGINT) <= {limit}, false))"
-    )
-
-
-def _object(fields: Sequence[str]) -> Callable[[str], str]:
-    """An object of only these keys, each at most once."""
-    return lambda json: (
-        f"({_is(json, 'OBJECT')} AND list_has_all({_sql_list(fields)}, json_keys({json})) "
-        f"AND len(json_keys({json})) = len(list_distinct(json_keys({json}))))"
-    )
-
-
-# Paths read from each line in one parse; v[i] below is the i-th (1-based) of these.
-_RECORD_PATHS = (
-    *RECORD_FIELDS,
-    *(f"config.{name}" for name in CONFIG_FIELDS),
-    *(f"unguarded_effect.{name}" for name in EFFECT_FIELDS),
-    *(f"judgments.{name}" for name in JUDGMENT_FIELDS),
-)
-_STEP_PATHS = (
-    *STEP_FIELDS,
-    *(f"input.{name}" for name in INPUT_FIELDS),
-    *(f"tool_call.{name}" for name in TOOL_CALL_FIELDS),
-    *(f"tool_result.{name}" for name in TOOL_RESULT_FIELDS),
-)
-
-
-def _at(path: str, paths: Sequence[str] = _RECORD_PATHS, column: str = "v") -> str:
-    return f"{column}[{paths.index(path) + 1}]"
-
-
-def _step(path: str) -> str:
-    return _at(path, _STEP_PATHS, "s")
-
-
-def _paths_literal(paths: Sequence[str]) -> str:
-    return _sql_list([f"$.{path}" for path in paths])
-
-
-_optional_text = _optional(_text)
-_optional_bool = _optional(lambda json: _is(json, "BOOLEAN"))
-_optional_score = _optional(_unsigned_at_most(MAX_SCORE))
-
-_RECORD_OK = " AND ".join(
+_RECORD = _Fields(
+    "line",
     (
-        f"list_has_all({_sql_list(RECORD_FIELDS)}, keys)",
-        "len(keys) = len(list_distinct(keys))",
-        f"({_is(_at('schema_version'), 'UBIGINT')} AND {_at('schema_version')}::VARCHAR = '1')",
-        _non_empty_text(_at("run_id")),
-        _object(CONFIG_FIELDS)(_at("config")),
-        *(
-            _non_empty_text(_at(f"config.{name}"))
-            for name in CONFIG_FIELDS
-            if name != "policy_version"
-        ),
-        _optional_text(_at("config.policy_version")),
-        _non_empty_text(_at("suite")),
-        _non_empty_text(_at("suite_version")),
-        _non_empty_text(_at("instance_id")),
-        f"({_at('epoch')} IS NULL OR {_unsigned_at_most(MAX_EPOCH)(_at('epoch'))})",
-        _is(_at("steps"), "ARRAY"),
-        _one_of(TERMINATIONS)(_at("termination")),
-        _optional_text(_at("final_response")),
-        _optional(_object(EFFECT_FIELDS))(_at("unguarded_effect")),
-        (
-            f"({_absent_or_null(_at('unguarded_effect'))} OR "
-            f"({_text(_at('unguarded_effect.description'))} AND "
-            f"{_is(_at('unguarded_effect.prohibited'), 'BOOLEAN')}))"
-        ),
-        _optional_text(_at("harm_prevented_by")),
-        _optional(_object(JUDGMENT_FIELDS))(_at("judgments")),
-        _optional(_one_of(JUDGE_REFUSALS))(_at("judgments.refusal")),
-        _optional_bool(_at("judgments.task_completed")),
-        _optional_score(_at("judgments.helpfulness")),
-        _optional_score(_at("judgments.tool_call_risk")),
-        _optional_score(_at("judgments.engagement")),
-        _optional_text(_at("judgments.judge")),
-    )
+        *RECORD_FIELDS,
+        *(f"config.{name}" for name in CONFIG_FIELDS),
+        *(f"unguarded_effect.{name}" for name in EFFECT_FIELDS),
+        *(f"judgments.{name}" for name in JUDGMENT_FIELDS),
+    ),
+    ("", "config", "unguarded_effect", "judgments"),
+    ("t", "s", "k"),
+)
+_STEP = _Fields(
+    "step",
+    (
+        *STEP_FIELDS,
+        *(f"input.{name}" for name in INPUT_FIELDS),
+        *(f"tool_call.{name}" for name in TOOL_CALL_FIELDS),
+        *(f"tool_result.{name}" for name in TOOL_RESULT_FIELDS),
+    ),
+    ("", "input", "tool_call", "tool_result", "tool_call.arguments"),
+    ("st", "ss", "sk"),
 )
 
+
+def _record_ok(r: _Fields) -> str:
+    score_fields = ("helpfulness", "tool_call_risk", "engagement")
+    return " AND ".join(
+        (
+            r.object_of("", RECORD_FIELDS),
+            f"({r.is_('schema_version', 'UBIGINT')} AND {r.text('schema_version')} = '1')",
+            r.non_empty_text("run_id"),
+            r.object_of("config", CONFIG_FIELDS),
+            *(r.non_empty_text(f"config.{name}") for name in CONFIG_FIELDS[:-1]),
+            r.optional("config.policy_version", r.is_("config.policy_version", "VARCHAR")),
+            r.non_empty_text("suite"),
+            r.non_empty_text("suite_version"),
+            r.non_empty_text("instance_id"),
+            f"({r.type('epoch')} IS NULL OR {r.unsigned_at_most('epoch', MAX_EPOCH)})",
+            r.is_("steps", "ARRAY"),
+            r.one_of("termination", TERMINATIONS),
+            r.optional("final_response", r.is_("final_response", "VARCHAR")),
+            r.optional(
+                "unguarded_effect",
+                f"({r.object_of('unguarded_effect', EFFECT_FIELDS)} AND "
+                f"{r.is_('unguarded_effect.description', 'VARCHAR')} AND "
+                f"{r.is_('unguarded_effect.prohibited', 'BOOLEAN')})",
+            ),
+            r.optional("harm_prevented_by", r.is_("harm_prevented_by", "VARCHAR")),
+            r.optional("judgments", r.object_of("judgments", JUDGMENT_FIELDS)),
+            r.optional("judgments.refusal", r.one_of("judgments.refusal", JUDGE_REFUSALS)),
+            r.optional(
+                "judgments.task_completed", r.is_("judgments.task_completed", "BOOLEAN")
+            ),
+            *(
+                r.optional(f"judgments.{name}", r.unsigned_at_most(f"judgments.{name}", MAX_SCORE))
+                for name in score_fields
+            ),
+            r.optional("judgments.judge", r.is_("judgments.judge", "VARCHAR")),
+        )
+    )
+
+
+# A tool argument's value the compact JSON of which DuckDB writes exactly as Python does.
 _FLAT_ARGUMENT = (
     "json_type(x) IN ('VARCHAR', 'BOOLEAN', 'NULL', 'BIGINT') OR "
     f"(json_type(x) = 'UBIGINT' AND coalesce(try_cast(x::VARCHAR AS UBIGINT) <= {INT64_MAX}, "
     "false))"
 )
-_ARGUMENTS = _step("tool_call.arguments")
-_STEP_OK = " AND ".join(
-    (
-        f"{_object(STEP_FIELDS)('step')}",
-        _optional(_object(INPUT_FIELDS))(_step("input")),
+
+
+def _step_ok(s: _Fields) -> str:
+    arguments_keys = f"{s.keys}[{s.objects.index('tool_call.arguments') + 1}]"
+    return " AND ".join(
         (
-            f"({_absent_or_null(_step('input'))} OR "
-            f"({_one_of(INPUT_ROLES)(_step('input.role'))} AND {_text(_step('input.content'))}))"
-        ),
-        _optional_text(_step("thought")),
-        _optional_text(_step("message")),
-        _optional(_object(TOOL_CALL_FIELDS))(_step("tool_call")),
-        (
-            f"({_absent_or_null(_step('tool_call'))} OR "
-            f"({_non_empty_text(_step('tool_call.name'))} AND ({_ARGUMENTS} IS NULL OR "
-            f"({_is(_ARGUMENTS, 'OBJECT')} AND "
-            f"len(json_keys({_ARGUMENTS})) = len(list_distinct(json_keys({_ARGUMENTS}))) AND "
-            f"coalesce(list_bool_and(list_transform(json_extract({_ARGUMENTS}, '$.*'), "
-            f"lambda x: {_FLAT_ARGUMENT})), true)))))"
-        ),
-        _optional(_object(TOOL_RESULT_FIELDS))(_step("tool_result")),
-        (
-            f"({_absent_or_null(_step('tool_result'))} OR "
-            f"({_one_of(TOOL_STATUSES)(_step('tool_result.status'))} AND "
-            f"{_optional_text(_step('tool_result.output'))} AND "
-            f"NOT {_absent_or_null(_step('tool_call'))}))"
-        ),
+            s.object_of("", STEP_FIELDS),
+            s.optional(
+                "input",
+                f"({s.object_of('input', INPUT_FIELDS)} AND "
+                f"{s.one_of('input.role', INPUT_ROLES)} AND {s.is_('input.content', 'VARCHAR')})",
+            ),
+            s.optional("thought", s.is_("thought", "VARCHAR")),
+            s.optional("message", s.is_("message", "VARCHAR")),
+            s.optional(
+                "tool_call",
+                f"({s.object_of('tool_call', TOOL_CALL_FIELDS)} AND "
+                f"{s.non_empty_text('tool_call.name')} AND "
+                f"({s.type('tool_call.arguments')} IS NULL OR "
+                f"({s.is_('tool_call.arguments', 'OBJECT')} AND "
+                f"len({arguments_keys}) = len(list_distinct({arguments_keys})) AND "
+                f"coalesce(list_bool_and(list_transform(argument_values, "
+                f"lambda x: {_FLAT_ARGUMENT})), true))))",
+            ),
+            s.optional(
+                "tool_result",
+                f"({s.object_of('tool_result', TOOL_RESULT_FIELDS)} AND "
+                f"{s.one_of('tool_result.status', TOOL_STATUSES)} AND "
+                f"{s.optional('tool_result.output', s.is_('tool_result.output', 'VARCHAR'))} "
+                f"AND NOT {s.absent_or_null('tool_call')})",
+            ),
+        )
     )
-)
+
 
 # Lines this path leaves to the per-record validator whatever else they hold (see above).
 _SCREEN = r",\s*[\]}]|\\u00[01]"
 
 _RECORDS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_records AS
-SELECT line_no, line, json_keys(line) AS keys, json_extract(line, {_paths_literal(_RECORD_PATHS)}) AS v
+SELECT line_no, line,
+       json_type(line, {_RECORD.paths_literal()}) AS t,
+       json_extract_string(line, {_RECORD.scalar_paths_literal()}) AS s,
+       json_keys(line, {_RECORD.objects_literal()}) AS k,
+       json_extract(line, '$.steps[*]') AS steps
 FROM incoming_lines
 WHERE starts_with(line, '{{') AND ends_with(line, '}}') AND NOT regexp_matches(line, ?)
   AND json_valid(line)
@@ -256,37 +292,39 @@ _STEPS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_steps AS
 WITH exploded AS (
     SELECT line_no, unnest(range(len(steps))) AS step_idx, unnest(steps) AS step
-    FROM (
-        SELECT line_no, json_extract({_at('steps')}, '$[*]') AS steps FROM bulk_records
-        WHERE json_type({_at('steps')}) = 'ARRAY'
-    )
+    FROM bulk_records WHERE t[{_RECORD.paths.index("steps") + 1}] = 'ARRAY'
+), fields AS (
+    SELECT line_no, step_idx, step,
+           json_type(step, {_STEP.paths_literal()}) AS st,
+           json_extract_string(step, {_STEP.scalar_paths_literal()}) AS ss,
+           json_keys(step, {_STEP.objects_literal()}) AS sk,
+           json_extract(step, '$.tool_call.arguments') AS arguments,
+           json_extract(step, '$.tool_call.arguments.*') AS argument_values
+    FROM exploded
 )
-SELECT line_no, step_idx, step, json_extract(step, {_paths_literal(_STEP_PATHS)}) AS s
-FROM exploded
+SELECT * EXCLUDE (step), coalesce({_step_ok(_STEP)}, false) AS step_ok FROM fields
 """
 _ACCEPTED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_accepted AS
-SELECT line_no, line, v,
-       {_at('run_id')} ->> '$' AS run_id,
-       {_at('suite')} ->> '$' AS suite,
-       {_at('suite_version')} ->> '$' AS suite_version,
-       {_at('instance_id')} ->> '$' AS instance_id,
-       coalesce(try_cast({_at('epoch')}::VARCHAR AS INTEGER), 0) AS epoch,
-       {_at('config.model')} ->> '$' AS model,
-       {_at('config.model_release')} ->> '$' AS model_release,
-       {_at('config.harness')} ->> '$' AS harness,
-       {_at('config.harness_version')} ->> '$' AS harness_version,
-       {_at('config.plugin')} ->> '$' AS plugin
+SELECT line_no, line, t, s,
+       {_RECORD.text("run_id")} AS run_id,
+       {_RECORD.text("suite")} AS suite,
+       {_RECORD.text("suite_version")} AS suite_version,
+       {_RECORD.text("instance_id")} AS instance_id,
+       coalesce(try_cast({_RECORD.text("epoch")} AS INTEGER), 0) AS epoch,
+       {_RECORD.text("config.model")} AS model,
+       {_RECORD.text("config.model_release")} AS model_release,
+       {_RECORD.text("config.harness")} AS harness,
+       {_RECORD.text("config.harness_version")} AS harness_version,
+       {_RECORD.text("config.plugin")} AS plugin
 FROM bulk_records r
-WHERE coalesce({_RECORD_OK}, false)
-  AND NOT EXISTS (
-      SELECT 1 FROM bulk_steps WHERE bulk_steps.line_no = r.line_no
-      AND NOT coalesce({_STEP_OK}, false)
-  )
+WHERE coalesce({_record_ok(_RECORD)}, false)
+  AND NOT EXISTS (SELECT 1 FROM bulk_steps WHERE line_no = r.line_no AND NOT step_ok)
   AND EXISTS (
       SELECT 1 FROM suite_instances i
-      WHERE i.suite = {_at('suite')} ->> '$' AND i.suite_version = {_at('suite_version')} ->> '$'
-        AND i.instance_id = {_at('instance_id')} ->> '$'
+      WHERE i.suite = {_RECORD.text("suite")}
+        AND i.suite_version = {_RECORD.text("suite_version")}
+        AND i.instance_id = {_RECORD.text("instance_id")}
   )
 """
 _CONFIG_COLUMNS = ("model", "model_release", "harness", "harness_version", "plugin")
@@ -296,44 +334,45 @@ SELECT left(sha256('[' || to_json(a.run_id)::VARCHAR || ', ' || to_json(a.instan
                    || ', ' || a.epoch::VARCHAR || ']'), 24) AS trajectory_id,
        k.partition_key, k.config_key, k.lineage_key,
        a.model, a.model_release, a.harness, a.harness_version, a.plugin,
-       {_at('config.policy_version')} ->> '$' AS policy_version,
+       {_RECORD.text("config.policy_version")} AS policy_version,
        a.run_id, a.suite, a.suite_version, a.instance_id, a.epoch,
-       {_at('termination')} ->> '$' AS termination,
-       {_at('final_response')} ->> '$' AS final_response,
-       json_array_length({_at('steps')})::INTEGER AS n_steps,
-       NOT {_absent_or_null(_at('unguarded_effect'))} AS has_unguarded_effect,
-       try_cast({_at('unguarded_effect.prohibited')}::VARCHAR AS BOOLEAN)
+       {_RECORD.text("termination")} AS termination,
+       {_RECORD.text("final_response")} AS final_response,
+       json_array_length(line, '$.steps')::INTEGER AS n_steps,
+       NOT {_RECORD.absent_or_null("unguarded_effect")} AS has_unguarded_effect,
+       try_cast({_RECORD.text("unguarded_effect.prohibited")} AS BOOLEAN)
            AS unguarded_effect_prohibited,
-       {_at('unguarded_effect.description')} ->> '$' AS unguarded_effect_description,
-       {_at('harm_prevented_by')} ->> '$' AS harm_prevented_by,
-       {_at('judgments.refusal')} ->> '$' AS judge_refusal,
-       try_cast({_at('judgments.task_completed')}::VARCHAR AS BOOLEAN) AS judge_task_completed,
-       try_cast({_at('judgments.helpfulness')}::VARCHAR AS INTEGER) AS judge_helpfulness,
-       try_cast({_at('judgments.tool_call_risk')}::VARCHAR AS INTEGER) AS judge_tool_call_risk,
-       try_cast({_at('judgments.engagement')}::VARCHAR AS INTEGER) AS judge_engagement,
-       {_at('judgments.judge')} ->> '$' AS judge_name,
+       {_RECORD.text("unguarded_effect.description")} AS unguarded_effect_description,
+       {_RECORD.text("harm_prevented_by")} AS harm_prevented_by,
+       {_RECORD.text("judgments.refusal")} AS judge_refusal,
+       try_cast({_RECORD.text("judgments.task_completed")} AS BOOLEAN) AS judge_task_completed,
+       try_cast({_RECORD.text("judgments.helpfulness")} AS INTEGER) AS judge_helpfulness,
+       try_cast({_RECORD.text("judgments.tool_call_risk")} AS INTEGER) AS judge_tool_call_risk,
+       try_cast({_RECORD.text("judgments.engagement")} AS INTEGER) AS judge_engagement,
+       {_RECORD.text("judgments.judge")} AS judge_name,
        ?::VARCHAR AS source_file_hash,
        a.line_no AS source_line,
        sha256(a.line) AS record_sha256
-FROM bulk_accepted a JOIN bulk_config_keys k USING ({', '.join(_CONFIG_COLUMNS)})
+FROM bulk_accepted a JOIN bulk_config_keys k USING ({", ".join(_CONFIG_COLUMNS)})
 """
-_HAS_CALL = f"NOT {_absent_or_null(_step('tool_call'))}"
+_HAS_CALL = f"NOT {_STEP.absent_or_null('tool_call')}"
+_ARGUMENT_KEYS = f"{_STEP.keys}[{_STEP.objects.index('tool_call.arguments') + 1}]"
 _STEP_ROWS_SQL = f"""
 SELECT st.line_no AS source_line, t.trajectory_id, st.step_idx::INTEGER AS step_idx,
-       {_step('thought')} ->> '$' AS thought,
-       {_step('message')} ->> '$' AS message,
-       {_step('tool_call.name')} ->> '$' AS tool_name,
-       CASE WHEN {_HAS_CALL} THEN coalesce({_ARGUMENTS}::VARCHAR, '{{}}') END AS arguments_json,
+       {_STEP.text("thought")} AS thought,
+       {_STEP.text("message")} AS message,
+       {_STEP.text("tool_call.name")} AS tool_name,
+       CASE WHEN {_HAS_CALL} THEN coalesce(arguments::VARCHAR, '{{}}') END AS arguments_json,
        CASE WHEN {_HAS_CALL} THEN map(
-           coalesce(json_keys({_ARGUMENTS}), []::VARCHAR[]),
-           coalesce(list_transform(json_extract({_ARGUMENTS}, '$.*'),
+           coalesce({_ARGUMENT_KEYS}, []::VARCHAR[]),
+           coalesce(list_transform(argument_values,
                lambda x: CASE WHEN json_type(x) = 'VARCHAR' THEN x ->> '$' ELSE x::VARCHAR END),
                []::VARCHAR[])
        ) END AS match_args,
-       {_step('tool_result.status')} ->> '$' AS status,
-       {_step('tool_result.output')} ->> '$' AS output,
-       {_step('input.role')} ->> '$' AS input_role,
-       {_step('input.content')} ->> '$' AS input_content
+       {_STEP.text("tool_result.status")} AS status,
+       {_STEP.text("tool_result.output")} AS output,
+       {_STEP.text("input.role")} AS input_role,
+       {_STEP.text("input.content")} AS input_content
 FROM bulk_steps st JOIN bulk_trajectories t ON t.source_line = st.line_no
 """
 
