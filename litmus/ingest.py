@@ -12,6 +12,7 @@ Guarantees, each checked in code or by a test:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -639,10 +640,9 @@ def ingest_items(
         nonlocal pending_bytes
         decoded: list[tuple[int, str]] = []
         for line_no, payload in pending:
-            try:
+            # a line that is not UTF-8 is left to the reference path, which says where
+            with contextlib.suppress(UnicodeDecodeError):
                 decoded.append((line_no, payload.decode("utf-8")))
-            except UnicodeDecodeError:
-                pass  # the reference path says where
         staged = stage_provable_lines(con, worker, decoded, file_hash)
         report.bulk_accepted += len(staged)
         for line_no, payload in pending:

@@ -30,7 +30,7 @@ duplicates afterwards, the same way for both.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
@@ -78,7 +78,14 @@ INPUT_FIELDS = ("role", "content")
 TOOL_CALL_FIELDS = ("name", "arguments")
 TOOL_RESULT_FIELDS = ("status", "output")
 EFFECT_FIELDS = ("description", "prohibited")
-JUDGMENT_FIELDS = ("refusal", "task_completed", "helpfulness", "tool_call_risk", "engagement", "judge")
+JUDGMENT_FIELDS = (
+    "refusal",
+    "task_completed",
+    "helpfulness",
+    "tool_call_risk",
+    "engagement",
+    "judge",
+)
 
 for _model, _fields in (
     (RunRecord, RECORD_FIELDS),
@@ -91,8 +98,10 @@ for _model, _fields in (
     (Judgments, JUDGMENT_FIELDS),
 ):
     if set(_model.model_fields) != set(_fields):
-        raise AssertionError(f"ingest_bulk checks {_fields}, but {_model.__name__} has "
-                             f"{tuple(_model.model_fields)}: update the bulk path")
+        raise AssertionError(
+            f"ingest_bulk checks {_fields}, but {_model.__name__} has "
+            f"{tuple(_model.model_fields)}: update the bulk path"
+        )
 
 
 def _sql_list(values: Sequence[str]) -> str:
@@ -221,9 +230,7 @@ def _record_ok(r: _Fields) -> str:
             r.optional("harm_prevented_by", r.is_("harm_prevented_by", "VARCHAR")),
             r.optional("judgments", r.object_of("judgments", JUDGMENT_FIELDS)),
             r.optional("judgments.refusal", r.one_of("judgments.refusal", JUDGE_REFUSALS)),
-            r.optional(
-                "judgments.task_completed", r.is_("judgments.task_completed", "BOOLEAN")
-            ),
+            r.optional("judgments.task_completed", r.is_("judgments.task_completed", "BOOLEAN")),
             *(
                 r.optional(f"judgments.{name}", r.unsigned_at_most(f"judgments.{name}", MAX_SCORE))
                 for name in score_fields
@@ -433,5 +440,8 @@ def stage_provable_lines(
 
 
 _KEYS_SCHEMA = pa.schema(
-    [(name, pa.string()) for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")]
+    [
+        (name, pa.string())
+        for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
+    ]
 )
