@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord
 from litmus.globmatch import match_text
-from litmus.ingest_bulk import stage_provable_lines
+from litmus.ingest_bulk import open_worker, stage_provable_lines
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
 from litmus.suite import DuplicateKeyError, format_location, reject_duplicate_keys
@@ -658,7 +658,7 @@ def ingest_items(
         for values in quarantine.values():
             values.clear()
 
-    worker = con.cursor()
+    worker = open_worker(con)
     try:
         with bounded_memory(con), transaction(con):
             con.execute(_STAGING_DDL)

@@ -393,9 +393,8 @@ def stage_provable_lines(
     """Stage (into ``con``'s staged_trajectories and staged_steps) every line of ``lines``
     this path proves valid, with the values the per-record path would stage; their numbers.
 
-    ``worker`` is a cursor of the same database outside ``con``'s transaction: the batch's
-    intermediate tables live and die there, so the ingestion's transaction holds only the
-    staged rows (memory stays flat however many batches a file has).
+    ``worker`` is a scratch database of :func:`open_worker`: the batch's intermediate tables
+    live and die there, so the ingestion's transaction holds only the staged rows.
     """
     if not lines:
         return set()
@@ -437,6 +436,26 @@ def stage_provable_lines(
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM bulk_rows")
             con.unregister("bulk_rows")
     return set(trajectories.column("source_line").to_pylist())
+
+
+WORKER_MEMORY_LIMIT = "256MB"
+
+
+def open_worker(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A private in-memory database for the bulk path, holding the stored suite instances.
+
+    Not a cursor of ``con``: a table replaced in a database whose ingestion transaction is
+    open is kept until that transaction ends, so a file's batches would pile up in memory.
+    """
+    worker = duckdb.connect(":memory:")
+    worker.execute(f"SET memory_limit = '{WORKER_MEMORY_LIMIT}'")
+    instances = con.sql(
+        "SELECT DISTINCT suite, suite_version, instance_id FROM suite_instances"
+    ).to_arrow_table()
+    worker.register("stored_instances", instances)
+    worker.execute("CREATE TABLE suite_instances AS SELECT * FROM stored_instances")
+    worker.unregister("stored_instances")
+    return worker
 
 
 _KEYS_SCHEMA = pa.schema(
