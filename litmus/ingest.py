@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord
 from litmus.globmatch import match_text
-from litmus.ingest_bulk import open_worker, stage_provable_lines
+from litmus.ingest_bulk import insert_arrow, open_worker, stage_provable_lines
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
 from litmus.suite import DuplicateKeyError, format_location, reject_duplicate_keys
@@ -514,10 +514,7 @@ def _append(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[
     frame = _arrow(columns)
     if frame.num_rows == 0:
         return
-    con.register("incoming_batch", frame)
-    names = ", ".join(columns)
-    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM incoming_batch")
-    con.unregister("incoming_batch")
+    insert_arrow(con, table, frame, ", ".join(columns))
 
 
 # ----------------------------------------------------------------------------- ingestion

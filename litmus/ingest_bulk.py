@@ -432,10 +432,24 @@ def stage_provable_lines(
         worker.unregister("incoming_lines")
     for table, rows in (("staged_trajectories", trajectories), ("staged_steps", steps)):
         if rows.num_rows:
-            con.register("bulk_rows", rows)
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM bulk_rows")
-            con.unregister("bulk_rows")
+            insert_arrow(con, table, rows)
     return set(trajectories.column("source_line").to_pylist())
+
+
+def insert_arrow(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pa.Table, names: str | None = None
+) -> None:
+    """Append an Arrow table's rows (by column name) to ``table``.
+
+    The frame is read through DuckDB's replacement scan of this function's local ``frame``,
+    never registered as a view: a view dropped inside the open ingestion transaction stays in
+    the catalog until the commit, and with it every batch's Arrow table (the file's size in
+    memory once more, issue 14).
+    """
+    if names is None:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM frame")
+    else:
+        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM frame")
 
 
 WORKER_MEMORY_LIMIT = "256MB"
