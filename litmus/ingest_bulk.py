@@ -452,7 +452,7 @@ def insert_arrow(
         con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM frame")
 
 
-WORKER_MEMORY_LIMIT = "256MB"
+WORKER_MEMORY_LIMIT = "192MB"
 
 
 def open_worker(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

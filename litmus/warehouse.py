@@ -153,7 +153,7 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 # What DuckDB may hold in memory while a file is ingested: the file's uncommitted rows spill
 # to the database's temporary folder (``<db>.tmp``) beyond it, so a large file's ingestion
 # stays within a bounded footprint instead of about four times the file (issue 14).
-INGEST_MEMORY_LIMIT = "512MB"
+INGEST_MEMORY_LIMIT = "384MB"
 
 
 @contextmanager
