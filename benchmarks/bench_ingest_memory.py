@@ -57,7 +57,9 @@ from litmus.warehouse import connect
 
 paths = litmus_paths(sys.argv[1])
 with connect(paths.duckdb_path) as con:
-    print(ingest_file(con, Path(sys.argv[2]), paths).summary())
+    vectorized = sys.argv[3] == "bulk"
+    report = ingest_file(con, Path(sys.argv[2]), paths, vectorized=vectorized)
+    print(report.summary(), f"({report.bulk_accepted} by the bulk path)")
 """
 FLOOR_SCRIPT = """
 import sys, duckdb
@@ -118,6 +120,11 @@ def main() -> int:
     parser.add_argument("--work", help="folder for the files (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--no-floor", action="store_true", help="skip DuckDB's own read")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="every record through the per-record validator (vectorized=False), for comparison",
+    )
     args = parser.parse_args()
 
     work = Path(args.work or tempfile.mkdtemp(prefix="litmus-bench-ingest-"))
@@ -144,8 +151,11 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
         paths = litmus_paths(home).ensure()
         run_child([sys.executable, "-c", STORE_SUITE_SCRIPT, str(paths.home), str(suite)])
-        ingest = run_child([sys.executable, "-c", INGEST_SCRIPT, str(paths.home), str(run_file)])
-        print(f"ingestion: {ingest.wall_s:.1f} s, {ingest.output}")
+        mode = "reference" if args.reference else "bulk"
+        ingest = run_child(
+            [sys.executable, "-c", INGEST_SCRIPT, str(paths.home), str(run_file), mode]
+        )
+        print(f"ingestion ({mode} path): {ingest.wall_s:.1f} s, {ingest.output.splitlines()[-1]}")
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
         peak_ratio = ingest.peak_rss_mb / size_mb
