@@ -313,7 +313,7 @@ SELECT * EXCLUDE (step), coalesce({_step_ok(_STEP)}, false) AS step_ok FROM fiel
 """
 _ACCEPTED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_accepted AS
-SELECT line_no, line, t, s,
+SELECT line_no AS source_line,
        {_RECORD.text("run_id")} AS run_id,
        {_RECORD.text("suite")} AS suite,
        {_RECORD.text("suite_version")} AS suite_version,
@@ -323,10 +323,26 @@ SELECT line_no, line, t, s,
        {_RECORD.text("config.model_release")} AS model_release,
        {_RECORD.text("config.harness")} AS harness,
        {_RECORD.text("config.harness_version")} AS harness_version,
-       {_RECORD.text("config.plugin")} AS plugin
+       {_RECORD.text("config.plugin")} AS plugin,
+       {_RECORD.text("config.policy_version")} AS policy_version,
+       {_RECORD.text("termination")} AS termination,
+       {_RECORD.text("final_response")} AS final_response,
+       len(steps)::INTEGER AS n_steps,
+       NOT {_RECORD.absent_or_null("unguarded_effect")} AS has_unguarded_effect,
+       try_cast({_RECORD.text("unguarded_effect.prohibited")} AS BOOLEAN)
+           AS unguarded_effect_prohibited,
+       {_RECORD.text("unguarded_effect.description")} AS unguarded_effect_description,
+       {_RECORD.text("harm_prevented_by")} AS harm_prevented_by,
+       {_RECORD.text("judgments.refusal")} AS judge_refusal,
+       try_cast({_RECORD.text("judgments.task_completed")} AS BOOLEAN) AS judge_task_completed,
+       try_cast({_RECORD.text("judgments.helpfulness")} AS INTEGER) AS judge_helpfulness,
+       try_cast({_RECORD.text("judgments.tool_call_risk")} AS INTEGER) AS judge_tool_call_risk,
+       try_cast({_RECORD.text("judgments.engagement")} AS INTEGER) AS judge_engagement,
+       {_RECORD.text("judgments.judge")} AS judge_name,
+       sha256(line) AS record_sha256
 FROM bulk_records r
 WHERE coalesce({_record_ok(_RECORD)}, false)
-  AND NOT EXISTS (SELECT 1 FROM bulk_steps WHERE line_no = r.line_no AND NOT step_ok)
+  AND line_no NOT IN (SELECT line_no FROM bulk_steps WHERE NOT step_ok)
   AND EXISTS (
       SELECT 1 FROM suite_instances i
       WHERE i.suite = {_RECORD.text("suite")}
@@ -339,27 +355,8 @@ _TRAJECTORIES_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_trajectories AS
 SELECT left(sha256('[' || to_json(a.run_id)::VARCHAR || ', ' || to_json(a.instance_id)::VARCHAR
                    || ', ' || a.epoch::VARCHAR || ']'), 24) AS trajectory_id,
-       k.partition_key, k.config_key, k.lineage_key,
-       a.model, a.model_release, a.harness, a.harness_version, a.plugin,
-       {_RECORD.text("config.policy_version")} AS policy_version,
-       a.run_id, a.suite, a.suite_version, a.instance_id, a.epoch,
-       {_RECORD.text("termination")} AS termination,
-       {_RECORD.text("final_response")} AS final_response,
-       json_array_length(line, '$.steps')::INTEGER AS n_steps,
-       NOT {_RECORD.absent_or_null("unguarded_effect")} AS has_unguarded_effect,
-       try_cast({_RECORD.text("unguarded_effect.prohibited")} AS BOOLEAN)
-           AS unguarded_effect_prohibited,
-       {_RECORD.text("unguarded_effect.description")} AS unguarded_effect_description,
-       {_RECORD.text("harm_prevented_by")} AS harm_prevented_by,
-       {_RECORD.text("judgments.refusal")} AS judge_refusal,
-       try_cast({_RECORD.text("judgments.task_completed")} AS BOOLEAN) AS judge_task_completed,
-       try_cast({_RECORD.text("judgments.helpfulness")} AS INTEGER) AS judge_helpfulness,
-       try_cast({_RECORD.text("judgments.tool_call_risk")} AS INTEGER) AS judge_tool_call_risk,
-       try_cast({_RECORD.text("judgments.engagement")} AS INTEGER) AS judge_engagement,
-       {_RECORD.text("judgments.judge")} AS judge_name,
-       ?::VARCHAR AS source_file_hash,
-       a.line_no AS source_line,
-       sha256(a.line) AS record_sha256
+       k.partition_key, k.config_key, k.lineage_key, a.*,
+       ?::VARCHAR AS source_file_hash
 FROM bulk_accepted a JOIN bulk_config_keys k USING ({", ".join(_CONFIG_COLUMNS)})
 """
 _HAS_CALL = f"NOT {_STEP.absent_or_null('tool_call')}"
