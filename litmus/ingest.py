@@ -7,7 +7,11 @@ Guarantees, each checked in code or by a test:
   (``records_total == accepted + quarantined`` is asserted per file);
 - a file is ingested in one DuckDB transaction, so a crash part-way leaves no partial file
   behind, and re-ingesting a file already recorded in ``raw_files`` is a no-op;
-- records stream through in bounded batches (Arrow → DuckDB), never one giant list.
+- records stream through in bounded batches (Arrow → DuckDB), never one giant list, and the
+  file's transaction runs under a DuckDB memory limit, so memory stays flat with file size;
+- raw lines are first offered to the vectorized path (``litmus.ingest_bulk``), which accepts
+  only what it proves the validator accepts; every other record, and every quarantine
+  reason, comes from the per-record validator below.
 """
 
 from __future__ import annotations
