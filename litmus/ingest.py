@@ -7,11 +7,16 @@ Guarantees, each checked in code or by a test:
   (``records_total == accepted + quarantined`` is asserted per file);
 - a file is ingested in one DuckDB transaction, so a crash part-way leaves no partial file
   behind, and re-ingesting a file already recorded in ``raw_files`` is a no-op;
-- records stream through in bounded batches (Arrow → DuckDB), never one giant list.
+- records stream through in bounded batches (Arrow → DuckDB), never one giant list, and the
+  file's transaction runs under a DuckDB memory limit, so memory stays flat with file size;
+- raw lines are first offered to the vectorized path (``litmus.ingest_bulk``), which accepts
+  only what it proves the validator accepts; every other record, and every quarantine
+  reason, comes from the per-record validator below.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -33,15 +38,20 @@ from pydantic import ValidationError
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord
 from litmus.globmatch import match_text
+from litmus.ingest_bulk import insert_arrow, open_worker, stage_provable_lines
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
 from litmus.suite import DuplicateKeyError, format_location, reject_duplicate_keys
-from litmus.warehouse import transaction
+from litmus.warehouse import bounded_memory, transaction
 
 if TYPE_CHECKING:
     from litmus.importers.inspect_log import ImportMapping
 
 BATCH_RECORDS = 5_000
+# Raw lines are proven valid in bulk (litmus.ingest_bulk) in batches this large at most.
+BULK_LINES = 10_000
+BULK_BYTES = 32 << 20
+PROGRESS_RECORDS = 10_000
 EXCERPT_CHARS = 300
 
 ProgressCallback = Callable[[int], None]
@@ -72,6 +82,8 @@ class IngestReport:
     quarantined: int = 0
     partitions: dict[str, int] = field(default_factory=dict)
     reasons: dict[str, int] = field(default_factory=dict)
+    # records accepted by the vectorized path (the rest went through the validator one by one)
+    bulk_accepted: int = 0
 
     def summary(self) -> str:
         if self.skipped:
@@ -506,10 +518,7 @@ def _append(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[
     frame = _arrow(columns)
     if frame.num_rows == 0:
         return
-    con.register("incoming_batch", frame)
-    names = ", ".join(columns)
-    con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM incoming_batch")
-    con.unregister("incoming_batch")
+    insert_arrow(con, table, frame, ", ".join(columns))
 
 
 # ----------------------------------------------------------------------------- ingestion
@@ -535,6 +544,7 @@ def ingest_items(
     size_bytes: int,
     progress: ProgressCallback | None = None,
     retry_lines: frozenset[int] | None = None,
+    vectorized: bool = True,
 ) -> IngestReport:
     """Validate and store one source's records in a single transaction.
 
@@ -580,82 +590,129 @@ def ingest_items(
         ):
             quarantine[column].append(value)
 
-    with transaction(con):
-        con.execute(_STAGING_DDL)
-        batch = _Batch()
-        for line_no, payload in items:
-            report.records_total += 1
-            excerpt: str | None = None
-            try:
-                if isinstance(payload, RecordProblem):
-                    raise _Rejected(payload.field, payload.reason)
-                if isinstance(payload, bytes):
-                    excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
-                    record_sha = hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
-                    value = _parse_line(payload)
-                else:
-                    value = payload
-                    _reject_unstorable(value)
-                    canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
-                    excerpt = canonical[:EXCERPT_CHARS]
-                    record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
-                record = _validate(value)
-                versions = suite_versions.get(record.suite)
-                if versions is None:
-                    raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
-                if record.suite_version not in versions:
-                    raise _Rejected(
-                        "suite_version",
-                        f"suite/version mismatch: suite {record.suite!r} has no version "
-                        f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
-                    )
-                if record.instance_id not in known[(record.suite, record.suite_version)]:
-                    raise _Rejected(
-                        "instance_id",
-                        f"unknown instance_id {record.instance_id!r} in suite "
-                        f"{record.suite}@{record.suite_version}",
-                    )
-            except _Rejected as rejected:
-                quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
+    batch = _Batch()
+
+    def validate_one(line_no: int, payload: bytes | dict[str, Any] | RecordProblem) -> None:
+        """The reference path: one record through the strict validator."""
+        nonlocal batch
+        excerpt: str | None = None
+        try:
+            if isinstance(payload, RecordProblem):
+                raise _Rejected(payload.field, payload.reason)
+            if isinstance(payload, bytes):
+                excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
+                record_sha = hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
+                value = _parse_line(payload)
             else:
-                batch.add(record, file_hash, line_no, record_sha)
-                if len(batch) >= BATCH_RECORDS:
-                    _flush(con, batch)
-                    batch = _Batch()
-            if progress is not None and report.records_total % 10_000 == 0:
-                progress(report.records_total)
-        _flush(con, batch)
+                value = payload
+                _reject_unstorable(value)
+                canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
+                excerpt = canonical[:EXCERPT_CHARS]
+                record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
+            record = _validate(value)
+            versions = suite_versions.get(record.suite)
+            if versions is None:
+                raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
+            if record.suite_version not in versions:
+                raise _Rejected(
+                    "suite_version",
+                    f"suite/version mismatch: suite {record.suite!r} has no version "
+                    f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
+                )
+            if record.instance_id not in known[(record.suite, record.suite_version)]:
+                raise _Rejected(
+                    "instance_id",
+                    f"unknown instance_id {record.instance_id!r} in suite "
+                    f"{record.suite}@{record.suite_version}",
+                )
+        except _Rejected as rejected:
+            quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
+        else:
+            batch.add(record, file_hash, line_no, record_sha)
+            if len(batch) >= BATCH_RECORDS:
+                _flush(con, batch)
+                batch = _Batch()
+
+    pending: list[tuple[int, bytes]] = []
+    pending_bytes = 0
+
+    def validate_pending() -> None:
+        """The batch of raw lines: proven in bulk where possible, the rest one by one."""
+        nonlocal pending_bytes
+        decoded: list[tuple[int, str]] = []
+        for line_no, payload in pending:
+            # a line that is not UTF-8 is left to the reference path, which says where
+            with contextlib.suppress(UnicodeDecodeError):
+                decoded.append((line_no, payload.decode("utf-8")))
+        staged = stage_provable_lines(con, worker, decoded, file_hash)
+        report.bulk_accepted += len(staged)
+        for line_no, payload in pending:
+            if line_no not in staged:
+                validate_one(line_no, payload)
+        pending.clear()
+        pending_bytes = 0
+        if len(quarantine["line_no"]) >= BATCH_RECORDS:
+            flush_quarantine()
+
+    def flush_quarantine() -> None:
         _append(con, "staged_quarantine", quarantine)
-        _quarantine_duplicates(con, now, source_name)
-        if retry_lines is not None:
-            _forget_retried(con, file_hash, retry_lines)
-        _publish_staged(con, report)
-        if report.records_total != report.accepted + report.quarantined:
-            raise AssertionError(
-                f"{source_name}: reconciliation failed: {report.records_total} records in, "
-                f"{report.accepted} accepted + {report.quarantined} quarantined"
-            )
-        if retry_lines is not None:
+        for values in quarantine.values():
+            values.clear()
+
+    worker = open_worker(con)
+    try:
+        with bounded_memory(con), transaction(con):
+            con.execute(_STAGING_DDL)
+            for line_no, payload in items:
+                report.records_total += 1
+                if vectorized and isinstance(payload, bytes):
+                    pending.append((line_no, payload))
+                    pending_bytes += len(payload)
+                    if (
+                        len(pending) >= BULK_LINES
+                        or pending_bytes >= BULK_BYTES
+                        or report.records_total % PROGRESS_RECORDS == 0
+                    ):
+                        validate_pending()
+                else:
+                    validate_one(line_no, payload)
+                if progress is not None and report.records_total % PROGRESS_RECORDS == 0:
+                    progress(report.records_total)
+            validate_pending()
+            _flush(con, batch)
+            flush_quarantine()
+            _quarantine_duplicates(con, now, source_name)
+            if retry_lines is not None:
+                _forget_retried(con, file_hash, retry_lines)
+            _publish_staged(con, report)
+            if report.records_total != report.accepted + report.quarantined:
+                raise AssertionError(
+                    f"{source_name}: reconciliation failed: {report.records_total} records in, "
+                    f"{report.accepted} accepted + {report.quarantined} quarantined"
+                )
+            if retry_lines is not None:
+                con.execute(
+                    "UPDATE raw_files SET records_accepted = records_accepted + ?, "
+                    "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
+                    [report.accepted, len(retry_lines), report.quarantined, file_hash],
+                )
+                return report
             con.execute(
-                "UPDATE raw_files SET records_accepted = records_accepted + ?, "
-                "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
-                [report.accepted, len(retry_lines), report.quarantined, file_hash],
+                "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    file_hash,
+                    source_name,
+                    str(stored_path),
+                    file_format,
+                    size_bytes,
+                    report.records_total,
+                    report.accepted,
+                    report.quarantined,
+                    now,
+                ],
             )
-            return report
-        con.execute(
-            "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                file_hash,
-                source_name,
-                str(stored_path),
-                file_format,
-                size_bytes,
-                report.records_total,
-                report.accepted,
-                report.quarantined,
-                now,
-            ],
-        )
+    finally:
+        worker.close()
     if progress is not None:
         progress(report.records_total)
     return report
@@ -830,8 +887,13 @@ def ingest_file(
     paths: LitmusPaths,
     *,
     progress: ProgressCallback | None = None,
+    vectorized: bool = True,
 ) -> IngestReport:
-    """Keep the file in the raw store, then ingest it from there (never from the landing copy)."""
+    """Keep the file in the raw store, then ingest it from there (never from the landing copy).
+
+    ``vectorized=False`` sends every record through the per-record validator (the reference
+    the vectorized path is checked against).
+    """
     digest = file_sha256(path, regular_only=True)
     stored = store_raw_file(path, paths, digest)
     file_format = detect_format(path)
@@ -849,6 +911,7 @@ def ingest_file(
         file_format=file_format,
         size_bytes=stored.stat().st_size,
         progress=progress,
+        vectorized=vectorized,
     )
 
 

@@ -321,6 +321,19 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
     matchers: dict[str, list[Any]] = {
         k: [] for k in ("instance_id", "kind", "matcher_idx", "tool", "arg_patterns")
     }
+    # A large suite repeats its patterns (ten matchers per distinct pattern in the sample):
+    # each is translated once.
+    translations: dict[str, dict[str, str | None]] = {}
+
+    def translated(pattern: str) -> dict[str, str | None]:
+        found = translations.get(pattern)
+        if found is None:
+            found = translations[pattern] = {
+                "glob_pattern": translate_glob_duckdb(pattern),
+                "regex_pattern": translate_glob(pattern),
+            }
+        return found
+
     for family in suite.families:
         for inst in family.instances:
             for column, value in (
@@ -352,12 +365,7 @@ def store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str) 
                         (
                             "arg_patterns",
                             [
-                                {
-                                    "arg_key": key,
-                                    "pattern": pattern,
-                                    "glob_pattern": translate_glob_duckdb(pattern),
-                                    "regex_pattern": translate_glob(pattern),
-                                }
+                                {"arg_key": key, "pattern": pattern, **translated(pattern)}
                                 for key, pattern in matcher.args.items()
                             ],
                         ),

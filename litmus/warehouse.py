@@ -171,6 +171,29 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         raise
 
 
+# What DuckDB may hold in memory while a file is ingested: the file's uncommitted rows spill
+# to the database's temporary folder (``<db>.tmp``) beyond it, so a large file's ingestion
+# stays within a bounded footprint instead of about four times the file (issue 14).
+INGEST_MEMORY_LIMIT = "384MB"
+
+
+@contextmanager
+def bounded_memory(
+    con: duckdb.DuckDBPyConnection, limit: str = INGEST_MEMORY_LIMIT
+) -> Iterator[None]:
+    """DuckDB's memory limit set to ``limit`` for the block, then put back as it was."""
+    setting = "SELECT current_setting('memory_limit')"
+    before = con.execute(setting).fetchall()[0][0]
+    con.execute("RESET memory_limit")
+    # the setting reads back rounded: setting that text again would lower it a little
+    was_default = con.execute(setting).fetchall()[0][0] == before
+    con.execute(f"SET memory_limit = '{limit}'")
+    try:
+        yield
+    finally:
+        con.execute("RESET memory_limit" if was_default else f"SET memory_limit = '{before}'")
+
+
 SCHEMA_DDL = """
 CREATE TABLE IF NOT EXISTS raw_files (
     file_hash VARCHAR PRIMARY KEY,

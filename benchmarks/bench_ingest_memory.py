@@ -1,0 +1,182 @@
+"""Ingestion's memory and speed on one large run file (issues 14 and 16).
+
+Generates a run file of about ``--size-mb`` megabytes (default 1,000: the sample generator's
+run files, concatenated), stores the sample suite into a fresh state folder, then, each in
+its own child process of this one (same machine load):
+
+1. the floor: DuckDB ``read_json`` of the same file, trajectories and their steps
+   materialized into a DuckDB file (as in ``bench_end_to_end.py``);
+2. ``ingest_file`` of the file into the fresh warehouse (strict validation, quarantine,
+   one transaction).
+
+Prints the peak RSS of the ingesting process, its ratio to the file's size (target of
+issue 14: below 1 GB for a 1 GB file) and the ingestion / floor wall-time ratio (target of
+issue 16: at most 3x).
+
+    .venv/bin/python benchmarks/bench_ingest_memory.py [--size-mb 1000] [--work DIR] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from litmus.sample import generate_sample
+from litmus.settings import litmus_paths
+
+# The sample's run files hold about 30.6 kB per family, all eight profiles together.
+BYTES_PER_FAMILY = 30_600
+TARGET_PEAK_OVER_FILE = 1.0
+TARGET_INGEST_OVER_FLOOR = 3.0
+
+STORE_SUITE_SCRIPT = """
+import sys
+from pathlib import Path
+from litmus.settings import litmus_paths
+from litmus.suite import store_suite_file
+from litmus.warehouse import connect
+
+paths = litmus_paths(sys.argv[1])
+with connect(paths.duckdb_path) as con:
+    store_suite_file(con, Path(sys.argv[2]))
+    con.execute("CHECKPOINT")
+"""
+INGEST_SCRIPT = """
+import sys
+from pathlib import Path
+from litmus.ingest import ingest_file
+from litmus.settings import litmus_paths
+from litmus.warehouse import connect
+
+paths = litmus_paths(sys.argv[1])
+with connect(paths.duckdb_path) as con:
+    vectorized = sys.argv[3] == "bulk"
+    report = ingest_file(con, Path(sys.argv[2]), paths, vectorized=vectorized)
+    print(report.summary(), f"({report.bulk_accepted} by the bulk path)")
+"""
+FLOOR_SCRIPT = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("SET enable_progress_bar = false")
+con.execute("SET preserve_insertion_order = false")
+con.execute(
+    "CREATE TABLE trajectories AS SELECT * FROM read_json(?, format = 'newline_delimited', "
+    "maximum_object_size = 67108864)",
+    [sys.argv[2]],
+)
+con.execute(
+    "CREATE TABLE steps AS SELECT run_id, instance_id, epoch, "
+    "unnest(steps, max_depth := 2) FROM trajectories"
+)
+print(con.execute("SELECT count(*) FROM trajectories").fetchone()[0],
+      con.execute("SELECT count(*) FROM steps").fetchone()[0])
+"""
+
+
+@dataclass
+class Measured:
+    wall_s: float
+    peak_rss_mb: float
+    output: str
+
+
+def run_child(command: list[str]) -> Measured:
+    """One child process: its wall time and peak RSS (ru_maxrss of the child, in KiB)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert child.stdout is not None
+    output = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.stderr.write(output[-4000:])
+        raise SystemExit(f"{command[:3]} failed")
+    return Measured(wall, usage.ru_maxrss / 1024, output.strip())
+
+
+def generate_run_file(work: Path, size_mb: float) -> tuple[Path, Path]:
+    """(suite file, one run file of about ``size_mb`` MB holding every profile's records)."""
+    n_families = max(1, round(size_mb * 1e6 / BYTES_PER_FAMILY))
+    manifest = generate_sample(work / "generated", n_families=n_families)
+    run_file = work / "big-run.jsonl"
+    with run_file.open("wb") as out:
+        for path in sorted(manifest.run_paths.values()):
+            with path.open("rb") as source:
+                shutil.copyfileobj(source, out, 1 << 20)
+            path.unlink()
+    return manifest.suite_path, run_file
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=float, default=1_000.0)
+    parser.add_argument("--work", help="folder for the files (default: a temporary one)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--no-floor", action="store_true", help="skip DuckDB's own read")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="every record through the per-record validator (vectorized=False), for comparison",
+    )
+    args = parser.parse_args()
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="litmus-bench-ingest-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        started = time.perf_counter()
+        suite, run_file = generate_run_file(work, args.size_mb)
+        size_mb = run_file.stat().st_size / 1e6
+        print(f"run file: {size_mb:,.0f} MB, generated in {time.perf_counter() - started:.0f} s")
+        print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+        floor: Measured | None = None
+        if not args.no_floor:
+            floor_db = work / "floor.duckdb"
+            floor_db.unlink(missing_ok=True)
+            floor = run_child([sys.executable, "-c", FLOOR_SCRIPT, str(floor_db), str(run_file)])
+            floor_db.unlink(missing_ok=True)
+            print(
+                f"floor (DuckDB read_json): {floor.wall_s:.1f} s, rows {floor.output}, "
+                f"peak RSS {floor.peak_rss_mb:,.0f} MB"
+            )
+
+        home = work / "home"
+        shutil.rmtree(home, ignore_errors=True)
+        paths = litmus_paths(home).ensure()
+        run_child([sys.executable, "-c", STORE_SUITE_SCRIPT, str(paths.home), str(suite)])
+        mode = "reference" if args.reference else "bulk"
+        ingest = run_child(
+            [sys.executable, "-c", INGEST_SCRIPT, str(paths.home), str(run_file), mode]
+        )
+        print(f"ingestion ({mode} path): {ingest.wall_s:.1f} s, {ingest.output.splitlines()[-1]}")
+        print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+        peak_ratio = ingest.peak_rss_mb / size_mb
+        print("\n| measurement | value | target | met |")
+        print("|---|---|---|---|")
+        print(
+            f"| ingestion peak RSS | {ingest.peak_rss_mb:,.0f} MB = {peak_ratio:.2f}x the "
+            f"file | < {TARGET_PEAK_OVER_FILE:g}x | {'yes' if peak_ratio < 1 else 'no'} |"
+        )
+        if floor is not None:
+            ratio = ingest.wall_s / floor.wall_s
+            print(
+                f"| ingestion / DuckDB read | {ingest.wall_s:.1f} s / {floor.wall_s:.1f} s = "
+                f"{ratio:.1f}x | <= {TARGET_INGEST_OVER_FLOOR:g}x | "
+                f"{'yes' if ratio <= TARGET_INGEST_OVER_FLOOR else 'no'} |"
+            )
+    finally:
+        if not args.keep and not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,477 @@
+"""The vectorized accepted path of ingestion (issue 16): DuckDB proves records valid in bulk.
+
+A batch of lines goes to DuckDB as one Arrow column. One SQL pass accepts every line whose
+every field it can *prove* is exactly what the strict validator (``formats.RunRecord``, behind
+``ingest._parse_line`` and ``ingest._validate``) accepts, and computes the same stored values
+the per-record path computes. A line it cannot prove is handed back untouched, and the
+per-record path decides it: so a quarantined record's reason never depends on this module.
+
+What "prove" means here is deliberately narrower than what the validator accepts; anything
+outside it falls back:
+
+- the line is exactly one JSON object (``{`` … ``}``, nothing around it) that DuckDB's parser
+  reads, with no ``,]`` / ``,}`` anywhere (DuckDB allows trailing commas, Python does not)
+  and no ``\\u00XX`` control-character escape (DuckDB writes those with upper-case hex,
+  Python with lower-case, and ``\\u0000`` is best left to the reference);
+- every object holds only the model's field names, each once (DuckDB keeps duplicate keys;
+  ``json_keys`` lists them), and every field has exactly the JSON type the strict model wants:
+  integers only as unsigned JSON integers in range, never a DOUBLE (which also catches
+  ``NaN``, ``Infinity`` and ``1e400``, all of which DuckDB reads);
+- a tool call's arguments are one flat object of strings, booleans, nulls and 64-bit integers
+  (a nested value, a float or a bigger integer falls back), so the compact JSON DuckDB writes
+  for them is the text Python's ``json.dumps`` writes;
+- the record's suite, version and instance are stored.
+
+Lone surrogates, invalid UTF-8 (decoded in Python first), raw control characters and
+malformed JSON make DuckDB's parser say "not valid", so they fall back too. Duplicates across
+lines and files are not decided here: both paths stage rows and ``ingest`` quarantines
+duplicates afterwards, the same way for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import duckdb
+import pyarrow as pa
+
+from litmus.formats import (
+    INPUT_ROLES,
+    JUDGE_REFUSALS,
+    MAX_EPOCH,
+    TERMINATIONS,
+    TOOL_STATUSES,
+    Judgments,
+    RunConfig,
+    RunRecord,
+    Step,
+    StepInput,
+    ToolCall,
+    ToolResult,
+    UnguardedEffect,
+)
+from litmus.keys import config_key, lineage_key, partition_key_for
+
+INT64_MAX = 2**63 - 1
+MAX_SCORE = 3
+
+# The field names this module type-checks, per model: a model that gains or loses a field
+# must change this module too (checked below, at import), or it would accept unchecked input.
+RECORD_FIELDS = (
+    "schema_version",
+    "run_id",
+    "config",
+    "suite",
+    "suite_version",
+    "instance_id",
+    "epoch",
+    "steps",
+    "termination",
+    "final_response",
+    "unguarded_effect",
+    "harm_prevented_by",
+    "judgments",
+)
+CONFIG_FIELDS = ("model", "model_release", "harness", "harness_version", "plugin", "policy_version")
+STEP_FIELDS = ("input", "thought", "message", "tool_call", "tool_result")
+INPUT_FIELDS = ("role", "content")
+TOOL_CALL_FIELDS = ("name", "arguments")
+TOOL_RESULT_FIELDS = ("status", "output")
+EFFECT_FIELDS = ("description", "prohibited")
+JUDGMENT_FIELDS = (
+    "refusal",
+    "task_completed",
+    "helpfulness",
+    "tool_call_risk",
+    "engagement",
+    "judge",
+)
+
+for _model, _fields in (
+    (RunRecord, RECORD_FIELDS),
+    (RunConfig, CONFIG_FIELDS),
+    (Step, STEP_FIELDS),
+    (StepInput, INPUT_FIELDS),
+    (ToolCall, TOOL_CALL_FIELDS),
+    (ToolResult, TOOL_RESULT_FIELDS),
+    (UnguardedEffect, EFFECT_FIELDS),
+    (Judgments, JUDGMENT_FIELDS),
+):
+    if set(_model.model_fields) != set(_fields):
+        raise AssertionError(
+            f"ingest_bulk checks {_fields}, but {_model.__name__} has "
+            f"{tuple(_model.model_fields)}: update the bulk path"
+        )
+
+
+def _sql_list(values: Sequence[str]) -> str:
+    """A SQL list literal of fixed names (constants of this module, never input)."""
+    return "[" + ", ".join(f"'{value}'" for value in values) + "]"
+
+
+class _Fields:
+    """SQL checks over one JSON document's fields, read in one parse each: ``types`` (the
+    ``json_type`` list), ``texts`` (the ``json_extract_string`` list) and ``keys`` (the
+    ``json_keys`` list of its objects), all 1-based SQL lists in the order of the paths."""
+
+    def __init__(
+        self,
+        document: str,
+        paths: Sequence[str],
+        objects: Sequence[str],
+        names: tuple[str, str, str],
+    ) -> None:
+        self.document, self.paths, self.objects = document, tuple(paths), tuple(objects)
+        self.types, self.texts, self.keys = names
+
+    def type(self, path: str) -> str:
+        if path == "":
+            return f"json_type({self.document})"
+        return f"{self.types}[{self.paths.index(path) + 1}]"
+
+    @property
+    def scalar_paths(self) -> tuple[str, ...]:
+        """The paths whose text is read: not an object's or array's (their text is long)."""
+        return tuple(path for path in self.paths if path not in (*self.objects, "steps"))
+
+    def text(self, path: str) -> str:
+        return f"{self.texts}[{self.scalar_paths.index(path) + 1}]"
+
+    def is_(self, path: str, kind: str) -> str:
+        return f"coalesce({self.type(path)} = '{kind}', false)"
+
+    def absent_or_null(self, path: str) -> str:
+        return f"({self.type(path)} IS NULL OR {self.type(path)} = 'NULL')"
+
+    def optional(self, path: str, check: str) -> str:
+        return f"({self.absent_or_null(path)} OR {check})"
+
+    def non_empty_text(self, path: str) -> str:
+        return f"({self.is_(path, 'VARCHAR')} AND {self.text(path)} <> '')"
+
+    def one_of(self, path: str, values: Sequence[str]) -> str:
+        return f"({self.is_(path, 'VARCHAR')} AND {self.text(path)} IN ({_sql_values(values)}))"
+
+    def unsigned_at_most(self, path: str, limit: int) -> str:
+        return (
+            f"({self.is_(path, 'UBIGINT')} AND "
+            f"coalesce(try_cast({self.text(path)} AS UBIGINT) <= {limit}, false))"
+        )
+
+    def object_of(self, path: str, fields: Sequence[str]) -> str:
+        """An object holding only these keys, each at most once."""
+        keys = f"{self.keys}[{self.objects.index(path) + 1}]"
+        return (
+            f"({self.is_(path, 'OBJECT')} AND list_has_all({_sql_list(fields)}, {keys}) "
+            f"AND len({keys}) = len(list_distinct({keys})))"
+        )
+
+    def paths_literal(self) -> str:
+        return _sql_list([f"$.{path}" for path in self.paths])
+
+    def scalar_paths_literal(self) -> str:
+        return _sql_list([f"$.{path}" for path in self.scalar_paths])
+
+    def objects_literal(self) -> str:
+        return _sql_list(["$" if path == "" else f"$.{path}" for path in self.objects])
+
+
+def _sql_values(values: Sequence[str]) -> str:
+    return ", ".join(f"'{value}'" for value in values)
+
+
+_RECORD = _Fields(
+    "line",
+    (
+        *RECORD_FIELDS,
+        *(f"config.{name}" for name in CONFIG_FIELDS),
+        *(f"unguarded_effect.{name}" for name in EFFECT_FIELDS),
+        *(f"judgments.{name}" for name in JUDGMENT_FIELDS),
+    ),
+    ("", "config", "unguarded_effect", "judgments"),
+    ("t", "s", "k"),
+)
+_STEP = _Fields(
+    "step",
+    (
+        *STEP_FIELDS,
+        *(f"input.{name}" for name in INPUT_FIELDS),
+        *(f"tool_call.{name}" for name in TOOL_CALL_FIELDS),
+        *(f"tool_result.{name}" for name in TOOL_RESULT_FIELDS),
+    ),
+    ("", "input", "tool_call", "tool_result", "tool_call.arguments"),
+    ("st", "ss", "sk"),
+)
+
+
+def _record_ok(r: _Fields) -> str:
+    score_fields = ("helpfulness", "tool_call_risk", "engagement")
+    return " AND ".join(
+        (
+            r.object_of("", RECORD_FIELDS),
+            f"({r.is_('schema_version', 'UBIGINT')} AND {r.text('schema_version')} = '1')",
+            r.non_empty_text("run_id"),
+            r.object_of("config", CONFIG_FIELDS),
+            *(r.non_empty_text(f"config.{name}") for name in CONFIG_FIELDS[:-1]),
+            r.optional("config.policy_version", r.is_("config.policy_version", "VARCHAR")),
+            r.non_empty_text("suite"),
+            r.non_empty_text("suite_version"),
+            r.non_empty_text("instance_id"),
+            f"({r.type('epoch')} IS NULL OR {r.unsigned_at_most('epoch', MAX_EPOCH)})",
+            r.is_("steps", "ARRAY"),
+            r.one_of("termination", TERMINATIONS),
+            r.optional("final_response", r.is_("final_response", "VARCHAR")),
+            r.optional(
+                "unguarded_effect",
+                f"({r.object_of('unguarded_effect', EFFECT_FIELDS)} AND "
+                f"{r.is_('unguarded_effect.description', 'VARCHAR')} AND "
+                f"{r.is_('unguarded_effect.prohibited', 'BOOLEAN')})",
+            ),
+            r.optional("harm_prevented_by", r.is_("harm_prevented_by", "VARCHAR")),
+            r.optional("judgments", r.object_of("judgments", JUDGMENT_FIELDS)),
+            r.optional("judgments.refusal", r.one_of("judgments.refusal", JUDGE_REFUSALS)),
+            r.optional("judgments.task_completed", r.is_("judgments.task_completed", "BOOLEAN")),
+            *(
+                r.optional(f"judgments.{name}", r.unsigned_at_most(f"judgments.{name}", MAX_SCORE))
+                for name in score_fields
+            ),
+            r.optional("judgments.judge", r.is_("judgments.judge", "VARCHAR")),
+        )
+    )
+
+
+# A tool argument's value the compact JSON of which DuckDB writes exactly as Python does.
+_FLAT_ARGUMENT = (
+    "json_type(x) IN ('VARCHAR', 'BOOLEAN', 'NULL', 'BIGINT') OR "
+    f"(json_type(x) = 'UBIGINT' AND coalesce(try_cast(x::VARCHAR AS UBIGINT) <= {INT64_MAX}, "
+    "false))"
+)
+
+
+def _step_ok(s: _Fields) -> str:
+    arguments_keys = f"{s.keys}[{s.objects.index('tool_call.arguments') + 1}]"
+    return " AND ".join(
+        (
+            s.object_of("", STEP_FIELDS),
+            s.optional(
+                "input",
+                f"({s.object_of('input', INPUT_FIELDS)} AND "
+                f"{s.one_of('input.role', INPUT_ROLES)} AND {s.is_('input.content', 'VARCHAR')})",
+            ),
+            s.optional("thought", s.is_("thought", "VARCHAR")),
+            s.optional("message", s.is_("message", "VARCHAR")),
+            s.optional(
+                "tool_call",
+                f"({s.object_of('tool_call', TOOL_CALL_FIELDS)} AND "
+                f"{s.non_empty_text('tool_call.name')} AND "
+                f"({s.type('tool_call.arguments')} IS NULL OR "
+                f"({s.is_('tool_call.arguments', 'OBJECT')} AND "
+                f"len({arguments_keys}) = len(list_distinct({arguments_keys})) AND "
+                f"coalesce(list_bool_and(list_transform(argument_values, "
+                f"lambda x: {_FLAT_ARGUMENT})), true))))",
+            ),
+            s.optional(
+                "tool_result",
+                f"({s.object_of('tool_result', TOOL_RESULT_FIELDS)} AND "
+                f"{s.one_of('tool_result.status', TOOL_STATUSES)} AND "
+                f"{s.optional('tool_result.output', s.is_('tool_result.output', 'VARCHAR'))} "
+                f"AND NOT {s.absent_or_null('tool_call')})",
+            ),
+        )
+    )
+
+
+# Lines this path leaves to the per-record validator whatever else they hold (see above).
+_SCREEN = r",\s*[\]}]|\\u00[01]"
+
+_RECORDS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_records AS
+SELECT line_no, line,
+       json_type(line, {_RECORD.paths_literal()}) AS t,
+       json_extract_string(line, {_RECORD.scalar_paths_literal()}) AS s,
+       json_keys(line, {_RECORD.objects_literal()}) AS k,
+       json_extract(line, '$.steps[*]') AS steps
+FROM incoming_lines
+WHERE starts_with(line, '{{') AND ends_with(line, '}}') AND NOT regexp_matches(line, ?)
+  AND json_valid(line)
+"""
+_STEPS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_steps AS
+WITH exploded AS (
+    SELECT line_no, unnest(range(len(steps))) AS step_idx, unnest(steps) AS step
+    FROM bulk_records WHERE t[{_RECORD.paths.index("steps") + 1}] = 'ARRAY'
+), fields AS (
+    SELECT line_no, step_idx, step,
+           json_type(step, {_STEP.paths_literal()}) AS st,
+           json_extract_string(step, {_STEP.scalar_paths_literal()}) AS ss,
+           json_keys(step, {_STEP.objects_literal()}) AS sk,
+           json_extract(step, '$.tool_call.arguments') AS arguments,
+           json_extract(step, '$.tool_call.arguments.*') AS argument_values
+    FROM exploded
+)
+SELECT * EXCLUDE (step), coalesce({_step_ok(_STEP)}, false) AS step_ok FROM fields
+"""
+_ACCEPTED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_accepted AS
+SELECT line_no AS source_line,
+       {_RECORD.text("run_id")} AS run_id,
+       {_RECORD.text("suite")} AS suite,
+       {_RECORD.text("suite_version")} AS suite_version,
+       {_RECORD.text("instance_id")} AS instance_id,
+       coalesce(try_cast({_RECORD.text("epoch")} AS INTEGER), 0) AS epoch,
+       {_RECORD.text("config.model")} AS model,
+       {_RECORD.text("config.model_release")} AS model_release,
+       {_RECORD.text("config.harness")} AS harness,
+       {_RECORD.text("config.harness_version")} AS harness_version,
+       {_RECORD.text("config.plugin")} AS plugin,
+       {_RECORD.text("config.policy_version")} AS policy_version,
+       {_RECORD.text("termination")} AS termination,
+       {_RECORD.text("final_response")} AS final_response,
+       len(steps)::INTEGER AS n_steps,
+       NOT {_RECORD.absent_or_null("unguarded_effect")} AS has_unguarded_effect,
+       try_cast({_RECORD.text("unguarded_effect.prohibited")} AS BOOLEAN)
+           AS unguarded_effect_prohibited,
+       {_RECORD.text("unguarded_effect.description")} AS unguarded_effect_description,
+       {_RECORD.text("harm_prevented_by")} AS harm_prevented_by,
+       {_RECORD.text("judgments.refusal")} AS judge_refusal,
+       try_cast({_RECORD.text("judgments.task_completed")} AS BOOLEAN) AS judge_task_completed,
+       try_cast({_RECORD.text("judgments.helpfulness")} AS INTEGER) AS judge_helpfulness,
+       try_cast({_RECORD.text("judgments.tool_call_risk")} AS INTEGER) AS judge_tool_call_risk,
+       try_cast({_RECORD.text("judgments.engagement")} AS INTEGER) AS judge_engagement,
+       {_RECORD.text("judgments.judge")} AS judge_name,
+       sha256(line) AS record_sha256
+FROM bulk_records r
+WHERE coalesce({_record_ok(_RECORD)}, false)
+  AND line_no NOT IN (SELECT line_no FROM bulk_steps WHERE NOT step_ok)
+  AND EXISTS (
+      SELECT 1 FROM suite_instances i
+      WHERE i.suite = {_RECORD.text("suite")}
+        AND i.suite_version = {_RECORD.text("suite_version")}
+        AND i.instance_id = {_RECORD.text("instance_id")}
+  )
+"""
+_CONFIG_COLUMNS = ("model", "model_release", "harness", "harness_version", "plugin")
+_TRAJECTORIES_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_trajectories AS
+SELECT left(sha256('[' || to_json(a.run_id)::VARCHAR || ', ' || to_json(a.instance_id)::VARCHAR
+                   || ', ' || a.epoch::VARCHAR || ']'), 24) AS trajectory_id,
+       k.partition_key, k.config_key, k.lineage_key, a.*,
+       ?::VARCHAR AS source_file_hash
+FROM bulk_accepted a JOIN bulk_config_keys k USING ({", ".join(_CONFIG_COLUMNS)})
+"""
+_HAS_CALL = f"NOT {_STEP.absent_or_null('tool_call')}"
+_ARGUMENT_KEYS = f"{_STEP.keys}[{_STEP.objects.index('tool_call.arguments') + 1}]"
+_STEP_ROWS_SQL = f"""
+SELECT st.line_no AS source_line, t.trajectory_id, st.step_idx::INTEGER AS step_idx,
+       {_STEP.text("thought")} AS thought,
+       {_STEP.text("message")} AS message,
+       {_STEP.text("tool_call.name")} AS tool_name,
+       CASE WHEN {_HAS_CALL} THEN coalesce(arguments::VARCHAR, '{{}}') END AS arguments_json,
+       CASE WHEN {_HAS_CALL} THEN map(
+           coalesce({_ARGUMENT_KEYS}, []::VARCHAR[]),
+           coalesce(list_transform(argument_values,
+               lambda x: CASE WHEN json_type(x) = 'VARCHAR' THEN x ->> '$' ELSE x::VARCHAR END),
+               []::VARCHAR[])
+       ) END AS match_args,
+       {_STEP.text("tool_result.status")} AS status,
+       {_STEP.text("tool_result.output")} AS output,
+       {_STEP.text("input.role")} AS input_role,
+       {_STEP.text("input.content")} AS input_content
+FROM bulk_steps st JOIN bulk_trajectories t ON t.source_line = st.line_no
+"""
+
+
+def stage_provable_lines(
+    con: duckdb.DuckDBPyConnection,
+    worker: duckdb.DuckDBPyConnection,
+    lines: Sequence[tuple[int, str]],
+    file_hash: str,
+) -> set[int]:
+    """Stage (into ``con``'s staged_trajectories and staged_steps) every line of ``lines``
+    this path proves valid, with the values the per-record path would stage; their numbers.
+
+    ``worker`` is a scratch database of :func:`open_worker`: the batch's intermediate tables
+    live and die there, so the ingestion's transaction holds only the staged rows.
+    """
+    if not lines:
+        return set()
+    worker.register(
+        "incoming_lines",
+        pa.table(
+            {
+                "line_no": pa.array([number for number, _ in lines], pa.int64()),
+                "line": pa.array([text for _, text in lines], pa.string()),
+            }
+        ),
+    )
+    try:
+        worker.execute(_RECORDS_SQL, [_SCREEN])
+        worker.execute(_STEPS_SQL)
+        worker.execute(_ACCEPTED_SQL)
+        configs = worker.execute(
+            f"SELECT DISTINCT {', '.join(_CONFIG_COLUMNS)} FROM bulk_accepted"
+        ).fetchall()
+        keys: dict[str, list[str]] = {
+            name: [] for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
+        }
+        for values in configs:
+            config = RunConfig.model_construct(**dict(zip(_CONFIG_COLUMNS, values, strict=True)))
+            for name, value in zip(_CONFIG_COLUMNS, values, strict=True):
+                keys[name].append(value)
+            keys["partition_key"].append(partition_key_for(config))
+            keys["config_key"].append(config_key(config))
+            keys["lineage_key"].append(lineage_key(config))
+        worker.register("bulk_config_keys", pa.table(keys, schema=_KEYS_SCHEMA))
+        worker.execute(_TRAJECTORIES_SQL, [file_hash])
+        trajectories = worker.sql("SELECT * FROM bulk_trajectories").to_arrow_table()
+        steps = worker.sql(_STEP_ROWS_SQL).to_arrow_table()
+    finally:
+        worker.unregister("incoming_lines")
+    for table, rows in (("staged_trajectories", trajectories), ("staged_steps", steps)):
+        if rows.num_rows:
+            insert_arrow(con, table, rows)
+    return set(trajectories.column("source_line").to_pylist())
+
+
+def insert_arrow(
+    con: duckdb.DuckDBPyConnection, table: str, frame: pa.Table, names: str | None = None
+) -> None:
+    """Append an Arrow table's rows (by column name) to ``table``.
+
+    The frame is read through DuckDB's replacement scan of this function's local ``frame``,
+    never registered as a view: a view dropped inside the open ingestion transaction stays in
+    the catalog until the commit, and with it every batch's Arrow table (the file's size in
+    memory once more, issue 14).
+    """
+    if names is None:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM frame")
+    else:
+        con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM frame")
+
+
+WORKER_MEMORY_LIMIT = "192MB"
+
+
+def open_worker(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A private in-memory database for the bulk path, holding the stored suite instances.
+
+    Not a cursor of ``con``: a table replaced in a database whose ingestion transaction is
+    open is kept until that transaction ends, so a file's batches would pile up in memory.
+    """
+    worker = duckdb.connect(":memory:")
+    worker.execute(f"SET memory_limit = '{WORKER_MEMORY_LIMIT}'")
+    instances = con.sql(
+        "SELECT DISTINCT suite, suite_version, instance_id FROM suite_instances"
+    ).to_arrow_table()
+    worker.register("stored_instances", instances)
+    worker.execute("CREATE TABLE suite_instances AS SELECT * FROM stored_instances")
+    worker.unregister("stored_instances")
+    return worker
+
+
+_KEYS_SCHEMA = pa.schema(
+    [
+        (name, pa.string())
+        for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
+    ]
+)
