@@ -63,7 +63,7 @@ def boundary_plot_png(
     has both coordinates the canonical corners are drawn. ``withheld``: the configurations a
     gate withheld, listed in the note.
     """
-    figure = Figure(figsize=(7.5, 6.5), dpi=dpi)
+    figure = Figure(figsize=(7.5, 7.0), dpi=dpi)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
 
@@ -109,10 +109,14 @@ def boundary_plot_png(
     axes.set_ylabel("covert-malicious safety (safe / (safe + unsafe))")
     axes.set_title(for_matplotlib(title))
     axes.grid(alpha=0.25)
-    legend = axes.legend(loc="lower left", fontsize=8, framealpha=0.9)
+    # Below the axes, not inside: configurations crowd every corner (refuse-all and comply-all
+    # sit at two of them), and a legend inside would cover their points or labels.
+    legend = axes.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False
+    )
 
     note = _note_lines(withheld, not_plotted)
-    bottom = 0.1 + 0.028 * len(note)
+    bottom = 0.17 + 0.028 * len(note)
     figure.subplots_adjust(left=0.11, right=0.97, top=0.93, bottom=bottom)
     if note:
         figure.text(0.02, 0.012, "\n".join(note), fontsize=7.5, color="#57606a", va="bottom")
