@@ -53,14 +53,19 @@ from litmus.fingerprint import (
 from litmus.ingest import file_sha256
 from litmus.labeler import LABELER_VERSION
 from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse
+from litmus.receipt_document import (
+    RECEIPT_KIND,
+    RECEIPT_VERSION,
+    ReceiptDocument,
+    document_problems,
+    envelope_problem,
+    published_time,
+)
 from litmus.refusal import default_classifier
 from litmus.settings import LitmusPaths
 from litmus.suite import load_suite_file, suite_hash
 from litmus.warehouse import table_exists
 
-RECEIPT_KIND = "litmus-leaderboard-receipt"
-# 2: the signature covers its own metadata; the published files' digests are listed
-RECEIPT_VERSION = 2
 RECEIPT_FILE_NAME = "receipt.json"
 SIGNING_KEY_ENV = "LITMUS_SIGNING_KEY"
 SIGNING_KEY_PASSWORD_ENV = "LITMUS_SIGNING_KEY_PASSWORD"
@@ -577,24 +582,9 @@ def load_receipt(path: Path) -> dict[str, Any]:
         raise ReceiptError(
             f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
         ) from None
-    if not isinstance(receipt, dict) or receipt.get("receipt") != RECEIPT_KIND:
-        raise ReceiptError(f"{path}: not a LITMUS leaderboard receipt (field 'receipt')")
-    if receipt.get("receipt_version") != RECEIPT_VERSION:
-        raise ReceiptError(
-            f"{path}: receipt_version {receipt.get('receipt_version')!r} is not supported "
-            f"(this LITMUS reads version {RECEIPT_VERSION})"
-        )
-    for name, kind in (
-        ("raw_files", list),
-        ("suites", list),
-        ("configurations", list),
-        ("leaderboard", dict),
-        ("signature", dict),
-        ("code", dict),
-        ("published_files", dict),
-    ):
-        if not isinstance(receipt.get(name), kind):
-            raise ReceiptError(f"{path}: field {name!r} is missing or not a JSON {kind.__name__}")
+    problem = envelope_problem(path, receipt)
+    if problem is not None:
+        raise ReceiptError(problem)
     return receipt
 
 
@@ -1102,17 +1092,10 @@ def _check_every_field(
     """Every field of the receipt against a receipt rebuilt from the warehouse, so nothing it
     states goes unchecked. Sections a detailed check already found different (``described``)
     are not reported twice."""
-    published_at = receipt.get("published_at")
-    try:
-        when = datetime.fromisoformat(str(published_at).replace("Z", "+00:00"))
-        if when.tzinfo is None or when.utcoffset():
-            raise ValueError
-    except ValueError:
-        result.mismatches.append(f"published_at {_show(published_at)} is not a UTC time")
-        when = None
+    who_and_when, fields = document_problems(receipt, _show)
+    result.mismatches.extend(who_and_when)
+    when = published_time(receipt)
     publisher = receipt.get("publisher")
-    if not isinstance(publisher, str) or not publisher.strip():
-        result.mismatches.append("the receipt names no publisher")
     try:
         rebuilt = build_receipt(
             con,
@@ -1123,11 +1106,8 @@ def _check_every_field(
     except ReceiptError as error:
         result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
         return
-    known = set(rebuilt) | {"signature"}
-    for name in sorted(set(receipt) - known):
-        result.mismatches.append(f"field {name!r} is not part of a receipt")
-    for name in sorted(known - set(receipt)):
-        result.mismatches.append(f"field {name!r} is missing from the receipt")
+    result.mismatches.extend(fields)
+    known = set(ReceiptDocument.model_fields)
     # code versions are notes (_compare_code); who and when are attested by the signature only
     attested = {"code", "publisher", "published_at", "published_files", "signature"}
     for name in sorted(set(rebuilt) - attested - described):
