@@ -23,10 +23,10 @@ from litmus import publication
 from litmus.audit import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
 from litmus.ingest import file_sha256
-from litmus.receipt_document import ReceiptDocument
 from litmus.receipts import (
     NOT_EVALUATED,
     RECEIPT_FILE_NAME,
+    ReceiptDocument,
     ReceiptError,
     build_receipt,
     configured_signing_key,

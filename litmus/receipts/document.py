@@ -1,4 +1,5 @@
-"""The receipt document (SPEC §10) as strict pydantic models: what a receipt file must be.
+"""The receipt document (SPEC §10): strict pydantic models of what a receipt file must be,
+and reading and writing it.
 
 Two levels, because a receipt is untrusted input that verification must *describe*, not
 refuse: :class:`ReceiptEnvelope` is what a file must be for it to be checked at all (its
@@ -9,7 +10,9 @@ receipt departs from it as a mismatch sentence.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import os
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,9 +26,16 @@ from pydantic import (
     ValidationError,
 )
 
+from litmus.errors import LitmusError
+
 RECEIPT_KIND = "litmus-leaderboard-receipt"
+RECEIPT_FILE_NAME = "receipt.json"
 # 2: the signature covers its own metadata; the published files' digests are listed
 RECEIPT_VERSION = 2
+
+
+class ReceiptError(LitmusError):
+    """A receipt that cannot be read or made (a malformed file, an unusable signing key)."""
 
 
 def _utc_time(value: Any) -> datetime:
@@ -141,3 +151,33 @@ def document_problems(
     ]
     return attested, fields
 
+
+def write_receipt(path: Path, receipt: Mapping[str, Any]) -> Path:
+    """Write atomically: a reader never sees half a receipt."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    partial.write_text(
+        json.dumps(receipt, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n",
+        encoding="utf-8",
+    )
+    os.replace(partial, path)
+    return path
+
+
+def load_receipt(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ReceiptError(f"{path}: no such receipt") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReceiptError(f"{path}: cannot read the receipt ({exc})") from None
+    try:
+        receipt = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReceiptError(
+            f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
+        ) from None
+    problem = envelope_problem(path, receipt)
+    if problem is not None:
+        raise ReceiptError(problem)
+    return receipt
