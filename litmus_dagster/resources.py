@@ -50,6 +50,10 @@ class LitmusWarehouse(DuckDBResource):
         default="", description="The LITMUS state folder; empty: LITMUS_HOME, else ./.litmus"
     )
 
+    @classmethod
+    def _is_dagster_maintained(cls) -> bool:
+        return False  # our subclass, not the dagster-duckdb maintainers' resource
+
     @field_validator("connection_config")
     @classmethod
     def _settings_are_litmus_own(cls, value: dict[str, Any]) -> dict[str, Any]:
