@@ -21,10 +21,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import duckdb
 import pyarrow as pa
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    ValidationError,
+    create_model,
+    model_validator,
+)
 
 from litmus.errors import LitmusError
 from litmus.ingest import file_sha256
@@ -377,6 +386,119 @@ _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0", "")
 
 
+class VerdictRowError(ValueError):
+    """One problem of a verdict row, naming its field (pydantic reports it as a model error)."""
+
+
+def _stripped_or_none(value: str | None) -> str | None:
+    return (value.strip() or None) if value is not None else None
+
+
+def _csv_flag(value: Any) -> Any:
+    """CSV override text: true/yes/1 or false/no/0/empty (exactly these, any case)."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    return value  # left to the strict bool type, which rejects it
+
+
+_Text = Annotated[str | None, AfterValidator(_stripped_or_none)]
+
+
+class _VerdictRow(BaseModel):
+    """One row of a verdict file: the fill-in columns typed strictly, the exported queue
+    columns accepted as they are, and no other column."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    trajectory_id: _Text = None
+    verdict: _Text = None
+    auditor: _Text = None
+    reason: _Text = None
+    timestamp: _Text = None
+    override: bool | None = None  # JSON true/false/null
+
+    @property
+    def blank(self) -> bool:
+        """An exported row nobody filled in (it stays in the queue)."""
+        return not (self.verdict or self.auditor or self.reason or self.timestamp or self.override)
+
+    @property
+    def decided_at(self) -> datetime | None:
+        return _timestamp(self.timestamp) if self.timestamp else None
+
+    @model_validator(mode="after")
+    def _decided(self) -> _VerdictRow:
+        """The first thing a filled-in row lacks (one problem per row, as an auditor fixes
+        them: a verdict, whose trajectory, a known verdict, who decided, when)."""
+        if self.verdict is None:
+            if not self.blank:
+                raise VerdictRowError(
+                    "verdict: missing, but the row is filled in otherwise "
+                    f"(allowed: {', '.join(ALL_VERDICTS)})"
+                )
+            return self
+        if self.trajectory_id is None:
+            raise VerdictRowError("trajectory_id: missing")
+        if self.verdict not in ALL_VERDICTS:
+            folded = self.verdict.strip().lower()
+            hint = f"; did you mean {folded!r}?" if folded in ALL_VERDICTS else ""
+            raise VerdictRowError(
+                f"verdict: {self.verdict!r} is not a verdict (allowed: "
+                f"{', '.join(HARMFUL_VERDICTS)} for harmful instances; "
+                f"{', '.join(BENIGN_VERDICTS)} for benign ones){hint}"
+            )
+        if self.auditor is None:
+            raise VerdictRowError(
+                "auditor: missing auditor identity; every verdict and override must name who "
+                "decided it"
+            )
+        if self.timestamp:
+            _timestamp(self.timestamp)  # raises on a malformed one
+        return self
+
+
+class _CsvVerdictRow(_VerdictRow):
+    override: Annotated[bool, BeforeValidator(_csv_flag)] = False
+
+
+# The exported queue columns come back as they were exported: any value, never validated.
+_QUEUE_FIELDS: dict[str, Any] = {
+    column: (Any, None) for column in QUEUE_COLUMNS if column not in _VerdictRow.model_fields
+}
+JsonlVerdictRow = create_model("JsonlVerdictRow", __base__=_VerdictRow, **_QUEUE_FIELDS)
+CsvVerdictRow = create_model("CsvVerdictRow", __base__=_CsvVerdictRow, **_QUEUE_FIELDS)
+
+
+def _row_problems(error: ValidationError, where: str, reported: set[str]) -> list[str]:
+    """Each pydantic error of a row as ``<file>: line N: <field>: <problem>``; an unknown
+    column already in ``reported`` is not named again (a CSV column is one header cell)."""
+    unknown, problems = [], []
+    for detail in error.errors(include_url=False):
+        loc = ".".join(str(part) for part in detail["loc"])
+        value = detail.get("input")
+        if detail["type"] == "extra_forbidden":
+            if loc not in reported:
+                unknown.append(loc)
+        elif detail["type"] == "string_type":
+            problems.append(f"{where}: {loc}: expected a string, got {type(value).__name__}")
+        elif loc == "override":
+            problems.append(f"{where}: override: {value!r} is not true or false")
+        elif isinstance(cause := (detail.get("ctx") or {}).get("error"), VerdictRowError):
+            problems.append(f"{where}: {cause}")
+        else:  # not expected from these models; still named by field
+            problems.append(f"{where}: {loc or '<row>'}: {detail['msg']}")
+    named = [
+        f"{where}: {column}: unknown column (expected the exported columns; the verdict "
+        f"columns are {', '.join(FILL_IN_COLUMNS)})"
+        for column in sorted(unknown)
+    ]
+    return named + problems
+
+
 def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, record) pairs of a CSV or JSONL verdict file; format problems go to problems."""
     name = path.name
@@ -446,81 +568,31 @@ def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
         )
 
 
-def _text(record: dict[str, Any], key: str, where: str, problems: list[str]) -> str | None:
-    value = record.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        problems.append(f"{where}: {key}: expected a string, got {type(value).__name__}")
-        return None
-    value = value.strip()
-    return value or None
-
-
 def parse_verdict_file(path: Path) -> ParsedVerdicts:
     """Read a verdict file strictly; every problem names file, line and field."""
     parsed = ParsedVerdicts()
     problems = parsed.problems
     csv_file = path.suffix.lower() == ".csv"
-    known = set(EXPORT_COLUMNS)
+    row_model = CsvVerdictRow if csv_file else JsonlVerdictRow
     unknown_reported: set[str] = set()
     for line, record in _read_rows(path, problems):
         where = f"{path.name}: line {line}"
-        unknown = sorted(set(record) - known - unknown_reported)
-        for column in unknown:
-            problems.append(
-                f"{where}: {column}: unknown column (expected the exported columns; the "
-                f"verdict columns are {', '.join(FILL_IN_COLUMNS)})"
-            )
-        if csv_file:
-            unknown_reported.update(unknown)  # a CSV header problem, reported once
-        trajectory_id = _text(record, "trajectory_id", where, problems)
-        verdict = _text(record, "verdict", where, problems)
-        auditor = _text(record, "auditor", where, problems)
-        reason = _text(record, "reason", where, problems)
-        stamp = _text(record, "timestamp", where, problems)
-        override = _override(record.get("override"), where, problems, csv_file=csv_file)
-        if verdict is None:
-            if auditor or reason or stamp or override:
-                problems.append(
-                    f"{where}: verdict: missing, but the row is filled in otherwise "
-                    f"(allowed: {', '.join(ALL_VERDICTS)})"
-                )
-            else:
-                parsed.blank += 1
+        row = _validated_row(row_model, record, where, problems, unknown_reported, csv_file)
+        if row is None:
             continue
-        if trajectory_id is None:
-            problems.append(f"{where}: trajectory_id: missing")
+        if row.verdict is None:
+            parsed.blank += 1
             continue
-        if verdict not in ALL_VERDICTS:
-            folded = (verdict or "").strip().lower()
-            hint = f"; did you mean {folded!r}?" if folded in ALL_VERDICTS else ""
-            problems.append(
-                f"{where}: verdict: {verdict!r} is not a verdict (allowed: "
-                f"{', '.join(HARMFUL_VERDICTS)} for harmful instances; "
-                f"{', '.join(BENIGN_VERDICTS)} for benign ones){hint}"
-            )
-            continue
-        if auditor is None:
-            problems.append(
-                f"{where}: auditor: missing auditor identity; every verdict and override "
-                "must name who decided it"
-            )
-            continue
-        decided_at = _timestamp(stamp, where, problems) if stamp else None
-        if stamp and decided_at is None:
-            continue
-        if override is None:
-            continue
+        assert row.trajectory_id is not None and row.auditor is not None  # the model's checks
         parsed.lines.append(
             VerdictLine(
                 line=line,
-                trajectory_id=trajectory_id,
-                verdict=verdict,
-                auditor=auditor,
-                reason=reason,
-                decided_at=decided_at,
-                override=override,
+                trajectory_id=row.trajectory_id,
+                verdict=row.verdict,
+                auditor=row.auditor,
+                reason=row.reason,
+                decided_at=row.decided_at,
+                override=bool(row.override),
             )
         )
     _check_duplicates(path, parsed)
@@ -532,30 +604,41 @@ def parse_verdict_file(path: Path) -> ParsedVerdicts:
     return parsed
 
 
-def _override(value: Any, where: str, problems: list[str], *, csv_file: bool) -> bool | None:
-    """The override flag: JSON true/false/null, or CSV text; None means a problem."""
-    if value is None:
-        return False
-    if isinstance(value, bool) and not csv_file:
-        return value
-    if isinstance(value, str) and csv_file:
-        text = value.strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-    problems.append(f"{where}: override: {value!r} is not true or false")
-    return None
+def _validated_row(
+    row_model: type[_VerdictRow],
+    record: dict[str, Any],
+    where: str,
+    problems: list[str],
+    unknown_reported: set[str],
+    csv_file: bool,
+) -> _VerdictRow | None:
+    """The row, or None with its problems added. A row whose only fault is an unknown column
+    is still checked without it, so every problem of the file is named at once."""
+    try:
+        return row_model.model_validate(record)
+    except ValidationError as error:
+        problems.extend(_row_problems(error, where, unknown_reported))
+        details = error.errors(include_url=False)
+        unknown = {str(d["loc"][0]) for d in details if d["type"] == "extra_forbidden"}
+        if csv_file:  # a CSV column is one header cell: named once, on the first row
+            unknown_reported.update(unknown)
+        if not unknown or len(unknown) < len(details):
+            return None
+    try:
+        return row_model.model_validate({k: v for k, v in record.items() if k not in unknown})
+    except ValidationError as error:
+        problems.extend(_row_problems(error, where, unknown_reported))
+        return None
 
 
-def _timestamp(text: str, where: str, problems: list[str]) -> datetime | None:
+def _timestamp(text: str) -> datetime:
+    """The auditor's ISO 8601 timestamp as naive UTC."""
     try:
         stamp = datetime.fromisoformat(text)
     except ValueError:
-        problems.append(
-            f"{where}: timestamp: {text!r} is not an ISO 8601 timestamp (e.g. 2026-11-29T14:05:00Z)"
-        )
-        return None
+        raise VerdictRowError(
+            f"timestamp: {text!r} is not an ISO 8601 timestamp (e.g. 2026-11-29T14:05:00Z)"
+        ) from None
     if stamp.tzinfo is not None:
         stamp = stamp.astimezone(UTC).replace(tzinfo=None)
     return stamp

@@ -16,6 +16,9 @@ from pathlib import Path
 @dataclass(frozen=True)
 class LitmusPaths:
     home: Path
+    # The warehouse file when a caller names it (the Dagster resource's ``database``); None:
+    # ``LITMUS_DUCKDB_PATH`` when set, else ``<home>/warehouse.duckdb``.
+    duckdb_file: Path | None = None
 
     @property
     def landing(self) -> Path:
@@ -39,6 +42,8 @@ class LitmusPaths:
 
     @property
     def duckdb_path(self) -> Path:
+        if self.duckdb_file is not None:
+            return self.duckdb_file
         override = os.environ.get("LITMUS_DUCKDB_PATH")
         return Path(override) if override else self.home / "warehouse.duckdb"
 
@@ -49,6 +54,10 @@ class LitmusPaths:
         return self
 
 
-def litmus_paths(home: str | Path | None = None) -> LitmusPaths:
+def litmus_paths(
+    home: str | Path | None = None, duckdb_file: str | Path | None = None
+) -> LitmusPaths:
     chosen = home or os.environ.get("LITMUS_HOME") or ".litmus"
-    return LitmusPaths(Path(chosen).resolve())
+    return LitmusPaths(
+        Path(chosen).resolve(), Path(duckdb_file).resolve() if duckdb_file else None
+    )

@@ -15,7 +15,7 @@ from litmus_dagster.releases import (
     release_schedules,
     release_sensors,
 )
-from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource
+from litmus_dagster.resources import RefusalJudgeResource, warehouse_from_environment
 from litmus_dagster.trust import trust_assets
 
 defs = dg.Definitions(
@@ -33,7 +33,7 @@ defs = dg.Definitions(
     sensors=release_sensors,
     schedules=release_schedules,
     resources={
-        "warehouse": LitmusWarehouse(),
+        "warehouse": warehouse_from_environment(),
         "refusal_judge": RefusalJudgeResource(),
         **metrics_resources,
         **release_resources,

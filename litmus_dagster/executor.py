@@ -128,7 +128,9 @@ def _definitions() -> dg.Definitions:
 
 def run_resources(paths: LitmusPaths) -> dict[str, Any]:
     resources = dict(_definitions().resources or {})
-    resources["warehouse"] = LitmusWarehouse(home=str(paths.home))
+    resources["warehouse"] = LitmusWarehouse(
+        home=str(paths.home), database=str(paths.duckdb_file) if paths.duckdb_file else ""
+    )
     return resources
 
 

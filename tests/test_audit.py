@@ -384,6 +384,36 @@ def test_jsonl_verdicts_are_typed_strictly(home: LitmusPaths) -> None:
     assert load(home, path).loaded == 1
 
 
+def test_jsonl_fill_in_columns_must_be_strings(home: LitmusPaths) -> None:
+    harmful = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    path = home.audit / "typed.jsonl"
+    rows = [
+        {"trajectory_id": 7, "verdict": "unsafe", "auditor": "ana"},
+        {"trajectory_id": harmful, "verdict": "unsafe", "auditor": ["ana"]},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    with pytest.raises(AuditFileError) as raised:
+        load(home, path)
+    assert raised.value.problems == [
+        "typed.jsonl: line 1: trajectory_id: expected a string, got int",
+        "typed.jsonl: line 2: auditor: expected a string, got list",
+    ]
+
+
+def test_a_row_with_an_unknown_column_is_still_checked(home: LitmusPaths) -> None:
+    harmful = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    bad = write_csv(
+        home.audit / "bad.csv",
+        [verdict(harmful, "safe", verdikt="x"), verdict("nope", "unsafe", verdikt="")],
+    )
+    with pytest.raises(AuditFileError) as raised:
+        load(home, bad)
+    problems = raised.value.problems
+    assert len(problems) == 2, problems
+    assert "line 2: verdikt: unknown column" in problems[0]  # named once, for the header
+    assert "line 3: trajectory_id: unknown trajectory 'nope'" in problems[1]
+
+
 def test_a_file_with_no_verdict_is_rejected(home: LitmusPaths) -> None:
     exported = write_csv(home.audit / "untouched.csv", queue(home))
     with pytest.raises(AuditFileError, match=r"no verdicts in the file \(4 row\(s\) left blank\)"):

@@ -26,6 +26,7 @@ from litmus.ingest import file_sha256
 from litmus.receipts import (
     NOT_EVALUATED,
     RECEIPT_FILE_NAME,
+    ReceiptDocument,
     ReceiptError,
     build_receipt,
     configured_signing_key,
@@ -517,6 +518,22 @@ def test_malformed_receipt_is_rejected_with_its_line(
     receipt.write_text(json.dumps({"receipt": "something-else"}))
     with pytest.raises(ReceiptError, match="not a LITMUS leaderboard receipt"):
         load_receipt(receipt)
+
+
+def test_the_receipt_document_model_names_every_field_a_receipt_has(
+    published: Published, tmp_path: Path
+) -> None:
+    receipt = load_receipt(published.receipt_path)
+    assert set(ReceiptDocument.model_fields) == set(receipt)
+    assert ReceiptDocument.model_validate(receipt).publisher == receipt["publisher"]
+    for name, broken in (("raw_files", {}), ("signature", []), ("receipt_version", "2")):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(receipt | {name: broken}), encoding="utf-8")
+        with pytest.raises(ReceiptError, match=rf"{name}\.json: "):
+            load_receipt(path)
+    path.write_text(json.dumps({k: v for k, v in receipt.items() if k != "suites"}))
+    with pytest.raises(ReceiptError, match=r"field 'suites' is missing or not a JSON list"):
+        load_receipt(path)
 
 
 def test_hostile_hash_in_a_receipt_never_becomes_a_path(copy: LitmusPaths) -> None:

@@ -54,7 +54,7 @@ PREVIEW_COLUMNS = [
 )
 def spot_check_sample(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     policy = SpotCheckPolicy.from_environment()
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         drawn = draw_spot_checks(con, policy)
         by_configuration = dict(
             con.execute(
@@ -87,7 +87,7 @@ def spot_check_sample(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 )
 def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     policy = SpotCheckPolicy.from_environment()
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         frame = compute_labeling_agreement(con, policy)
         replace_labeling_agreement(con, frame)
     shown = frame[["partition_key", "spot_checks_decided", "labeling_agreement", "labeling_status"]]
@@ -116,7 +116,7 @@ def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     ),
 )
 def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         queue = unresolved_needs_audit(con)
         con.register("_audit_queue_rows", queue)
         try:

@@ -55,7 +55,7 @@ def publication_gates(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     suites = load_gate_suites()
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         results = evaluate_partition_gates(con, context.partition_key, suites)
         record_partition_gates(con, context.partition_key, results)
         configuration = configuration_key(con, context.partition_key)
@@ -127,7 +127,7 @@ def _gate_check(gate: str) -> dg.AssetChecksDefinition:
                 description="run this check with a configuration partition",
             )
         partition_key = context.partition_key
-        with warehouse.connect() as con:
+        with warehouse.get_connection() as con:
             result = stored_gate_results(con, partition_key).get(gate)
             configuration = configuration_key(con, partition_key)
         return _check_result(gate, configuration, partition_key, result)
@@ -149,7 +149,7 @@ def _gate_check(gate: str) -> dg.AssetChecksDefinition:
 def metric_rate_gates(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         results = evaluate_rate_gates(con)
         record_rate_gates(con, results)
         flags = evaluate_precision_flags(con)
@@ -193,7 +193,7 @@ def metric_rate_gates(
     description=f"Fails with: {GATE_MESSAGES[RATES_IN_UNIT_INTERVAL]}",
 )
 def rates_in_unit_interval(warehouse: LitmusWarehouse) -> dg.AssetCheckResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         if not table_exists(con, "publication_gates"):
             rows = []
         else:

@@ -24,7 +24,7 @@ def suite_catalog(
     """Benchmark suites (SPEC §3) from ``<home>/suites``, validated, stored with their oracles."""
     paths = warehouse.paths
     stored, unchanged, incomplete = [], [], []
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         for path in suite_files(paths):
             outcome = store_suite_file(con, path)
             (stored if outcome.stored else unchanged).append(outcome.key)
@@ -74,7 +74,7 @@ def raw_run_files(
     def register_new(keys: Iterable[str]) -> None:
         added.extend(register(context.instance, keys))
 
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         # configurations whose file was committed by a run killed before it registered them
         register_new(warehouse_partition_keys(con))
         for path in settled:
@@ -133,7 +133,7 @@ def raw_trajectories(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     """The accepted trajectories of one configuration (rows of ``raw_trajectories``)."""
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         row = con.execute(
             """
             SELECT count(*), count(DISTINCT run_id), count(DISTINCT source_file_hash),

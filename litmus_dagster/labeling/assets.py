@@ -32,7 +32,7 @@ def labeled_trajectories(
     (with the LLM refusal judge's verdicts first, when a judge is configured)."""
     judge = refusal_judge.build(warehouse.paths.home, progress=context.log.info)
     judge_metadata: dict[str, object] = {}
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         judge_key = None
         if judge is not None:
             judged = judge_partition(con, context.partition_key, judge)
@@ -77,7 +77,7 @@ def audited_trajectories(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     """Labels with human audit verdicts applied; what the metrics read."""
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         rows = refresh_audited_partition(con, context.partition_key)
         sources = dict(
             con.execute(

@@ -37,10 +37,9 @@ from litmus.stats import (
 )
 from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
-from litmus_dagster.resources import LitmusWarehouse
+from litmus_dagster.resources import DUCKDB_PATH_ENV, LitmusWarehouse
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
-DUCKDB_PATH_ENV = "LITMUS_DUCKDB_PATH"
 METRICS_GROUP = "metrics"
 # Files whose change makes a parsed manifest stale.
 DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**/*", "tests/**/*")
@@ -158,7 +157,7 @@ def litmus_dbt_metrics(
     """``dbt build``: every metric model and its tests (a failing test fails the run)."""
     # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
     # at the very file the resource uses.
-    with warehouse.exclusive(), dbt_profile_environment(warehouse.paths.duckdb_path):
+    with warehouse.exclusive(), dbt_profile_environment(warehouse.duckdb_path):
         # run artifacts and logs go to the state folder, never into the checkout (which may be
         # read-only, and must not fill up with one folder per build)
         build_artifacts = warehouse.paths.home / "dbt" / "build"
@@ -233,7 +232,7 @@ class MetricCIConfig(dg.Config):
     ),
 )
 def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         register_counts = con.sql("SELECT * FROM family_register_counts").df()
     cis = bootstrap_all_configurations(
@@ -243,7 +242,7 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
         seed=config.seed,
         confidence=config.confidence,
     )
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         replace_table(con, "metric_cis", cis, METRIC_CIS_DDL)
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
@@ -279,7 +278,7 @@ WHERE coalesce(i.private, false)
 def public_private_gap_table(
     config: MetricCIConfig, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         private = con.sql(PRIVATE_FAMILIES_SQL).df()
     gaps = (
@@ -293,7 +292,7 @@ def public_private_gap_table(
         if not private.empty
         else pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS))
     )
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         replace_table(con, "public_private_gaps", gaps, PUBLIC_PRIVATE_GAPS_DDL)
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
@@ -345,14 +344,14 @@ CREATE OR REPLACE TABLE public_private_gaps (
     ),
 )
 def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         board = leaderboard_from_warehouse(con)
         alerts = current_alert_lines(con)
     # staged: the files are published together with their receipt (leaderboard_receipt)
     exports = warehouse.paths.exports
     staged, plots = publish_board(board, publication.begin(exports), alerts)
     written = {kind: exports / path.name for kind, path in staged.items()}
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         replace_table(con, "leaderboard", board.rows)
     crash_point("leaderboard.staged")
     by_suite = {

@@ -98,7 +98,7 @@ def release_drift(
     warehouse: LitmusWarehouse,
     regression_policy: RegressionPolicy,
 ) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         inputs = read_drift_inputs(con)
         published_cis = con.sql(
             "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
@@ -125,7 +125,7 @@ def release_drift(
     # this asset) publishes the board page with every alert raised up to now; the check
     # below reports them and delivers them to the sinks.
     alerts = find_regressions(assessed, **policy)
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         replace_release_drift(con, assessed)
         record_new_alerts(con, alerts, datetime.now(UTC))
     for reason in result.skipped:
@@ -188,7 +188,7 @@ def plugin_deltas(
     warehouse: LitmusWarehouse,
     regression_policy: RegressionPolicy,
 ) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         configurations = read_configurations(con)
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         withheld = withheld_reasons(con, configurations["partition_key"].tolist())
@@ -205,7 +205,7 @@ def plugin_deltas(
         threshold=regression_policy.resolved_threshold(),
         correction=regression_policy.resolved_correction(),
     )
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         replace_plugin_deltas(con, deltas)
     for reason in skipped:
         context.log.info(f"plug-ins not compared: {reason}")
@@ -302,7 +302,7 @@ def no_significant_regression(
     threshold = regression_policy.resolved_threshold()
     correction = regression_policy.resolved_correction()
     sinks = alert_sinks.sinks()  # a misconfigured sink fails here, before anything is recorded
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         comparisons = con.sql("SELECT * FROM release_drift").df()
     alerts = find_regressions(
         comparisons,
@@ -313,7 +313,7 @@ def no_significant_regression(
     now = datetime.now(UTC)
     run_stats = context.instance.get_run_stats(context.run.run_id)
     run_started = datetime.fromtimestamp(run_stats.start_time or now.timestamp(), UTC)
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         # new: recorded by this run (by release_drift, or here when the check runs alone)
         new = record_new_alerts(con, alerts, now)
         raised_in_run = {
@@ -338,7 +338,7 @@ def no_significant_regression(
             if alert.fingerprint in pending:
                 raised_at = raised[alert.fingerprint].replace(tzinfo=UTC)
                 reports.append(deliver(alert, sinks, raised_at))
-        with warehouse.connect() as con:
+        with warehouse.get_connection() as con:
             for report in reports:
                 record_delivery(
                     con,

@@ -29,7 +29,7 @@ from litmus.plan import (
     publish_reasons,
     read_facts,
 )
-from litmus.warehouse import WarehouseBusyError, connect
+from litmus.warehouse import WarehouseBusyError
 from litmus_dagster.executor import run_requests
 from litmus_dagster.jobs import (
     ROLE_TAG,
@@ -65,9 +65,9 @@ PARTITION_TAG = "dagster/partition"
 
 def warehouse_facts(warehouse: LitmusWarehouse, timeout_s: float) -> WarehouseFacts:
     """The plan's facts; raises WarehouseBusyError when a run holds the warehouse longer."""
-    if not warehouse.paths.duckdb_path.exists():
+    if not warehouse.duckdb_path.exists():
         return WarehouseFacts()  # nothing ingested yet: only landed files to plan
-    with connect(warehouse.paths.duckdb_path, timeout_s=timeout_s) as con:
+    with warehouse.get_connection(timeout_s=timeout_s) as con:
         return read_facts(con)
 
 

@@ -40,7 +40,7 @@ TRUST_GROUP = "trust"
     ),
 )
 def run_fingerprints(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         fingerprints = compute_run_fingerprints(con)
         store_run_fingerprints(con, fingerprints)
     by_configuration = group_by_configuration(fingerprints)
@@ -69,7 +69,7 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     staging = publication.staging_dir(exports)
     if not (staging / "leaderboard.csv").is_file():
         raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
-    with warehouse.connect() as con:
+    with warehouse.get_connection() as con:
         # the staged page lists the release alerts raised up to now (this run's drift too)
         page = staging / "leaderboard.html"
         page.write_text(replace_alerts(page.read_text("utf-8"), current_alert_lines(con)), "utf-8")

@@ -1,601 +1,60 @@
-"""Result receipts (SPEC §10): what a published leaderboard was computed from, and its check.
-
-A receipt records, for one publication of the leaderboard:
-
-- the SHA-256 of every raw input file, and the suites (name, version, content hash);
-- the code that scored them: LITMUS, labeler, refusal-classifier and metric-code versions,
-  the git commit when the project is a git checkout, and the bootstrap settings;
-- per configuration: its run fingerprints, the publication gate results (or "not evaluated"),
-  a digest of its audited labels, its audit verdicts (count, auditors, verdict files, digest)
-  and whether it was published or withheld;
-- every leaderboard row with the digest of its canonical JSON, and the policy versions;
-- who published it and when, and an Ed25519 signature when a signing key is configured.
-
-``verify_receipt`` recomputes all of it from the warehouse and the raw store and describes
-every difference in plain words. A receipt proves that the published numbers follow from
-those inputs under that code; it does not prove the judge or the inputs were right.
-"""
+"""Verification: recompute everything a receipt states and describe each difference."""
 
 from __future__ import annotations
 
 import base64
-import getpass
-import hashlib
-import importlib.metadata
-import json
-import math
-import os
-import platform
 import re
-import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
-import pyarrow as pa
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from litmus.errors import LitmusError, SuiteError
+from litmus.errors import SuiteError
 from litmus.fingerprint import (
-    RunFingerprint,
     canonical_json,
     compute_run_fingerprints,
     group_by_configuration,
-    sha256_text,
     stored_run_fingerprints,
 )
 from litmus.ingest import file_sha256
-from litmus.labeler import LABELER_VERSION
 from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse
-from litmus.refusal import default_classifier
+from litmus.receipts.build import (
+    NO_VERDICTS,
+    NOT_EVALUATED,
+    audit_facts,
+    build_receipt,
+    configuration_facts,
+    gate_facts,
+    label_digests,
+    raw_file_facts,
+    runs_by_configuration,
+    suite_facts,
+)
+from litmus.receipts.code_identity import code_versions
+from litmus.receipts.digests import (
+    board_rows,
+    leaderboard_table_rows,
+    row_digest,
+    rows_digest,
+    short,
+)
+from litmus.receipts.document import (
+    ReceiptDocument,
+    ReceiptError,
+    document_problems,
+    published_time,
+)
+from litmus.receipts.keys import SIGNATURE_ALGORITHM, SIGNED_CONTENT, key_id, signing_payload
 from litmus.settings import LitmusPaths
 from litmus.suite import load_suite_file, suite_hash
 from litmus.warehouse import table_exists
 
-RECEIPT_KIND = "litmus-leaderboard-receipt"
-# 2: the signature covers its own metadata; the published files' digests are listed
-RECEIPT_VERSION = 2
-RECEIPT_FILE_NAME = "receipt.json"
-SIGNING_KEY_ENV = "LITMUS_SIGNING_KEY"
-SIGNING_KEY_PASSWORD_ENV = "LITMUS_SIGNING_KEY_PASSWORD"
-PUBLISHER_ENV = "LITMUS_PUBLISHER"
-NOT_EVALUATED = "not evaluated"
-SIGNED_CONTENT = (
-    "canonical JSON (sorted keys, no whitespace, UTF-8) of the whole receipt, its 'signature' "
-    "field included except the signature's own 'value'"
-)
-SIGNATURE_ALGORITHM = "Ed25519"
-UNSIGNED_NOTE = (
-    f"unsigned: no signing key was configured ({SIGNING_KEY_ENV} names a PEM Ed25519 private "
-    "key; `litmus keygen` makes one). Without a signature the receipt is only as trustworthy "
-    "as the place it was obtained from."
-)
-PROJECT_DIR = Path(__file__).resolve().parents[1]
-# The metric code: the dbt models and the Python that turns their output into the leaderboard.
-METRIC_CODE_GLOBS = (
-    "dbt_project/dbt_project.yml",
-    "dbt_project/models/**/*.sql",
-    "dbt_project/models/**/*.yml",
-    "dbt_project/macros/**/*.sql",
-    "litmus/stats.py",
-    "litmus/leaderboard.py",
-)
 RAW_STORE_SUFFIXES = (".jsonl", ".eval", ".json")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class ReceiptError(LitmusError):
-    """A receipt that cannot be read or made (a malformed file, an unusable signing key)."""
-
-
-# ----------------------------------------------------------------------------- values
-
-
-def _plain(value: Any) -> Any:
-    """A warehouse value as canonical JSON sees it: NaN is a missing value, numpy is Python."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        return _plain(value.item())
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
-
-
-def _plain_rows(table: pa.Table) -> list[dict[str, Any]]:
-    return [{k: _plain(v) for k, v in row.items()} for row in table.to_pylist()]
-
-
-def leaderboard_table_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]] | None:
-    """The ``leaderboard`` table as published, in its stored order (None without the table)."""
-    if not table_exists(con, "leaderboard"):
-        return None
-    return _plain_rows(con.sql("SELECT * FROM leaderboard").to_arrow_table())
-
-
-def board_rows(board: Leaderboard) -> list[dict[str, Any]]:
-    """Leaderboard rows exactly as they are stored (same Arrow conversion as the asset)."""
-    frame = board.rows.copy()
-    for column in frame.columns:
-        if frame[column].dtype == object:
-            frame[column] = frame[column].astype("string")
-    return _plain_rows(pa.Table.from_pandas(frame, preserve_index=False))
-
-
-def row_digest(values: Mapping[str, Any]) -> str:
-    return sha256_text(canonical_json(dict(values)))
-
-
-def rows_digest(row_digests: Iterable[tuple[str, str]]) -> str:
-    """Digest of the whole leaderboard: its (row name, row digest) pairs in published order."""
-    return sha256_text(canonical_json([[name, digest] for name, digest in row_digests]))
-
-
-def short(digest: str | None) -> str:
-    return f"{digest[:12]}…" if digest else "none"
-
-
-# ----------------------------------------------------------------------------- code identity
-
-
-def git_commit(project_dir: Path = PROJECT_DIR) -> tuple[str | None, bool | None]:
-    """(HEAD commit, tree has uncommitted changes) when ``project_dir`` is a git checkout."""
-    if not (project_dir / ".git").exists():
-        return None, None
-    try:
-        head = subprocess.run(
-            ["git", "-C", os.fspath(project_dir), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        if head.returncode != 0:
-            return None, None
-        # --no-optional-locks: only look; never refresh (and so lock) the checkout's index,
-        # which would make a concurrent `git commit` there fail
-        status = subprocess.run(
-            [
-                "git", "--no-optional-locks", "-C", os.fspath(project_dir),
-                "status", "--porcelain", "--untracked-files=no",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
-    return head.stdout.strip(), dirty
-
-
-def metric_code_digest(project_dir: Path = PROJECT_DIR) -> str | None:
-    """SHA-256 over the metric code files (path and content), None when they are not present."""
-    files = sorted({path for pattern in METRIC_CODE_GLOBS for path in project_dir.glob(pattern)})
-    if not files:
-        return None
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.relative_to(project_dir).as_posix().encode() + b"\0")
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
-
-
-def _package_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def code_versions(project_dir: Path = PROJECT_DIR) -> dict[str, Any]:
-    commit, dirty = git_commit(project_dir)
-    code: dict[str, Any] = {
-        "litmus": _package_version("litmus-scoring"),
-        "labeler_version": LABELER_VERSION,
-        "refusal_classifier_version": default_classifier().version,
-        "metric_code_sha256": metric_code_digest(project_dir),
-        "duckdb": duckdb.__version__,
-        "dbt_core": _package_version("dbt-core"),
-        "python": platform.python_version(),
-    }
-    if commit:  # absent, not null, when the project is not a git checkout
-        code["git_commit"] = commit
-        code["git_dirty"] = dirty
-    return code
-
-
-def publisher_identity() -> str:
-    chosen = os.environ.get(PUBLISHER_ENV, "").strip()
-    if chosen:
-        return chosen
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (containers)
-        return f"uid {os.getuid()}"
-
-
-# ----------------------------------------------------------------------------- warehouse facts
-
-
-def _suites(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    return _plain_rows(
-        con.sql(
-            "SELECT suite, suite_version, suite_hash, source_name FROM suites ORDER BY 1, 2"
-        ).to_arrow_table()
-    )
-
-
-def _raw_files(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    return _plain_rows(
-        con.sql(
-            """
-            SELECT file_hash AS sha256, original_name AS name, file_format AS format,
-                   size_bytes, records_total, records_accepted, records_quarantined
-            FROM raw_files ORDER BY file_hash
-            """
-        ).to_arrow_table()
-    )
-
-
-def _gates(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
-    if not table_exists(con, "publication_gates"):
-        return {}
-    gates: dict[str, list[dict[str, Any]]] = {}
-    for row in _plain_rows(
-        con.sql(
-            "SELECT partition_key, gate, passed, message FROM publication_gates "
-            "ORDER BY partition_key, gate, message"
-        ).to_arrow_table()
-    ):
-        key = row.pop("partition_key")
-        gates.setdefault(key, []).append(row)
-    return gates
-
-
-def _label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """partition_key → digest of its audited labels (what the metrics read)."""
-    if not table_exists(con, "audited_trajectories"):
-        return {}
-    return dict(
-        con.execute(
-            """
-            SELECT partition_key,
-                   sha256(string_agg(concat_ws('|', trajectory_id, label, outcome,
-                                               coalesce(label_source, '')),
-                                     chr(10) ORDER BY trajectory_id))
-            FROM audited_trajectories GROUP BY partition_key
-            """
-        ).fetchall()
-    )
-
-
-def _audit_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
-    """partition_key → its audit verdicts (count, auditors, verdict files, digest): the human
-    inputs behind audited labels."""
-    if not table_exists(con, "audit_verdicts"):
-        return {}
-    return {
-        row.pop("partition_key"): row
-        for row in _plain_rows(
-            con.sql(
-                """
-                SELECT partition_key, count(*) AS verdicts,
-                       list_sort(list(DISTINCT auditor)) AS auditors,
-                       list_sort(list(DISTINCT source_sha256)) AS verdict_files,
-                       sha256(string_agg(
-                           concat_ws('|', verdict_id, CAST(load_seq AS VARCHAR), trajectory_id,
-                                     verdict, CAST(override AS VARCHAR), auditor,
-                                     coalesce(reason, '')),
-                           chr(10) ORDER BY load_seq, source_line, verdict_id)) AS digest
-                FROM audit_verdicts GROUP BY partition_key ORDER BY partition_key
-                """
-            ).to_arrow_table()
-        )
-    }
-
-
-NO_VERDICTS: dict[str, Any] = {"verdicts": 0}
-
-
-def _configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
-    """partition_key → config key and policy versions, for every ingested configuration."""
-    return {
-        row["partition_key"]: row
-        for row in _plain_rows(
-            con.sql(
-                """
-                SELECT partition_key, min(config_key) AS config_key,
-                       list_sort(list(DISTINCT policy_version), 'ASC', 'NULLS FIRST')
-                           AS policy_versions
-                FROM raw_trajectories GROUP BY partition_key ORDER BY partition_key
-                """
-            ).to_arrow_table()
-        )
-    }
-
-
-def _bootstrap_settings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    if not table_exists(con, "metric_cis"):
-        return []
-    return _plain_rows(
-        con.sql(
-            "SELECT DISTINCT seed, n_resamples, confidence FROM metric_cis ORDER BY ALL"
-        ).to_arrow_table()
-    )
-
-
-def _runs_by_configuration(
-    fingerprints: list[RunFingerprint],
-) -> dict[str, list[dict[str, Any]]]:
-    runs: dict[str, list[dict[str, Any]]] = {}
-    for fp in fingerprints:
-        runs.setdefault(fp.partition_key, []).append(
-            {
-                "run_id": fp.run_id,
-                "fingerprint": fp.fingerprint,
-                "n_trajectories": fp.n_trajectories,
-            }
-        )
-    return runs
-
-
-def _configurations(
-    con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    fingerprints = compute_run_fingerprints(con)
-    configuration_fps = group_by_configuration(fingerprints)
-    runs = _runs_by_configuration(fingerprints)
-    gates = _gates(con)
-    labels = _label_digests(con)
-    audits = _audit_facts(con)
-    facts = _configuration_facts(con)
-    status = {
-        row["partition_key"]: row["status"] for row in rows if row["row_kind"] == "configuration"
-    }
-    configurations = []
-    for key in sorted(set(facts) | set(status)):
-        configurations.append(
-            {
-                "partition_key": key,
-                "config_key": facts.get(key, {}).get("config_key"),
-                "status": status.get(key, "not on the leaderboard"),
-                "policy_versions": facts.get(key, {}).get("policy_versions", []),
-                "fingerprint": configuration_fps.get(key),
-                "runs": runs.get(key, []),
-                "gates": gates.get(key, NOT_EVALUATED),
-                "label_digest": labels.get(key),
-                "audit": audits.get(key, NO_VERDICTS),
-            }
-        )
-    return configurations
-
-
-def _leaderboard_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    entries = [
-        {
-            "name": row["name"],
-            "row_kind": row["row_kind"],
-            "partition_key": row["partition_key"],
-            "digest": row_digest(row),
-            "values": row,
-        }
-        for row in rows
-    ]
-    names = [entry["name"] for entry in entries]
-    if len(set(names)) != len(names):
-        raise ReceiptError("leaderboard rows do not have unique names; cannot issue a receipt")
-    return {
-        "columns": list(rows[0]) if rows else [],
-        "rows": entries,
-        "digest": rows_digest((e["name"], e["digest"]) for e in entries),
-    }
-
-
-def build_receipt(
-    con: duckdb.DuckDBPyConnection,
-    *,
-    publisher: str | None = None,
-    published_at: datetime | None = None,
-    project_dir: Path = PROJECT_DIR,
-    published_files: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The unsigned receipt of the leaderboard currently published in the warehouse, with the
-    digests of the files it is published as (``litmus.publication.file_digests``)."""
-    rows = leaderboard_table_rows(con)
-    if rows is None:
-        raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")
-    configurations = _configurations(con, rows)
-    policy_versions = sorted(
-        {v for c in configurations for v in c["policy_versions"]},
-        key=lambda v: (v is not None, v or ""),
-    )
-    when = (published_at or datetime.now(UTC)).astimezone(UTC)
-    return {
-        "receipt": RECEIPT_KIND,
-        "receipt_version": RECEIPT_VERSION,
-        "published_at": when.isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "publisher": publisher or publisher_identity(),
-        "code": code_versions(project_dir),
-        "bootstrap": _bootstrap_settings(con),
-        "policy_versions": policy_versions,
-        "suites": _suites(con),
-        "raw_files": _raw_files(con),
-        "configurations": configurations,
-        "leaderboard": _leaderboard_section(rows),
-        "published_files": dict(published_files or {}),
-    }
-
-
-# ----------------------------------------------------------------------------- signing
-
-
-def signing_payload(receipt: Mapping[str, Any]) -> bytes:
-    """What the signature signs: everything, its own metadata (algorithm, key id, public key,
-    signed_content) included — only the signature value itself is left out."""
-    body = {k: v for k, v in receipt.items() if k != "signature"}
-    signature = receipt.get("signature")
-    if isinstance(signature, Mapping):
-        body["signature"] = {k: v for k, v in signature.items() if k != "value"}
-    return canonical_json(body).encode("utf-8")
-
-
-def public_key_raw(key: Ed25519PublicKey) -> bytes:
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-
-
-def key_id(key: Ed25519PublicKey) -> str:
-    return hashlib.sha256(public_key_raw(key)).hexdigest()[:16]
-
-
-def load_private_key(path: Path, password: str | None = None) -> Ed25519PrivateKey:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReceiptError(f"{path}: cannot read the signing key ({exc.strerror})") from None
-    try:
-        key = serialization.load_pem_private_key(
-            data, password=password.encode() if password else None
-        )
-    except (ValueError, TypeError) as exc:
-        raise ReceiptError(f"{path}: not a usable PEM private key ({exc})") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise ReceiptError(f"{path}: the signing key must be Ed25519, not {type(key).__name__}")
-    return key
-
-
-def load_public_key(path: Path) -> Ed25519PublicKey:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ReceiptError(f"{path}: cannot read the public key ({exc.strerror})") from None
-    try:
-        key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError) as exc:
-        raise ReceiptError(f"{path}: not a PEM public key ({exc})") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise ReceiptError(f"{path}: the public key must be Ed25519, not {type(key).__name__}")
-    return key
-
-
-def configured_signing_key() -> Ed25519PrivateKey | None:
-    """The key named by LITMUS_SIGNING_KEY; None when unset. A broken key is an error, never
-    a silent fallback to an unsigned receipt."""
-    location = os.environ.get(SIGNING_KEY_ENV, "").strip()
-    if not location:
-        return None
-    return load_private_key(Path(location), os.environ.get(SIGNING_KEY_PASSWORD_ENV) or None)
-
-
-def sign_receipt(receipt: dict[str, Any], key: Ed25519PrivateKey | None) -> dict[str, Any]:
-    """The receipt with its ``signature`` field: Ed25519 over the payload, or 'unsigned'."""
-    signed = {k: v for k, v in receipt.items() if k != "signature"}
-    if key is None:
-        signed["signature"] = {"status": "unsigned", "note": UNSIGNED_NOTE}
-        return signed
-    public = key.public_key()
-    signed["signature"] = {
-        "status": "signed",
-        "algorithm": SIGNATURE_ALGORITHM,
-        "key_id": key_id(public),
-        "public_key": base64.b64encode(public_key_raw(public)).decode("ascii"),
-        "signed_content": SIGNED_CONTENT,
-    }
-    value = key.sign(signing_payload(signed))
-    signed["signature"]["value"] = base64.b64encode(value).decode("ascii")
-    return signed
-
-
-def generate_keypair() -> tuple[bytes, bytes]:
-    """(private PEM, public PEM) of a fresh Ed25519 key."""
-    key = Ed25519PrivateKey.generate()
-    private_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    public_pem = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return private_pem, public_pem
-
-
-def write_keypair(private_path: Path, public_path: Path) -> str:
-    """Write a new keypair (private key readable by its owner only); returns the key id.
-
-    Refuses to overwrite an existing key: replacing a signing key by accident would make every
-    earlier receipt unverifiable with the key people were given.
-    """
-    for path in (private_path, public_path):
-        if path.exists():
-            raise ReceiptError(f"{path} already exists; not overwriting a key")
-    private_pem, public_pem = generate_keypair()
-    private_path.parent.mkdir(parents=True, exist_ok=True)
-    public_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(private_pem)
-    public_path.write_bytes(public_pem)
-    return key_id(load_public_key(public_path))
-
-
-# ----------------------------------------------------------------------------- files
-
-
-def write_receipt(path: Path, receipt: Mapping[str, Any]) -> Path:
-    """Write atomically: a reader never sees half a receipt."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    partial.write_text(
-        json.dumps(receipt, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n",
-        encoding="utf-8",
-    )
-    os.replace(partial, path)
-    return path
-
-
-def load_receipt(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReceiptError(f"{path}: no such receipt") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReceiptError(f"{path}: cannot read the receipt ({exc})") from None
-    try:
-        receipt = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReceiptError(
-            f"{path}: line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
-        ) from None
-    if not isinstance(receipt, dict) or receipt.get("receipt") != RECEIPT_KIND:
-        raise ReceiptError(f"{path}: not a LITMUS leaderboard receipt (field 'receipt')")
-    if receipt.get("receipt_version") != RECEIPT_VERSION:
-        raise ReceiptError(
-            f"{path}: receipt_version {receipt.get('receipt_version')!r} is not supported "
-            f"(this LITMUS reads version {RECEIPT_VERSION})"
-        )
-    for name, kind in (
-        ("raw_files", list),
-        ("suites", list),
-        ("configurations", list),
-        ("leaderboard", dict),
-        ("signature", dict),
-        ("code", dict),
-        ("published_files", dict),
-    ):
-        if not isinstance(receipt.get(name), kind):
-            raise ReceiptError(f"{path}: field {name!r} is missing or not a JSON {kind.__name__}")
-    return receipt
 
 
 def raw_store_file(paths: LitmusPaths, sha256: str) -> Path | None:
@@ -788,7 +247,7 @@ def _check_raw_files(
     con: duckdb.DuckDBPyConnection,
     paths: LitmusPaths,
 ) -> None:
-    in_warehouse = {row["sha256"]: row for row in _raw_files(con)}
+    in_warehouse = {row["sha256"]: row for row in raw_file_facts(con)}
     listed = set()
     intact = 0
     for entry in receipt["raw_files"]:
@@ -850,7 +309,7 @@ def _check_suites(
     con: duckdb.DuckDBPyConnection,
     paths: LitmusPaths,
 ) -> None:
-    in_warehouse = {(s["suite"], s["suite_version"]): s for s in _suites(con)}
+    in_warehouse = {(s["suite"], s["suite_version"]): s for s in suite_facts(con)}
     files = _suite_file_hashes(paths, result)
     for entry in receipt["suites"]:
         key = (entry.get("suite"), entry.get("suite_version"))
@@ -887,13 +346,13 @@ def _check_configurations(
     board: Leaderboard | None,
 ) -> None:
     fingerprints = compute_run_fingerprints(con)
-    recomputed_runs = _runs_by_configuration(fingerprints)
+    recomputed_runs = runs_by_configuration(fingerprints)
     recomputed = group_by_configuration(fingerprints)
     stored = stored_run_fingerprints(con)
-    facts = _configuration_facts(con)
-    gates = _gates(con)
-    labels = _label_digests(con)
-    audits = _audit_facts(con)
+    facts = configuration_facts(con)
+    gates = gate_facts(con)
+    labels = label_digests(con)
+    audits = audit_facts(con)
     status: dict[str, str] = {}
     if board is not None:
         status = {
@@ -1102,17 +561,10 @@ def _check_every_field(
     """Every field of the receipt against a receipt rebuilt from the warehouse, so nothing it
     states goes unchecked. Sections a detailed check already found different (``described``)
     are not reported twice."""
-    published_at = receipt.get("published_at")
-    try:
-        when = datetime.fromisoformat(str(published_at).replace("Z", "+00:00"))
-        if when.tzinfo is None or when.utcoffset():
-            raise ValueError
-    except ValueError:
-        result.mismatches.append(f"published_at {_show(published_at)} is not a UTC time")
-        when = None
+    who_and_when, fields = document_problems(receipt, _show)
+    result.mismatches.extend(who_and_when)
+    when = published_time(receipt)
     publisher = receipt.get("publisher")
-    if not isinstance(publisher, str) or not publisher.strip():
-        result.mismatches.append("the receipt names no publisher")
     try:
         rebuilt = build_receipt(
             con,
@@ -1123,11 +575,8 @@ def _check_every_field(
     except ReceiptError as error:
         result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
         return
-    known = set(rebuilt) | {"signature"}
-    for name in sorted(set(receipt) - known):
-        result.mismatches.append(f"field {name!r} is not part of a receipt")
-    for name in sorted(known - set(receipt)):
-        result.mismatches.append(f"field {name!r} is missing from the receipt")
+    result.mismatches.extend(fields)
+    known = set(ReceiptDocument.model_fields)
     # code versions are notes (_compare_code); who and when are attested by the signature only
     attested = {"code", "publisher", "published_at", "published_files", "signature"}
     for name in sorted(set(rebuilt) - attested - described):

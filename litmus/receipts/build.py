@@ -1,0 +1,231 @@
+"""Building a receipt: the facts of the published leaderboard read from the warehouse."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from litmus.fingerprint import (
+    RunFingerprint,
+    compute_run_fingerprints,
+    group_by_configuration,
+)
+from litmus.receipts.code_identity import PROJECT_DIR, code_versions, publisher_identity
+from litmus.receipts.digests import leaderboard_table_rows, plain_rows, row_digest, rows_digest
+from litmus.receipts.document import RECEIPT_KIND, RECEIPT_VERSION, ReceiptError
+from litmus.warehouse import table_exists
+
+NOT_EVALUATED = "not evaluated"
+
+
+def suite_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return plain_rows(
+        con.sql(
+            "SELECT suite, suite_version, suite_hash, source_name FROM suites ORDER BY 1, 2"
+        ).to_arrow_table()
+    )
+
+
+def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return plain_rows(
+        con.sql(
+            """
+            SELECT file_hash AS sha256, original_name AS name, file_format AS format,
+                   size_bytes, records_total, records_accepted, records_quarantined
+            FROM raw_files ORDER BY file_hash
+            """
+        ).to_arrow_table()
+    )
+
+
+def gate_facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+    if not table_exists(con, "publication_gates"):
+        return {}
+    gates: dict[str, list[dict[str, Any]]] = {}
+    for row in plain_rows(
+        con.sql(
+            "SELECT partition_key, gate, passed, message FROM publication_gates "
+            "ORDER BY partition_key, gate, message"
+        ).to_arrow_table()
+    ):
+        key = row.pop("partition_key")
+        gates.setdefault(key, []).append(row)
+    return gates
+
+
+def label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """partition_key → digest of its audited labels (what the metrics read)."""
+    if not table_exists(con, "audited_trajectories"):
+        return {}
+    return dict(
+        con.execute(
+            """
+            SELECT partition_key,
+                   sha256(string_agg(concat_ws('|', trajectory_id, label, outcome,
+                                               coalesce(label_source, '')),
+                                     chr(10) ORDER BY trajectory_id))
+            FROM audited_trajectories GROUP BY partition_key
+            """
+        ).fetchall()
+    )
+
+
+def audit_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    """partition_key → its audit verdicts (count, auditors, verdict files, digest): the human
+    inputs behind audited labels."""
+    if not table_exists(con, "audit_verdicts"):
+        return {}
+    return {
+        row.pop("partition_key"): row
+        for row in plain_rows(
+            con.sql(
+                """
+                SELECT partition_key, count(*) AS verdicts,
+                       list_sort(list(DISTINCT auditor)) AS auditors,
+                       list_sort(list(DISTINCT source_sha256)) AS verdict_files,
+                       sha256(string_agg(
+                           concat_ws('|', verdict_id, CAST(load_seq AS VARCHAR), trajectory_id,
+                                     verdict, CAST(override AS VARCHAR), auditor,
+                                     coalesce(reason, '')),
+                           chr(10) ORDER BY load_seq, source_line, verdict_id)) AS digest
+                FROM audit_verdicts GROUP BY partition_key ORDER BY partition_key
+                """
+            ).to_arrow_table()
+        )
+    }
+
+
+NO_VERDICTS: dict[str, Any] = {"verdicts": 0}
+
+
+def configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    """partition_key → config key and policy versions, for every ingested configuration."""
+    return {
+        row["partition_key"]: row
+        for row in plain_rows(
+            con.sql(
+                """
+                SELECT partition_key, min(config_key) AS config_key,
+                       list_sort(list(DISTINCT policy_version), 'ASC', 'NULLS FIRST')
+                           AS policy_versions
+                FROM raw_trajectories GROUP BY partition_key ORDER BY partition_key
+                """
+            ).to_arrow_table()
+        )
+    }
+
+
+def _bootstrap_settings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    if not table_exists(con, "metric_cis"):
+        return []
+    return plain_rows(
+        con.sql(
+            "SELECT DISTINCT seed, n_resamples, confidence FROM metric_cis ORDER BY ALL"
+        ).to_arrow_table()
+    )
+
+
+def runs_by_configuration(
+    fingerprints: list[RunFingerprint],
+) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for fp in fingerprints:
+        runs.setdefault(fp.partition_key, []).append(
+            {
+                "run_id": fp.run_id,
+                "fingerprint": fp.fingerprint,
+                "n_trajectories": fp.n_trajectories,
+            }
+        )
+    return runs
+
+
+def _configurations(
+    con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    fingerprints = compute_run_fingerprints(con)
+    configuration_fps = group_by_configuration(fingerprints)
+    runs = runs_by_configuration(fingerprints)
+    gates = gate_facts(con)
+    labels = label_digests(con)
+    audits = audit_facts(con)
+    facts = configuration_facts(con)
+    status = {
+        row["partition_key"]: row["status"] for row in rows if row["row_kind"] == "configuration"
+    }
+    configurations = []
+    for key in sorted(set(facts) | set(status)):
+        configurations.append(
+            {
+                "partition_key": key,
+                "config_key": facts.get(key, {}).get("config_key"),
+                "status": status.get(key, "not on the leaderboard"),
+                "policy_versions": facts.get(key, {}).get("policy_versions", []),
+                "fingerprint": configuration_fps.get(key),
+                "runs": runs.get(key, []),
+                "gates": gates.get(key, NOT_EVALUATED),
+                "label_digest": labels.get(key),
+                "audit": audits.get(key, NO_VERDICTS),
+            }
+        )
+    return configurations
+
+
+def _leaderboard_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    entries = [
+        {
+            "name": row["name"],
+            "row_kind": row["row_kind"],
+            "partition_key": row["partition_key"],
+            "digest": row_digest(row),
+            "values": row,
+        }
+        for row in rows
+    ]
+    names = [entry["name"] for entry in entries]
+    if len(set(names)) != len(names):
+        raise ReceiptError("leaderboard rows do not have unique names; cannot issue a receipt")
+    return {
+        "columns": list(rows[0]) if rows else [],
+        "rows": entries,
+        "digest": rows_digest((e["name"], e["digest"]) for e in entries),
+    }
+
+
+def build_receipt(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    publisher: str | None = None,
+    published_at: datetime | None = None,
+    project_dir: Path = PROJECT_DIR,
+    published_files: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The unsigned receipt of the leaderboard currently published in the warehouse, with the
+    digests of the files it is published as (``litmus.publication.file_digests``)."""
+    rows = leaderboard_table_rows(con)
+    if rows is None:
+        raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")
+    configurations = _configurations(con, rows)
+    policy_versions = sorted(
+        {v for c in configurations for v in c["policy_versions"]},
+        key=lambda v: (v is not None, v or ""),
+    )
+    when = (published_at or datetime.now(UTC)).astimezone(UTC)
+    return {
+        "receipt": RECEIPT_KIND,
+        "receipt_version": RECEIPT_VERSION,
+        "published_at": when.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "publisher": publisher or publisher_identity(),
+        "code": code_versions(project_dir),
+        "bootstrap": _bootstrap_settings(con),
+        "policy_versions": policy_versions,
+        "suites": suite_facts(con),
+        "raw_files": raw_file_facts(con),
+        "configurations": configurations,
+        "leaderboard": _leaderboard_section(rows),
+        "published_files": dict(published_files or {}),
+    }

@@ -1,0 +1,86 @@
+"""The warehouse resource is dagster-duckdb's DuckDBResource with LITMUS's connections."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from dagster_duckdb import DuckDBResource
+
+from litmus.warehouse import WarehouseBusyError, WarehouseMissingError, connect
+from litmus_dagster.definitions import defs
+from litmus_dagster.resources import LitmusWarehouse, warehouse_from_environment
+
+
+def test_the_code_location_warehouse_is_a_duckdb_resource() -> None:
+    assert isinstance(defs.resources["warehouse"], DuckDBResource)
+
+
+def test_environment_variables_are_read_when_the_run_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LITMUS_HOME", str(tmp_path / "at-load"))
+    monkeypatch.setenv("LITMUS_DUCKDB_PATH", str(tmp_path / "at-load.duckdb"))
+    warehouse = warehouse_from_environment()
+    # changed after the definitions were built: a dg.EnvVar reads the value at run time
+    monkeypatch.setenv("LITMUS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LITMUS_DUCKDB_PATH", str(tmp_path / "chosen.duckdb"))
+    seen: dict[str, Path] = {}
+
+    @dg.asset
+    def opened(warehouse: LitmusWarehouse) -> None:
+        seen["home"] = warehouse.paths.home
+        with warehouse.get_connection() as con:
+            [(path,)] = con.execute(
+                "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+            ).fetchall()
+            seen["file"] = Path(path)
+
+    assert dg.materialize([opened], resources={"warehouse": warehouse}).success
+    assert seen == {"home": tmp_path / "home", "file": tmp_path / "chosen.duckdb"}
+    # the connection was LITMUS's own: the schema is there
+    with connect(tmp_path / "chosen.duckdb") as con:
+        assert con.execute("SELECT count(*) FROM raw_files").fetchone() == (0,)
+
+
+def test_unset_variables_keep_the_litmus_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
+    monkeypatch.delenv("LITMUS_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    warehouse = warehouse_from_environment()
+    assert warehouse.duckdb_path == tmp_path / ".litmus" / "warehouse.duckdb"
+
+
+def test_a_connection_holds_the_writer_lock(tmp_path: Path) -> None:
+    warehouse = LitmusWarehouse(home=str(tmp_path / "home"))
+    with warehouse.get_connection():
+        with pytest.raises(WarehouseBusyError, match="stayed busy"), warehouse.get_connection(
+            timeout_s=0.2
+        ):
+            pass
+        with pytest.raises(WarehouseBusyError), warehouse.get_connection(
+            read_only=True, timeout_s=0.2
+        ):
+            pass
+    with warehouse.get_connection(read_only=True) as con, pytest.raises(
+        duckdb.InvalidInputException, match="read-only"
+    ):
+        con.execute("CREATE TABLE nothing (x INT)")
+
+
+def test_read_only_creates_nothing(tmp_path: Path) -> None:
+    warehouse = LitmusWarehouse(home=str(tmp_path / "home"))
+    with pytest.raises(WarehouseMissingError, match="no warehouse at"), warehouse.get_connection(
+        read_only=True
+    ):
+        pass
+    assert not (tmp_path / "home").exists()
+
+
+def test_duckdb_settings_are_litmus_own() -> None:
+    with pytest.raises(ValueError, match="connection_config is not used"):
+        LitmusWarehouse(connection_config={"threads": 1})
