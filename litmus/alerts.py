@@ -230,6 +230,43 @@ def adjust_p_values(p_values: np.ndarray, correction: str) -> np.ndarray:
     return adjusted
 
 
+@dataclass(frozen=True)
+class AdjustedTests:
+    """One publication's paired comparisons, tested together (module docstring)."""
+
+    n_tests: int  # the tests the correction spans: every tested row with a p-value
+    p_adjusted: np.ndarray
+    alpha: np.ndarray  # 1 − confidence, per row
+    mde_adjusted: np.ndarray  # the MDE at α / n_tests: the strictest step of either correction
+    delta: np.ndarray
+
+
+def adjusted_tests(
+    comparisons: pd.DataFrame,
+    correction: str,
+    power: float,
+    tested: np.ndarray | None = None,
+) -> AdjustedTests:
+    """Multiplicity-adjusted p-values and MDEs of paired comparisons (rows with ``p_value``,
+    ``confidence``, ``degrees_of_freedom``, ``standard_error`` and ``delta``); rows outside
+    ``tested`` are left out of the correction."""
+    p_values = pd.to_numeric(comparisons["p_value"]).to_numpy(dtype=float)
+    if tested is not None:
+        p_values = np.where(tested, p_values, np.nan)
+    n_tests = int((~np.isnan(p_values)).sum())
+    alpha = 1.0 - pd.to_numeric(comparisons["confidence"]).to_numpy(dtype=float)
+    level = alpha / max(n_tests, 1) if correction != NO_CORRECTION else alpha
+    df = pd.to_numeric(comparisons["degrees_of_freedom"]).to_numpy(dtype=float)
+    se = pd.to_numeric(comparisons["standard_error"]).to_numpy(dtype=float)
+    return AdjustedTests(
+        n_tests=n_tests,
+        p_adjusted=adjust_p_values(p_values, correction),
+        alpha=alpha,
+        mde_adjusted=(scipy_stats.t.ppf(1 - level / 2, df) + scipy_stats.t.ppf(power, df)) * se,
+        delta=pd.to_numeric(comparisons["delta"]).to_numpy(dtype=float),
+    )
+
+
 def assess_comparisons(
     comparisons: pd.DataFrame,
     *,
@@ -250,16 +287,9 @@ def assess_comparisons(
             assessed[column] = pd.Series(dtype="object")
         return assessed
     watched = assessed["metric"].isin(list(metrics)).to_numpy()
-    p_values = pd.to_numeric(assessed["p_value"]).to_numpy(dtype=float)
-    p_values = np.where(watched, p_values, np.nan)
-    n_tests = int((~np.isnan(p_values)).sum())
-    adjusted = adjust_p_values(p_values, correction)
-    alpha = 1.0 - pd.to_numeric(assessed["confidence"]).to_numpy(dtype=float)
-    level = alpha / max(n_tests, 1) if correction != NO_CORRECTION else alpha
-    df = pd.to_numeric(assessed["degrees_of_freedom"]).to_numpy(dtype=float)
-    se = pd.to_numeric(assessed["standard_error"]).to_numpy(dtype=float)
-    mde_adjusted = (scipy_stats.t.ppf(1 - level / 2, df) + scipy_stats.t.ppf(power, df)) * se
-    delta = pd.to_numeric(assessed["delta"]).to_numpy(dtype=float)
+    tests = adjusted_tests(assessed, correction, power, tested=watched)
+    n_tests, adjusted, alpha = tests.n_tests, tests.p_adjusted, tests.alpha
+    mde_adjusted, delta = tests.mde_adjusted, tests.delta
     regressed = watched & (delta < 0) & (-delta > threshold) & (adjusted < alpha)
     underpowered = watched & ~regressed & ~(mde_adjusted <= threshold)
     decision = np.where(

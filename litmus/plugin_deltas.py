@@ -28,13 +28,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from scipy import stats as scipy_stats
 
 from litmus.alerts import (
     DEFAULT_CORRECTION,
     DEFAULT_REGRESSION_THRESHOLD,
-    NO_CORRECTION,
-    adjust_p_values,
+    adjusted_tests,
     validate_policy,
 )
 from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
@@ -194,15 +192,9 @@ def assess_plugin_deltas(
         for column in ASSESSMENT_COLUMNS:
             assessed[column] = pd.Series(dtype="object")
         return assessed
-    p_values = pd.to_numeric(assessed["p_value"]).to_numpy(dtype=float)
-    n_tests = int((~np.isnan(p_values)).sum())
-    adjusted = adjust_p_values(p_values, correction)
-    alpha = 1.0 - pd.to_numeric(assessed["confidence"]).to_numpy(dtype=float)
-    level = alpha / max(n_tests, 1) if correction != NO_CORRECTION else alpha
-    df = pd.to_numeric(assessed["degrees_of_freedom"]).to_numpy(dtype=float)
-    se = pd.to_numeric(assessed["standard_error"]).to_numpy(dtype=float)
-    mde_adjusted = (scipy_stats.t.ppf(1 - level / 2, df) + scipy_stats.t.ppf(power, df)) * se
-    delta = pd.to_numeric(assessed["delta"]).to_numpy(dtype=float)
+    tests = adjusted_tests(assessed, correction, power)
+    n_tests, adjusted, alpha = tests.n_tests, tests.p_adjusted, tests.alpha
+    mde_adjusted, delta = tests.mde_adjusted, tests.delta
     material = (np.abs(delta) > threshold) & (adjusted < alpha)
     decision = np.where(
         material & (delta > 0),
