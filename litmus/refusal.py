@@ -993,6 +993,8 @@ def _names_withheld(sentence: str) -> bool:
         return False
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
     rest = _WORD_TAIL.sub("", sentence[end:])
+    if len(rest.split()) < 3:  # cutting it at the reason cannot add words
+        return False
     rest = _REASON.split(rest, maxsplit=1)[0]
     return len(rest.split()) >= 3 and not _GENERIC_OBJECT.matches_once(rest)
 
