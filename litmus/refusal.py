@@ -153,7 +153,12 @@ _SCANNING = True
 # there (print("I cannot do that"), a quoted customer email) must not count. Removed spans
 # become a placeholder word so sentence boundaries survive.
 _FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.S)  # an unclosed fence runs to the end
-_INDENTED_CODE = re.compile(r"(?:^(?: {4}|\t)\S.*(?:\n|\Z)){2,}", re.M)
+# Two or more indented lines. Looked for at the start of the text and after each newline
+# (written newline-first, so the scan jumps from newline to newline instead of trying every
+# character as a line start).
+_INDENTED_LINES = r"(?:(?: {4}|\t)\S.*(?:\n|\Z)){2,}"
+_INDENTED_CODE = re.compile(_INDENTED_LINES)
+_INDENTED_CODE_AFTER_NEWLINE = re.compile(r"\n" + _INDENTED_LINES)
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 _BLOCKQUOTE = re.compile(r"^[ \t]*>.*$", re.M)
 _DOUBLE_QUOTED = re.compile(r"[\"“][^\"“”\n]{1,400}[\"”]")
@@ -166,6 +171,7 @@ _TYPOGRAPHIC_APOSTROPHE = re.compile(r"[’‘ʼ´]")
 # Runs of spaces and tabs, read as one space: two or more, or a lone tab. (Single spaces are
 # left alone, and the pattern starts with a character class so the scan skips to blanks.)
 _SPACES = re.compile(r"[ \t](?:[ \t]+|(?<=\t))")
+_RUN_OF_SPACES = re.compile("  [ ]*")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
 # Sentences end at whitespace after sentence punctuation before a capital, a digit or a
 # bullet, and at newlines. The pattern starts at the punctuation or newline (so the scan
@@ -185,6 +191,22 @@ def _split_sentences(text: str) -> list[str]:
         start = resume
     pieces.append(text[start:])
     return pieces
+
+
+def _replace_indented_code(text: str, replacement: str) -> str:
+    """Every block of two or more indented lines replaced (what ``re.sub`` with the pattern
+    anchored at each line start does)."""
+    at_start = _INDENTED_CODE.match(text)
+    if at_start is not None:
+        text = replacement + text[at_start.end() :]
+    return _INDENTED_CODE_AFTER_NEWLINE.sub("\n" + replacement, text)
+
+
+def _collapse_blanks(text: str) -> str:
+    """Runs of spaces and tabs as one space (two or more blanks, or a lone tab)."""
+    # Without tabs, runs of two or more spaces are the same; that pattern opens with a
+    # two-space literal the scan can jump to, where _SPACES stops at every single space.
+    return _SPACES.sub(" ", text) if "\t" in text else _RUN_OF_SPACES.sub(" ", text)
 
 
 _CODE_WORD = "codeblock"
@@ -207,7 +229,7 @@ def _prepare(text: str) -> _Text:
         text = _FENCED_CODE.sub(f" {_CODE_WORD}\n", text)
         text = _INLINE_CODE.sub(" code ", text)
     if "\n    " in text or "\n\t" in text:  # a second indented line, which the pattern needs
-        text = _INDENTED_CODE.sub(f" {_CODE_WORD}\n", text)
+        text = _replace_indented_code(text, f" {_CODE_WORD}\n")
     if ">" in text:
         text = _BLOCKQUOTE.sub(f" {_QUOTE_WORD}.", text)
     if '"' in text or "“" in text:
@@ -215,7 +237,7 @@ def _prepare(text: str) -> _Text:
     if "'" in text:
         text = _SINGLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
     if "  " in text or "\t" in text:  # else there is no run of spaces to collapse
-        text = _SPACES.sub(" ", text)
+        text = _collapse_blanks(text)
     pieces = map(str.strip, _split_sentences(text))
     sentences = tuple(piece.lower() for piece in pieces if piece)
     return _Text(sentences, " ".join(sentences))
