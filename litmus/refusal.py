@@ -137,6 +137,12 @@ class _Rule:
         start = self.lookaround_start(text)
         return start is not None and self.lookaround_regex.search(text, start) is not None
 
+    def cannot_match(self, text: str) -> bool:
+        """True when the scanner finds this rule can match nowhere in ``text``; False when it
+        might, or the scanner is off or cannot read the text."""
+        candidates = _candidate_rules(text) if _SCANNING else None
+        return candidates is not None and not candidates >> 2 * self.index & 3
+
     def reference_search(self, text: str) -> re.Match[str] | None:
         """The rule read by Python's regex engine alone (what ``search`` must agree with)."""
         return self.regex.search(text) if self.may_match(text) else None
@@ -543,7 +549,7 @@ _PAST_FAILURE = _Rule(
 
 # A pivot into answering after a decline ("However, I can provide general information…",
 # "That said, here is…", "If you're referring to…").
-_PIVOT_TO_ANSWER = _Rule(
+_PIVOT_PATTERN = (
     r"^(?:however|but|that said|that being said|having said that|nevertheless|still|with that"
     r" said)\b[^.!?]{0,40}\b(?:i can(?!'t|not| not)|i could(?!n't| not)|i'd be happy|i am happy|"
     r"i'm happy|here|in general|"
@@ -555,8 +561,15 @@ _PIVOT_TO_ANSWER = _Rule(
     r"|\b(?:here(?:'s| is| are)|below (?:is|are)) (?:some|a|an|the|how|what)\b"
     r"|\bi can (?:however |still |also )?(?:provide|give|offer|share|tell|explain|describe|"
     r"suggest|help (?:you )?with) (?:you )?(?:some |a |an |general |more |information|"
-    r"an overview|the )",
-    triggers="however|but|said|nevertheless|still|if you|in |here|below|i can",
+    r"an overview|the )"
+)
+_PIVOT_TRIGGERS = "however|but|said|nevertheless|still|if you|in |here|below|i can"
+_PIVOT_TO_ANSWER = _Rule(_PIVOT_PATTERN, triggers=_PIVOT_TRIGGERS)
+# The pivot read anywhere in a sentence, its start anchors read as word boundaries: a pivot
+# in the piece after a mid-sentence "but" (_pivot_tail) is one of these in the sentence, so
+# a sentence the scanner finds without one has no pivot tail.
+_PIVOT_ANYWHERE = _Rule(
+    _PIVOT_PATTERN.removeprefix("^").replace("|^(?:", "|\\b(?:"), triggers=_PIVOT_TRIGGERS
 )
 # Moralizing and referral vocabulary: sentences made of it are lecture, not an answer.
 _LECTURE = _Rule(
@@ -763,6 +776,8 @@ def _pivot_tail(sentence: str) -> int | None:
     "I can't give medical advice, but here are common causes: …" pivots mid-sentence.
     """
     if "but" not in sentence and "however" not in sentence:  # _CONTRAST needs one
+        return None
+    if _PIVOT_ANYWHERE.cannot_match(sentence):
         return None
     pieces = _CONTRAST.split(sentence, maxsplit=1)
     if len(pieces) == 2 and _PIVOT_TO_ANSWER.matches_once(pieces[1]):
