@@ -221,3 +221,30 @@ def test_a_text_longer_than_any_sentence_is_left_to_python_and_keeps_its_verdict
     assert len(text) > MAX_SCANNED_CHARS
     assert not scannable(text)
     assert _verdicts([[text]], scanning=True) == _verdicts([[text]], scanning=False)
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_pivot_tails_are_the_reference_ones() -> None:
+    # the scanner may rule a pivot tail out from the whole sentence (refusal._PIVOT_ANYWHERE)
+    real = _real_texts()
+    texts = [*real, *_spliced(real, 3000, seed=13), *_random_texts(3000, seed=6)]
+    sentences = {s for text in texts for s in refusal._prepare(text).sentences}
+    sentences |= {
+        "i can't do that, but here is a summary of the public facts.",
+        "i won't, but if you're asking about the history, it began in 1910.",
+        "i can't help with that; however, i can share general safety information.",
+        "i can't help with that, but i can't stop you either.",
+        "sorry, but i cannot comply.",
+    }
+    assert any(refusal._pivot_tail(s) is not None for s in sentences)
+
+    def tails(scanning: bool) -> list[int | None]:
+        refusal._SCANNING = scanning
+        _clear_caches()
+        try:
+            return [refusal._pivot_tail(s) for s in sorted(sentences)]
+        finally:
+            refusal._SCANNING = True
+            _clear_caches()
+
+    assert tails(scanning=True) == tails(scanning=False)
