@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 
@@ -162,3 +163,19 @@ def test_worker_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch
     assert classify_many(trajectories, workers=2) == _expected(trajectories)
     without_sql = classify_many(trajectories, workers=2, sql_settlement=False)
     assert without_sql == _expected(trajectories)
+
+
+def test_the_rules_leave_no_reference_cycles_behind() -> None:
+    # why the workers may switch the cyclic garbage collector off (refusal_bulk._classify_share)
+    rng = random.Random(8)
+    texts = [*_random_texts(3000, seed=21), *_agent_texts()]
+    trajectories = [rng.sample(texts, rng.randint(1, 3)) for _ in range(3000)]
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        classify_many(trajectories, sql_settlement=False)
+        assert gc.collect() == 0
+    finally:
+        if collecting:
+            gc.enable()

@@ -100,15 +100,29 @@ def test_real_and_spliced_texts_get_the_reference_verdicts() -> None:
 # split and collapse exactly as these did.
 _SENTENCE_BREAK_AS_WRITTEN = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9*])|\n+")
 _SPACES_AS_WRITTEN = re.compile(r"[ \t]+")
+_INDENTED_CODE_AS_WRITTEN = re.compile(r"(?:^(?: {4}|\t)\S.*(?:\n|\Z)){2,}", re.M)
+
+
+def _indented_texts(count: int, seed: int) -> Iterator[str]:
+    """Lines with and without indentation, blank and blank-looking lines, in random order."""
+    rng = random.Random(seed)
+    lines = ["    x = 1", "\tcall()", "     ", "    ", "\t", "", "text", "  two", "\t\tdeep", " y"]
+    for _ in range(count):
+        chosen = rng.choices(lines, k=rng.randint(0, 8))
+        yield "\n".join(chosen) + rng.choice(["", "\n", "\n\n"])
 
 
 @pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
 def test_faster_preparation_patterns_split_and_collapse_as_written() -> None:
     real = _real_texts()
     texts = [*real, *_spliced(real, 3000, seed=9), *_random_texts(3000, seed=4)]
+    texts += _indented_texts(5000, seed=2)
+    replacement = f" {refusal._CODE_WORD}\n"
     for text in texts:
         assert refusal._split_sentences(text) == _SENTENCE_BREAK_AS_WRITTEN.split(text)
-        assert refusal._SPACES.sub(" ", text) == _SPACES_AS_WRITTEN.sub(" ", text)
+        assert refusal._collapse_blanks(text) == _SPACES_AS_WRITTEN.sub(" ", text)
+        expected = _INDENTED_CODE_AS_WRITTEN.sub(replacement, text)
+        assert refusal._replace_indented_code(text, replacement) == expected
 
 
 def test_randomized_fragment_texts_get_the_reference_verdicts() -> None:
@@ -207,3 +221,30 @@ def test_a_text_longer_than_any_sentence_is_left_to_python_and_keeps_its_verdict
     assert len(text) > MAX_SCANNED_CHARS
     assert not scannable(text)
     assert _verdicts([[text]], scanning=True) == _verdicts([[text]], scanning=False)
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_pivot_tails_are_the_reference_ones() -> None:
+    # the scanner may rule a pivot tail out from the whole sentence (refusal._PIVOT_ANYWHERE)
+    real = _real_texts()
+    texts = [*real, *_spliced(real, 3000, seed=13), *_random_texts(3000, seed=6)]
+    sentences = {s for text in texts for s in refusal._prepare(text).sentences}
+    sentences |= {
+        "i can't do that, but here is a summary of the public facts.",
+        "i won't, but if you're asking about the history, it began in 1910.",
+        "i can't help with that; however, i can share general safety information.",
+        "i can't help with that, but i can't stop you either.",
+        "sorry, but i cannot comply.",
+    }
+    assert any(refusal._pivot_tail(s) is not None for s in sentences)
+
+    def tails(scanning: bool) -> list[int | None]:
+        refusal._SCANNING = scanning
+        _clear_caches()
+        try:
+            return [refusal._pivot_tail(s) for s in sorted(sentences)]
+        finally:
+            refusal._SCANNING = True
+            _clear_caches()
+
+    assert tails(scanning=True) == tails(scanning=False)
