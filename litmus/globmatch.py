@@ -130,8 +130,18 @@ def _escape_re2(char: str) -> str:
 
 def translate_glob(pattern: str) -> str:
     """An RE2 pattern (for a *full* match) equivalent to ``fnmatch.fnmatchcase(_, pattern)``."""
+    return _re2_of(_tokens(pattern))
+
+
+def translate_glob_both(pattern: str) -> tuple[str | None, str]:
+    """(``translate_glob_duckdb``, ``translate_glob``) of one pattern, scanned once."""
+    tokens = _tokens(pattern)
+    return _duckdb_glob_of(tokens), _re2_of(tokens)
+
+
+def _re2_of(tokens: list[_Token]) -> str:
     parts: list[str] = []
-    for token in _tokens(pattern):
+    for token in tokens:
         if isinstance(token, _Star):
             parts.append("(?s:.*)")
         elif isinstance(token, _AnyChar):
@@ -158,8 +168,12 @@ def _plain(char: str) -> bool:
 
 def translate_glob_duckdb(pattern: str) -> str | None:
     """A DuckDB ``GLOB`` pattern with fnmatch's meaning, or None when one can't be made safely."""
+    return _duckdb_glob_of(_tokens(pattern))
+
+
+def _duckdb_glob_of(tokens: list[_Token]) -> str | None:
     parts: list[str] = []
-    for token in _tokens(pattern):
+    for token in tokens:
         if isinstance(token, _Star):
             parts.append("*")
         elif isinstance(token, _AnyChar):

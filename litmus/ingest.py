@@ -22,7 +22,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -183,7 +182,6 @@ def detect_format(path: Path) -> str:
 
 
 READ_CHUNK_BYTES = 1 << 20
-_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 def split_lines(path: Path, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
@@ -196,13 +194,15 @@ def split_lines(path: Path, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[byt
     with path.open("rb") as handle:
         while chunk := handle.read(chunk_bytes):
             pending += chunk
-            start = 0
-            for match in _LINE_END.finditer(pending):
-                if match.group() == b"\r" and match.end() == len(pending):
-                    break  # maybe the first half of a CRLF split across chunks
-                yield pending[start : match.start()]
-                start = match.end()
-            pending = pending[start:]
+            # bytes.splitlines breaks at exactly LF, CRLF and CR (str's breaks at more)
+            lines = pending.splitlines()
+            if pending.endswith(b"\r"):
+                pending = lines.pop() + b"\r"  # maybe the first half of a CRLF split
+            elif pending.endswith(b"\n"):
+                pending = b""
+            else:
+                pending = lines.pop()  # the file's next chunk continues it
+            yield from lines
     if pending:
         yield pending.removesuffix(b"\r")
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import (
     ONE_FAMILY_SUITE,
@@ -19,7 +22,7 @@ from conftest import (
     write_jsonl,
 )
 from litmus.formats import Suite
-from litmus.ingest import file_sha256, ingest_file
+from litmus.ingest import file_sha256, ingest_file, split_lines
 from litmus.labeler.sql import label_partition
 from litmus.suite import store_suite
 from litmus.warehouse import WarehouseUpgradeError, connect, table_columns
@@ -260,3 +263,17 @@ def test_copies_abandoned_by_a_killed_ingest_are_cleaned_up(stored_suite, litmus
     assert not abandoned.exists()
     assert in_progress.exists()  # its writer is alive: not ours to delete
     assert sorted(p.name for p in shard.iterdir()) == sorted([f"{digest}.jsonl", in_progress.name])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40).map(lambda b: bytes(b"ab\r\n"[x % 4] for x in b)), st.integers(1, 7))
+def test_lines_split_at_lf_crlf_and_cr_whatever_the_chunk_size(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, chunk_bytes: int
+) -> None:
+    """A chunk boundary (a CRLF split in two included) never changes where lines end."""
+    path = tmp_path_factory.mktemp("lines") / "run.jsonl"
+    path.write_bytes(data)
+    reference = re.split(rb"\r\n|\r|\n", data)
+    if reference and reference[-1] == b"":
+        reference.pop()  # a final terminator ends the last line, it starts no new one
+    assert list(split_lines(path, chunk_bytes)) == reference

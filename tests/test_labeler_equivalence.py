@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from labeling_harness import label_both
 from litmus.formats import HARMFUL_SPLITS, SPLITS
-from litmus.globmatch import translate_glob, translate_glob_duckdb
+from litmus.globmatch import translate_glob, translate_glob_both, translate_glob_duckdb
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
 
@@ -215,3 +215,5 @@ def test_glob_translations_agree_with_fnmatch(pairs: list[tuple[str, str]]) -> N
         assert by_regex == expected, ("regex", pattern, text)
         if glob is not None:
             assert by_glob == expected, ("glob", pattern, glob, text)
+        # storing a suite scans each pattern once for both translations
+        assert translate_glob_both(pattern) == (glob, translate_glob(pattern)), pattern

@@ -4,6 +4,7 @@ while any other file (reformatted, or changed under a stored version) is validat
 from __future__ import annotations
 
 import copy
+import gc
 import json
 
 import duckdb
@@ -12,7 +13,7 @@ import pytest
 from conftest import ONE_FAMILY_SUITE
 from litmus.errors import SuiteError
 from litmus.settings import LitmusPaths
-from litmus.suite import store_suite_file
+from litmus.suite import parse_suite_bytes, store_suite_file
 
 
 def test_a_suite_file_seen_before_is_recognized_and_a_changed_one_still_checked(
@@ -41,3 +42,22 @@ def test_a_suite_file_seen_before_is_recognized_and_a_changed_one_still_checked(
     path.write_text('{"suite": ')
     with pytest.raises(SuiteError, match="invalid JSON"):
         store_suite_file(warehouse, path)
+
+
+def test_parsing_a_suite_leaves_the_cycle_collector_as_it_found_it() -> None:
+    """Parsing pauses the collector for speed; it is on again after, even after a bad suite,
+    and a caller that had switched it off finds it off."""
+    good = json.dumps(ONE_FAMILY_SUITE).encode()
+    bad = json.dumps({**ONE_FAMILY_SUITE, "suite": ""}).encode()
+    assert gc.isenabled()
+    assert parse_suite_bytes(good, "suite.json").suite == ONE_FAMILY_SUITE["suite"]
+    assert gc.isenabled()
+    with pytest.raises(SuiteError, match="suite"):
+        parse_suite_bytes(bad, "suite.json")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_suite_bytes(good, "suite.json")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
