@@ -27,7 +27,8 @@ from typing import Any, get_args
 
 from litmus.refusal import LOW_CONFIDENCE, RefusalClassifier, RefusalLabel, default_classifier
 
-DEFAULT_XSTEST_FOLDER = Path("/work/shared/data/xstest_dev")
+# The development data beside the checkout (../shared/data), wherever the checkout lives.
+DEFAULT_XSTEST_FOLDER = Path(__file__).resolve().parents[2] / "shared" / "data" / "xstest_dev"
 
 COMPLETIONS_PREFIX = "xstest_v2_completions_"
 BASELINE_SUFFIX = "_streval"

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from conftest import SHARED_DATA
 from litmus.formats import Suite
 from litmus.importers.agentharm import AgentHarmFormatError, agentharm_suite
 
-AGENTHARM = Path("/work/shared/data/agentharm")
+AGENTHARM = SHARED_DATA / "agentharm"
 pytestmark = pytest.mark.skipif(not AGENTHARM.is_dir(), reason="AgentHarm data not present")
 
 
