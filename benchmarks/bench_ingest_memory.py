@@ -21,12 +21,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
+
+from bench_end_to_end import FLOOR_SCRIPT, Measured, run_child
 
 from litmus.sample import generate_sample
 from litmus.settings import litmus_paths
@@ -61,46 +61,6 @@ with connect(paths.duckdb_path) as con:
     report = ingest_file(con, Path(sys.argv[2]), paths, vectorized=vectorized)
     print(report.summary(), f"({report.bulk_accepted} by the bulk path)")
 """
-FLOOR_SCRIPT = """
-import sys, duckdb
-con = duckdb.connect(sys.argv[1])
-con.execute("SET enable_progress_bar = false")
-con.execute("SET preserve_insertion_order = false")
-con.execute(
-    "CREATE TABLE trajectories AS SELECT * FROM read_json(?, format = 'newline_delimited', "
-    "maximum_object_size = 67108864)",
-    [sys.argv[2]],
-)
-con.execute(
-    "CREATE TABLE steps AS SELECT run_id, instance_id, epoch, "
-    "unnest(steps, max_depth := 2) FROM trajectories"
-)
-print(con.execute("SELECT count(*) FROM trajectories").fetchone()[0],
-      con.execute("SELECT count(*) FROM steps").fetchone()[0])
-"""
-
-
-@dataclass
-class Measured:
-    wall_s: float
-    peak_rss_mb: float
-    output: str
-
-
-def run_child(command: list[str]) -> Measured:
-    """One child process: its wall time and peak RSS (ru_maxrss of the child, in KiB)."""
-    started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert child.stdout is not None
-    output = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.stderr.write(output[-4000:])
-        raise SystemExit(f"{command[:3]} failed")
-    return Measured(wall, usage.ru_maxrss / 1024, output.strip())
-
-
 def generate_run_file(work: Path, size_mb: float) -> tuple[Path, Path]:
     """(suite file, one run file of about ``size_mb`` MB holding every profile's records)."""
     n_families = max(1, round(size_mb * 1e6 / BYTES_PER_FAMILY))
@@ -143,7 +103,7 @@ def main() -> int:
             floor = run_child([sys.executable, "-c", FLOOR_SCRIPT, str(floor_db), str(run_file)])
             floor_db.unlink(missing_ok=True)
             print(
-                f"floor (DuckDB read_json): {floor.wall_s:.1f} s, rows {floor.output}, "
+                f"floor (DuckDB read_json): {floor.wall_s:.1f} s, rows {floor.output.strip()}, "
                 f"peak RSS {floor.peak_rss_mb:,.0f} MB"
             )
 

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
+from litmus.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.warehouse import table_exists, transaction
 
 DEFAULT_REGRESSION_THRESHOLD = 0.02
@@ -282,8 +282,7 @@ def assess_comparisons(
     validate_policy(threshold, metrics, correction)
     assessed = comparisons.copy()
     if assessed.empty:
-        for column in ("threshold", "correction", "n_tests", "p_adjusted", "mde_adjusted",
-                       "decision"):  # fmt: skip
+        for column in ASSESSMENT_COLUMNS:
             assessed[column] = pd.Series(dtype="object")
         return assessed
     watched = assessed["metric"].isin(list(metrics)).to_numpy()

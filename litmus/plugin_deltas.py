@@ -35,7 +35,7 @@ from litmus.alerts import (
     adjusted_tests,
     validate_policy,
 )
-from litmus.drift import DRIFT_METRICS, METRIC_LABELS, points
+from litmus.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.neutralize import for_matplotlib
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
@@ -70,15 +70,6 @@ PLUGIN_DELTA_COLUMNS: tuple[str, ...] = (
     "n_resamples",
     "seed",
     "confidence",
-)
-# What assess_plugin_deltas adds: the publication's decision on each delta.
-ASSESSMENT_COLUMNS: tuple[str, ...] = (
-    "threshold",
-    "correction",
-    "n_tests",
-    "p_adjusted",
-    "mde_adjusted",
-    "decision",
 )
 BETTER, WORSE, UNDERPOWERED, NO_MATERIAL_CHANGE = (
     "better",

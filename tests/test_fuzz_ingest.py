@@ -47,6 +47,23 @@ from litmus_dagster.cli import main
 
 MIN_RECORDS = 1_000
 EXAMPLES = 30
+
+
+def file_settings(max_examples: int) -> settings:
+    """Hypothesis settings for tests whose example is a whole run file: reproducible, and not
+    shrunk (shrinking a file of dozens of records takes many minutes, and the assertions
+    already name the line and its reason)."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )
 INSTANCE_IDS = ("fam-1/hs", "fam-1/cm", "fam-1/eb", "fam-1/hb")
 HOSTILE = (
     "'; DROP TABLE raw_trajectories; --",
@@ -376,19 +393,7 @@ def test_hostile_records_are_stored_verbatim_or_quarantined_never_crash(
         store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
         tables_before = con.execute(TABLES).fetchall()
 
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            derandomize=True,
-            # Each example is a file of dozens of records: shrinking one takes many minutes, and
-            # the assertion already names the line and its reason.
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-            ],
-        )
+        @file_settings(EXAMPLES)
         @given(run_files())
         def ingest_hostile_file(lines: list[Line]) -> None:
             path = incoming / f"fuzz-{next(file_numbers)}.jsonl"

@@ -18,9 +18,9 @@ from typing import Any
 
 import duckdb
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from test_fuzz_ingest import dumps, run_files, valid_records
+from test_fuzz_ingest import dumps, file_settings, run_files, valid_records
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.formats import Suite
@@ -153,17 +153,7 @@ def test_bulk_path_stores_and_quarantines_exactly_what_the_validator_does(
     totals = {"records": 0, "bulk_accepted": 0, "accepted": 0}
     with connect(reference.duckdb_path) as ref_con, connect(bulk.duckdb_path) as bulk_con:
 
-        @settings(
-            max_examples=EXAMPLES,
-            deadline=None,
-            derandomize=True,
-            phases=[Phase.explicit, Phase.generate],
-            suppress_health_check=[
-                HealthCheck.too_slow,
-                HealthCheck.data_too_large,
-                HealthCheck.large_base_example,
-            ],
-        )
+        @file_settings(EXAMPLES)
         @given(mixed_files())
         def same_outcome(lines: list[bytes]) -> None:
             path = incoming / f"mixed-{totals['records']}.jsonl"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -144,16 +145,36 @@ def runs_by_configuration(
     return runs
 
 
+@dataclass(frozen=True)
+class ConfigurationEvidence:
+    """What a receipt states of each configuration (partition key → fact), read from the
+    warehouse: once to write a receipt and again, the same way, to verify one."""
+
+    facts: dict[str, dict[str, Any]]  # config_key, policy versions
+    fingerprints: dict[str, str]  # the configuration's fingerprint
+    runs: dict[str, list[dict[str, Any]]]  # each run's fingerprint
+    gates: dict[str, Any]
+    label_digests: dict[str, str]
+    audits: dict[str, Any]
+
+
+def configuration_evidence(con: duckdb.DuckDBPyConnection) -> ConfigurationEvidence:
+    run_fingerprints = compute_run_fingerprints(con)
+    return ConfigurationEvidence(
+        facts=configuration_facts(con),
+        fingerprints=group_by_configuration(run_fingerprints),
+        runs=runs_by_configuration(run_fingerprints),
+        gates=gate_facts(con),
+        label_digests=label_digests(con),
+        audits=audit_facts(con),
+    )
+
+
 def _configurations(
     con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    fingerprints = compute_run_fingerprints(con)
-    configuration_fps = group_by_configuration(fingerprints)
-    runs = runs_by_configuration(fingerprints)
-    gates = gate_facts(con)
-    labels = label_digests(con)
-    audits = audit_facts(con)
-    facts = configuration_facts(con)
+    evidence = configuration_evidence(con)
+    facts = evidence.facts
     status = {
         row["partition_key"]: row["status"] for row in rows if row["row_kind"] == "configuration"
     }
@@ -165,11 +186,11 @@ def _configurations(
                 "config_key": facts.get(key, {}).get("config_key"),
                 "status": status.get(key, "not on the leaderboard"),
                 "policy_versions": facts.get(key, {}).get("policy_versions", []),
-                "fingerprint": configuration_fps.get(key),
-                "runs": runs.get(key, []),
-                "gates": gates.get(key, NOT_EVALUATED),
-                "label_digest": labels.get(key),
-                "audit": audits.get(key, NO_VERDICTS),
+                "fingerprint": evidence.fingerprints.get(key),
+                "runs": evidence.runs.get(key, []),
+                "gates": evidence.gates.get(key, NOT_EVALUATED),
+                "label_digest": evidence.label_digests.get(key),
+                "audit": evidence.audits.get(key, NO_VERDICTS),
             }
         )
     return configurations

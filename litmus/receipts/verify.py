@@ -16,8 +16,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from litmus.errors import SuiteError
 from litmus.fingerprint import (
     canonical_json,
-    compute_run_fingerprints,
-    group_by_configuration,
     stored_run_fingerprints,
 )
 from litmus.ingest import file_sha256
@@ -25,13 +23,9 @@ from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse
 from litmus.receipts.build import (
     NO_VERDICTS,
     NOT_EVALUATED,
-    audit_facts,
     build_receipt,
-    configuration_facts,
-    gate_facts,
-    label_digests,
+    configuration_evidence,
     raw_file_facts,
-    runs_by_configuration,
     suite_facts,
 )
 from litmus.receipts.code_identity import code_versions
@@ -345,14 +339,10 @@ def _check_configurations(
     con: duckdb.DuckDBPyConnection,
     board: Leaderboard | None,
 ) -> None:
-    fingerprints = compute_run_fingerprints(con)
-    recomputed_runs = runs_by_configuration(fingerprints)
-    recomputed = group_by_configuration(fingerprints)
+    evidence = configuration_evidence(con)
+    recomputed_runs, recomputed, facts = evidence.runs, evidence.fingerprints, evidence.facts
+    gates, labels, audits = evidence.gates, evidence.label_digests, evidence.audits
     stored = stored_run_fingerprints(con)
-    facts = configuration_facts(con)
-    gates = gate_facts(con)
-    labels = label_digests(con)
-    audits = audit_facts(con)
     status: dict[str, str] = {}
     if board is not None:
         status = {
