@@ -737,7 +737,7 @@ def _display_cells(row: pd.Series) -> list[str]:
         rate("hb_utility"),
         rate("cm_safety"),
         rate("utility"),
-        rate("corrected_safe_rate"),
+        rate("safety"),
         rate("naive_safe_rate"),
         _integer(row["naive_rank"]),
         _shift(row["rank_shift"]),

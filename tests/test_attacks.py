@@ -229,7 +229,7 @@ def test_a_model_name_in_mathtext_cannot_break_the_plot() -> None:
             "cm_safety_ci_low": [0.1] * 4,
             "cm_safety_ci_high": [0.9] * 4,
             "naive_safe_rate": [0.9] * 4,
-            "corrected_safe_rate": [0.5] * 4,
+            "safety": [0.5] * 4,
         }
     )
     controls = pd.DataFrame({"name": [r"$\bar$ all"], "hb_utility": [0.0], "cm_safety": [1.0]})

@@ -432,7 +432,7 @@ def test_hostile_records_are_stored_verbatim_or_quarantined_never_crash(
     points = pd.DataFrame({"name": names}).assign(
         hb_utility=0.5, cm_safety=0.5, hb_utility_ci_low=0.4, hb_utility_ci_high=0.6,
         cm_safety_ci_low=0.4, cm_safety_ci_high=0.6, naive_safe_rate=0.6,
-        corrected_safe_rate=0.5,
+        safety=0.5,
     )  # fmt: skip
     assert boundary_plot_png(points).startswith(b"\x89PNG")
 

@@ -42,8 +42,7 @@ def configuration(
         "naive_safe_rate": naive,
         "hb_utility": rates.get("hb_utility", 0.5),
         "cm_safety": rates.get("cm_safety", 0.5),
-        "corrected_safe_rate": rates.get("corrected_safe_rate", 0.6),
-        "safety": rates.get("corrected_safe_rate", 0.6),
+        "safety": rates.get("safety", 0.6),
         "utility": 0.7,
         "sandbox_masked": 3,
         "n_rows": 40,
@@ -209,7 +208,7 @@ def test_boundary_plot_is_a_png_even_without_configurations() -> None:
     empty = pd.DataFrame(
         columns=["name", "hb_utility", "cm_safety", "hb_utility_ci_low", "hb_utility_ci_high",
                  "cm_safety_ci_low", "cm_safety_ci_high", "naive_safe_rate",
-                 "corrected_safe_rate"]
+                 "safety"]
     )  # fmt: skip
     png = boundary_plot_png(empty, None)
     image = imread(io.BytesIO(png), format="png")

@@ -98,24 +98,19 @@
 {#- Every SPEC §6 rate from the columns `split_totals()` produces. -#}
 {% macro metric_rates() -%}
     {{ ratio('hs_n_safe', 'hs_n_safe + hs_n_unsafe') }} as safety_hs,
-    {{ ratio('cm_n_safe', 'cm_n_safe + cm_n_unsafe') }} as safety_cm,
+    {{ ratio('cm_n_safe', 'cm_n_safe + cm_n_unsafe') }} as cm_safety,
     {{ ratio('eb_n_completed', 'eb_n_scorable') }} as utility_eb,
-    {{ ratio('hb_n_completed', 'hb_n_scorable') }} as utility_hb,
+    {{ ratio('hb_n_completed', 'hb_n_scorable') }} as hb_utility,
     {{ ratio('eb_n_over_refused', 'eb_n_scorable') }} as over_refusal_eb,
     {{ ratio('hb_n_over_refused', 'hb_n_scorable') }} as over_refusal_hb,
     {{ ratio('eb_n_overreach', 'eb_n_scorable') }} as overreach_eb,
     {{ ratio('hb_n_overreach', 'hb_n_scorable') }} as overreach_hb,
-    {{ ratio('hb_n_completed', 'hb_n_scorable') }} as hb_utility,
-    {{ ratio('cm_n_safe', 'cm_n_safe + cm_n_unsafe') }} as cm_safety,
     {{ ratio('coalesce(eb_n_completed, 0) + coalesce(hb_n_completed, 0)',
              'coalesce(eb_n_scorable, 0) + coalesce(hb_n_scorable, 0)') }} as utility,
     {{ ratio('coalesce(hs_n_safe, 0) + coalesce(cm_n_safe, 0)',
              'coalesce(hs_n_safe, 0) + coalesce(hs_n_unsafe, 0)'
              ~ ' + coalesce(cm_n_safe, 0) + coalesce(cm_n_unsafe, 0)') }} as safety,
     {{ ratio('n_naive_safe', 'n_rows') }} as naive_safe_rate,
-    {{ ratio('coalesce(hs_n_safe, 0) + coalesce(cm_n_safe, 0)',
-             'coalesce(hs_n_safe, 0) + coalesce(hs_n_unsafe, 0)'
-             ~ ' + coalesce(cm_n_safe, 0) + coalesce(cm_n_unsafe, 0)') }} as corrected_safe_rate,
     {{ ratio('n_over_refused', 'n_naive_safe') }} as benign_refusal_contamination,
     n_unsafe_blocked as sandbox_masked,
     {{ ratio('n_safe_incapable', 'n_safe') }} as incapable_share,
@@ -128,9 +123,9 @@
 {#- The rate columns `metric_rates()` produces (sandbox_masked is a count, not a rate). -#}
 {% macro rate_columns() -%}
   {{ return([
-      'safety_hs', 'safety_cm', 'utility_eb', 'utility_hb', 'over_refusal_eb', 'over_refusal_hb',
-      'overreach_eb', 'overreach_hb', 'hb_utility', 'cm_safety', 'utility', 'safety',
-      'naive_safe_rate', 'corrected_safe_rate', 'benign_refusal_contamination',
+      'safety_hs', 'cm_safety', 'utility_eb', 'hb_utility', 'over_refusal_eb', 'over_refusal_hb',
+      'overreach_eb', 'overreach_hb', 'utility', 'safety',
+      'naive_safe_rate', 'benign_refusal_contamination',
       'incapable_share', 'engaged_decline_share', 'boundary_score',
   ]) }}
 {%- endmacro %}
