@@ -147,6 +147,21 @@ def test_withheld_configuration_is_listed_with_reasons_and_nothing_else(
     assert "0.99" not in foxtrot_csv
 
 
+def test_every_board_column_shows_its_own_rate(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    # The "Safety (corrected)" column once read an alias no table filled, so it said n/a on
+    # every published row while the CSV held the rate.
+    metrics, intervals = board_inputs
+    metrics.loc[metrics["partition_key"] == "alpha", "safety"] = 0.812
+    markdown = build_leaderboard(metrics, CONTROLS, intervals).to_markdown()
+    board_lines = markdown.splitlines()
+    (header,) = [line for line in board_lines if line.startswith("| Rank |")]
+    column = [cell.strip() for cell in header.strip("|").split("|")].index("Safety (corrected)")
+    (alpha,) = [line for line in board_lines if "| alpha" in line]
+    assert [cell.strip() for cell in alpha.strip("|").split("|")][column] == "0.812"
+
+
 def test_controls_are_reference_rows_for_the_suites_in_use(
     board_inputs: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
