@@ -22,11 +22,12 @@ def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:
     """Configuration keys or partition keys → partition keys; unknown names are an error."""
     if not names:
         return []
+    from litmus.keys import CONFIGURATION_KEYS_SQL
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
         known = con.execute(
-            "SELECT DISTINCT partition_key, config_key FROM raw_trajectories"
+            f"SELECT partition_key, config_key FROM ({CONFIGURATION_KEYS_SQL})"
         ).fetchall()
     by_name = {key: key for key, _ in known} | {config: key for key, config in known}
     unknown = [name for name in names if name not in by_name]
