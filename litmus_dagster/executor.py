@@ -26,7 +26,9 @@ import dagster as dg
 from litmus.faults import crash_point
 from litmus.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
+from litmus.warehouse import connect
 from litmus_dagster import stop
+from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.jobs import (
     LANDED_TAG,
     ROLE_TAG,
@@ -270,6 +272,7 @@ def execute(
     result = result or ExecutionResult()
     result.plan = plan
     tags = dict(tags or {})
+    report_verdict_loads(paths, instance)
     register(instance, plan.partitions(Action.LABEL, Action.REAUDIT))
     if plan.of(Action.INGEST):
         materialize_job(ingest_job, paths, instance, tags=tags)
@@ -295,6 +298,17 @@ def execute(
         result.published = True
         crash_point("pipeline.published")
     return result
+
+
+def report_verdict_loads(paths: LitmusPaths, instance: dg.DagsterInstance) -> None:
+    """Record on ``instance`` the verdict files ``litmus audit load`` stored since it last
+    looked (that command writes only the warehouse, so it does not load Dagster)."""
+    if not paths.duckdb_path.exists():
+        return
+    with connect(paths.duckdb_path) as con:
+        events = verdict_load_events(instance, con)
+    for event in events:
+        instance.report_runless_asset_event(event)
 
 
 def _names(item: PlanItem) -> dict[str, str]:

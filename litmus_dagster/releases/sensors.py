@@ -8,8 +8,10 @@ plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
   re-copied file is not run twice). It reads the configurations of each new file, registers
   any unknown ``configurations`` partition and plans: one ``land_and_score_configuration``
   run per landed configuration, plus whatever else the warehouse needs (stale labels, audit
-  verdicts loaded), each requested once per reason. Cursor: JSON of the observed files and
-  the content hashes handled.
+  verdicts loaded), each requested once per reason. It also records each verdict file
+  ``litmus audit load`` stored since its last evaluation as a materialization of
+  ``audit_verdicts`` (the command itself does not load Dagster). Cursor: JSON of the
+  observed files and the content hashes handled.
 - ``rescore_schedule`` (hourly) requests a ``score_configuration`` run for every configuration
   the plan names (labels stale: labeler, refusal classifier or suite changed, see
   litmus.status; or audited rows / gates out of date), asking again at every tick.
@@ -30,6 +32,7 @@ from litmus.plan import (
     read_facts,
 )
 from litmus.warehouse import WarehouseBusyError
+from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.executor import run_requests
 from litmus_dagster.jobs import (
     ROLE_TAG,
@@ -127,6 +130,20 @@ def landing_plan(
     return plan, scan.cursor, notes
 
 
+def verdict_loads_to_report(
+    instance: dg.DagsterInstance, warehouse: LitmusWarehouse
+) -> list[dg.AssetMaterialization]:
+    """The verdict files ``litmus audit load`` stored since the instance last recorded one
+    (that command does not load Dagster); a busy warehouse leaves them to the next tick."""
+    if not warehouse.duckdb_path.exists():
+        return []
+    try:
+        with warehouse.get_connection(timeout_s=SENSOR_LOCK_WAIT_S) as con:
+            return verdict_load_events(instance, con)
+    except WarehouseBusyError:
+        return []
+
+
 @dg.sensor(
     name="landing_sensor",
     jobs=[land_and_score_job, ingest_job, score_configuration_job, refresh_audit_job],
@@ -149,6 +166,7 @@ def landing_sensor(
     waiting = [note for note in notes if note.endswith("still settling")]
     return dg.SensorResult(
         run_requests=requests,
+        asset_events=verdict_loads_to_report(context.instance, warehouse),
         dynamic_partitions_requests=registration_requests(context.instance, plan.partitions()),
         cursor=cursor.to_json(),
         skip_reason=(
