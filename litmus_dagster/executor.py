@@ -6,7 +6,8 @@ Two ways to carry a plan out, with the same item → job mapping (:func:`job_for
   (``litmus run``, ``litmus rescore``, ``litmus demo``): the same asset definitions the
   Dagster UI shows, with the run history kept in ``<home>/dagster``;
 - :func:`run_requests` turns it into run requests for the daemon (the landing sensor and the
-  re-score schedule); publishing there is the publish sensor's, once no scoring run is left.
+  re-score schedule); publishing there is the publish job's automation condition's, once no
+  scoring run is left (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``).
 
 Each configuration is scored in its own run. A failing gate check withholds that
 configuration (its verdicts are in the ``publication_gates`` table every publisher reads): the
@@ -337,7 +338,7 @@ def run_requests(
     """
     requests = []
     for item in plan.items:
-        if item.action == Action.PUBLISH:  # the publish sensor's, after the scoring runs
+        if item.action == Action.PUBLISH:  # the publish automation's, after the scoring runs
             continue
         # a configuration being scored is not asked again, unless files just landed for it:
         # the cursor has them as handled, so this request is their one chance to be stored
