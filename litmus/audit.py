@@ -15,6 +15,7 @@ overwrite rule labels: ``litmus.audited`` applies them on top, keeping ``rule_la
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -362,6 +363,7 @@ class LoadReport:
     # latest verdict decides them from now on (``litmus audit history ID`` shows all)
     redecided: int = 0
     spot_checks: int = 0  # verdicts on spot-check rows: they measure the rules, change no label
+    load_seq: int = 0  # the load's number in ``audit_verdicts`` (0: nothing was loaded)
 
     def summary(self) -> str:
         if self.already_loaded:
@@ -809,39 +811,70 @@ def _append(
             "sha": sha,
         },
     )
-    counts = con.execute(
+    loads = verdict_loads(con, after=load_seq - 1)
+    if not loads:  # no row joined a labeled trajectory: nothing was appended
+        return LoadReport(path, sha, 0, 0, 0, parsed.blank, (), load_seq=load_seq)
+    return dataclasses.replace(loads[0], source=path, blank=parsed.blank)
+
+
+def verdict_loads(con: duckdb.DuckDBPyConnection, *, after: int = 0) -> list[LoadReport]:
+    """Every verdict file loaded after load number ``after``, oldest first, as the load
+    reported it (without the blank rows, which are not stored). Only reads."""
+    if not table_exists(con, "audit_verdicts"):
+        return []
+    rows = con.execute(
         """
-        SELECT count(*) FILTER (WHERE rule_label = 'needs_audit'),
-               count(*) FILTER (WHERE rule_label <> 'needs_audit' AND override),
-               list(DISTINCT t.config_key ORDER BY t.config_key),
-               count(*) FILTER (WHERE rule_label <> 'needs_audit' AND NOT override)
-        FROM audit_verdicts v JOIN raw_trajectories t USING (trajectory_id)
-        WHERE v.load_seq = ?
+        WITH loads AS (
+            SELECT v.load_seq, min(v.source_name) AS source_name,
+                   min(v.source_sha256) AS sha256,
+                   count(*) FILTER (WHERE rule_label = 'needs_audit') AS audits,
+                   count(*) FILTER (WHERE rule_label <> 'needs_audit' AND override)
+                       AS overrides,
+                   count(*) FILTER (WHERE rule_label <> 'needs_audit' AND NOT override)
+                       AS spot_checks,
+                   list(DISTINCT t.config_key ORDER BY t.config_key) AS configurations
+            FROM audit_verdicts v JOIN raw_trajectories t USING (trajectory_id)
+            WHERE v.load_seq > $after
+            GROUP BY v.load_seq
+        ),
+        redecided AS (
+            SELECT v.load_seq, count(*) AS n
+            FROM audit_verdicts v
+            WHERE v.load_seq > $after AND EXISTS (
+                SELECT 1 FROM audit_verdicts e
+                WHERE e.trajectory_id = v.trajectory_id AND e.load_seq < v.load_seq)
+            GROUP BY v.load_seq
+        )
+        SELECT loads.*, coalesce(redecided.n, 0)
+        FROM loads LEFT JOIN redecided USING (load_seq)
+        ORDER BY load_seq
         """,
-        [load_seq],
-    ).fetchall()[0]
-    audits, overrides, configurations = int(counts[0]), int(counts[1]), tuple(counts[2] or ())
-    redecided = con.execute(
-        """
-        SELECT count(*) FROM audit_verdicts v
-        WHERE v.load_seq = ? AND EXISTS (
-            SELECT 1 FROM audit_verdicts e
-            WHERE e.trajectory_id = v.trajectory_id AND e.load_seq < v.load_seq)
-        """,
-        [load_seq],
-    ).fetchall()[0][0]
-    spot_checks = int(counts[3])
-    return LoadReport(
-        source=path,
-        sha256=sha,
-        loaded=audits + overrides + spot_checks,
-        audits=audits,
-        overrides=overrides,
-        spot_checks=spot_checks,
-        blank=parsed.blank,
-        configurations=configurations,
-        redecided=int(redecided),
-    )
+        {"after": after},
+    ).fetchall()
+    return [
+        LoadReport(
+            source=Path(source_name),
+            sha256=sha256,
+            loaded=int(audits) + int(overrides) + int(spot_checks),
+            audits=int(audits),
+            overrides=int(overrides),
+            spot_checks=int(spot_checks),
+            blank=0,
+            configurations=tuple(configurations or ()),
+            redecided=int(redecided),
+            load_seq=int(load_seq),
+        )
+        for (
+            load_seq,
+            source_name,
+            sha256,
+            audits,
+            overrides,
+            spot_checks,
+            configurations,
+            redecided,
+        ) in rows
+    ]
 
 
 def verdict_history(con: duckdb.DuckDBPyConnection, trajectory_id: str) -> list[dict[str, Any]]:

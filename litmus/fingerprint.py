@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.warehouse import table_exists, transaction
 
 RUN_FINGERPRINT_SCHEME = "litmus-run-fingerprint/1"
@@ -43,10 +44,9 @@ CREATE TABLE IF NOT EXISTS run_fingerprints (
 
 # Everything a run's labels depend on, one row per (partition, run). Lists are sorted so the
 # canonical JSON, and with it the hash, does not depend on row order.
-_RUN_INPUTS_SQL = """
+_RUN_INPUTS_SQL = f"""
 WITH runs AS (
     SELECT partition_key, run_id,
-           min(config_key) AS config_key,
            min(model) AS model, min(model_release) AS model_release,
            min(harness) AS harness, min(harness_version) AS harness_version,
            min(plugin) AS plugin,
@@ -60,8 +60,8 @@ WITH runs AS (
 ),
 run_suites AS (
     SELECT t.partition_key, t.run_id,
-           list_sort(list(DISTINCT {'suite': t.suite, 'suite_version': t.suite_version,
-                                    'suite_hash': s.suite_hash})) AS suites
+           list_sort(list(DISTINCT {{'suite': t.suite, 'suite_version': t.suite_version,
+                                      'suite_hash': s.suite_hash}})) AS suites
     FROM (SELECT DISTINCT partition_key, run_id, suite, suite_version FROM raw_trajectories) t
     LEFT JOIN suites s USING (suite, suite_version)
     GROUP BY ALL
@@ -78,10 +78,11 @@ run_classifiers AS (
     FROM refusal_signals r JOIN raw_trajectories t USING (trajectory_id)
     GROUP BY ALL
 )
-SELECT runs.*, run_suites.suites,
+SELECT runs.*, keys.config_key, run_suites.suites,
        coalesce(run_labelers.labeler_versions, []) AS labeler_versions,
        coalesce(run_classifiers.classifier_versions, []) AS classifier_versions
 FROM runs
+JOIN ({CONFIGURATION_KEYS_SQL}) keys USING (partition_key)
 LEFT JOIN run_suites USING (partition_key, run_id)
 LEFT JOIN run_labelers USING (partition_key, run_id)
 LEFT JOIN run_classifiers USING (partition_key, run_id)

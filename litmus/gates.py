@@ -621,15 +621,6 @@ def stored_gate_results(
     }
 
 
-def configuration_key(con: duckdb.DuckDBPyConnection, partition_key: str) -> str:
-    """The display key of a partition (the partition key itself when it has no rows)."""
-    rows = con.execute(
-        "SELECT any_value(config_key) FROM raw_trajectories WHERE partition_key = ?",
-        [partition_key],
-    ).fetchall()
-    return rows[0][0] if rows and rows[0][0] else partition_key
-
-
 def partitions_without_gates(
     con: duckdb.DuckDBPyConnection, partition_keys: Iterable[str]
 ) -> list[str]:

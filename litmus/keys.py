@@ -11,8 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import TYPE_CHECKING
 
 from litmus.formats import RunConfig
+
+if TYPE_CHECKING:
+    import duckdb
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_COMPONENT = 40
@@ -50,6 +54,25 @@ def partition_key_for(config: RunConfig) -> str:
         digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:8]
         key = f"{key}+{digest}"
     return key
+
+
+# The configuration key of every ingested partition, derived here once for every reader that
+# runs before dbt has built ``configuration_identities`` (ingestion metadata, status, gates,
+# receipts). The partition key is built from the same record fields, so each partition has
+# exactly one configuration key and min() only makes the choice explicit.
+CONFIGURATION_KEYS_SQL = """
+SELECT partition_key, min(config_key) AS config_key
+FROM raw_trajectories GROUP BY partition_key
+"""
+
+
+def configuration_key(con: duckdb.DuckDBPyConnection, partition_key: str) -> str:
+    """The display key of a partition (the partition key itself when it has no rows)."""
+    rows = con.execute(
+        f"SELECT config_key FROM ({CONFIGURATION_KEYS_SQL}) WHERE partition_key = ?",
+        [partition_key],
+    ).fetchall()
+    return rows[0][0] if rows and rows[0][0] else partition_key
 
 
 def trajectory_id(run_id: str, instance_id: str, epoch: int) -> str:

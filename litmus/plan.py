@@ -14,8 +14,8 @@ configuration and the reasons for it:
   whose audit verdicts changed since its audited rows were built (``litmus audit load``) or
   whose gate verdicts are not recorded;
 - **publish**: metrics, leaderboard, release drift, once anything above ran (under the
-  daemon, once labels are newer than the last publication or the metric code changed:
-  :func:`publish_reasons`).
+  daemon, the publish job's automation condition decides when: once a batch of scoring runs
+  has finished, or the metric code changed, ``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``).
 
 A configuration appears in at most one of label and reaudit (labeling re-audits and re-gates
 too). Items are ordered by action, then by partition key, so two drivers looking at the same
@@ -187,24 +187,6 @@ def compute_plan(
             )
         )
     return Plan(tuple(items))
-
-
-def publish_reasons(
-    *,
-    last_labeled: int | None,
-    last_published: int | None,
-    published_version: str | None,
-    current_version: str,
-) -> list[str]:
-    """Why the daemon's publish must run (empty: the published metrics are up to date), from
-    the order of the last labeling and the last publication (event storage ids, or any
-    increasing number) and the metric code version the last publication ran with."""
-    reasons = []
-    if last_labeled is not None and (last_published is None or last_labeled > last_published):
-        reasons.append("new labels")
-    if last_published is not None and published_version != current_version:
-        reasons.append(f"metric definitions changed ({published_version} → {current_version})")
-    return reasons
 
 
 def plan_from_warehouse(

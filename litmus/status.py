@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.labeler import LABELER_VERSION
 
 
@@ -56,9 +57,10 @@ def partition_statuses(
     judged against ``labeler_version`` / ``classifier_version`` (default: the current code)."""
     classifier_version = classifier_version or current_classifier_version()
     rows = con.execute(
-        """
-        WITH raw AS (
-            SELECT partition_key, any_value(config_key) AS config_key, count(*) AS n,
+        f"""
+        WITH keys AS ({CONFIGURATION_KEYS_SQL}),
+        raw AS (
+            SELECT partition_key, count(*) AS n,
                    list(DISTINCT suite || chr(0) || suite_version) AS suites
             FROM raw_trajectories GROUP BY 1
         ),
@@ -93,11 +95,12 @@ def partition_statuses(
                    histogram(coalesce(audit_reason_code, 'unstated')) AS m
             FROM trajectory_labels WHERE label = 'needs_audit' GROUP BY 1
         )
-        SELECT raw.partition_key, raw.config_key, raw.n, coalesce(labeled.n, 0),
+        SELECT raw.partition_key, keys.config_key, raw.n, coalesce(labeled.n, 0),
                coalesce(labeled.versions, []), coalesce(signals.versions, []), outcomes.m,
                coalesce(suite_reloaded.last_suite_load > labeled.first_labeled_at_utc, false),
                audit_reasons.m
         FROM raw
+        JOIN keys USING (partition_key)
         LEFT JOIN labeled USING (partition_key)
         LEFT JOIN signals USING (partition_key)
         LEFT JOIN suite_reloaded USING (partition_key)

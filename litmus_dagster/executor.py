@@ -6,7 +6,8 @@ Two ways to carry a plan out, with the same item → job mapping (:func:`job_for
   (``litmus run``, ``litmus rescore``, ``litmus demo``): the same asset definitions the
   Dagster UI shows, with the run history kept in ``<home>/dagster``;
 - :func:`run_requests` turns it into run requests for the daemon (the landing sensor and the
-  re-score schedule); publishing there is the publish sensor's, once no scoring run is left.
+  re-score schedule); publishing there is the publish job's automation condition's, once no
+  scoring run is left (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``).
 
 Each configuration is scored in its own run. A failing gate check withholds that
 configuration (its verdicts are in the ``publication_gates`` table every publisher reads): the
@@ -26,7 +27,9 @@ import dagster as dg
 from litmus.faults import crash_point
 from litmus.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
+from litmus.warehouse import connect
 from litmus_dagster import stop
+from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.jobs import (
     LANDED_TAG,
     ROLE_TAG,
@@ -270,6 +273,7 @@ def execute(
     result = result or ExecutionResult()
     result.plan = plan
     tags = dict(tags or {})
+    report_verdict_loads(paths, instance)
     register(instance, plan.partitions(Action.LABEL, Action.REAUDIT))
     if plan.of(Action.INGEST):
         materialize_job(ingest_job, paths, instance, tags=tags)
@@ -295,6 +299,17 @@ def execute(
         result.published = True
         crash_point("pipeline.published")
     return result
+
+
+def report_verdict_loads(paths: LitmusPaths, instance: dg.DagsterInstance) -> None:
+    """Record on ``instance`` the verdict files ``litmus audit load`` stored since it last
+    looked (that command writes only the warehouse, so it does not load Dagster)."""
+    if not paths.duckdb_path.exists():
+        return
+    with connect(paths.duckdb_path) as con:
+        events = verdict_load_events(instance, con)
+    for event in events:
+        instance.report_runless_asset_event(event)
 
 
 def _names(item: PlanItem) -> dict[str, str]:
@@ -323,7 +338,7 @@ def run_requests(
     """
     requests = []
     for item in plan.items:
-        if item.action == Action.PUBLISH:  # the publish sensor's, after the scoring runs
+        if item.action == Action.PUBLISH:  # the publish automation's, after the scoring runs
             continue
         # a configuration being scored is not asked again, unless files just landed for it:
         # the cursor has them as handled, so this request is their one chance to be stored

@@ -10,6 +10,9 @@
 - ``refresh_audit``: rebuild one partition's audited rows and re-run its gates, without
   re-labeling (audit verdicts loaded, or gate verdicts missing).
 - ``publish_leaderboard``: the metrics, leaderboard and release drift, once scoring is done.
+  ``litmus run`` runs it in-process; under the daemon its declarative automation condition
+  (:data:`PUBLISH_WHEN_SCORED`, evaluated by the ``publish_when_scored`` sensor) requests
+  one run once a batch of scoring runs has finished.
 
 "Scoring a partition" means every asset partitioned by ``configurations`` (raw → labeled →
 audited, and whatever per-configuration gates the other domains add); publishing means the
@@ -18,6 +21,7 @@ Both are derived from the domain packages' asset lists, so a new per-configurati
 picked up without editing this file.
 """
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,7 +57,7 @@ PUBLISH = (
     dg.AssetSelection.groups(METRICS_GROUP) | PER_CONFIGURATION.downstream(include_self=False)
 ) - PER_CONFIGURATION
 
-# Run tags: what a run is for (the publish sensor waits for every "score" run to finish).
+# Run tags: what a run is for.
 ROLE_TAG = "litmus/role"
 TRIGGER_TAG = "litmus/trigger"
 LANDED_TAG = "litmus/landed_sha256"
@@ -99,11 +103,51 @@ refresh_audit_job = dg.define_asset_job(
     tags={ROLE_TAG: SCORE_ROLE},
 )
 
-publish_job = dg.define_asset_job(
-    "publish_leaderboard",
-    selection=PUBLISH,
-    description="dbt metrics, CIs, leaderboard and release drift over every scored partition.",
-    tags={ROLE_TAG: PUBLISH_ROLE},
+AC = dg.AutomationCondition
+AUDITED = dg.AssetSelection.assets("audited_trajectories")
+RELEASE_DRIFT = dg.AssetKey("release_drift")
+# The last asset a publication writes: while it is still to come, a publication is running.
+LEADERBOARD_RECEIPT = dg.AssetKey("leaderboard_receipt")
+
+# Publish (SPEC §9) when some configuration's audited rows were rebuilt since the last
+# publication, or the metric definitions changed (release_drift's code version carries their
+# digest) — once no configuration is still queued or being scored and no publication is
+# running, so one publication follows a whole batch of scoring runs. Evaluated on the job's
+# root assets (the dbt staging models, the spot-check sample, the run fingerprints): every
+# scoring run targets their per-configuration parents, so it counts as in progress from the
+# moment it is queued until it wrote them.
+NEW_AUDITED_ROWS = (
+    AC.any_deps_updated()
+    .allow(AUDITED)
+    .since_last_handled()
+    .with_label("audited rows rebuilt since the last publication")
 )
+# (a release drift never published has nothing to re-publish: scoring publishes it first)
+METRIC_DEFINITIONS_CHANGED = AC.asset_matches(
+    RELEASE_DRIFT, AC.code_version_changed() & ~AC.missing()
+).with_label("metric definitions changed")
+NOTHING_IN_PROGRESS = (
+    ~AC.any_deps_in_progress()
+    & ~AC.in_progress()
+    & ~AC.asset_matches(LEADERBOARD_RECEIPT, AC.in_progress())
+).with_label("no scoring run or publication in progress")
+with warnings.catch_warnings():
+    # job automation conditions are a preview feature of this Dagster version
+    warnings.simplefilter("ignore", category=dg.PreviewWarning)
+    PUBLISH_WHEN_SCORED = AC.any_job_root_assets_match(
+        NEW_AUDITED_ROWS | METRIC_DEFINITIONS_CHANGED
+    ) & AC.all_job_root_assets_match(NOTHING_IN_PROGRESS)
+
+    publish_job = dg.define_asset_job(
+        "publish_leaderboard",
+        selection=PUBLISH,
+        description=(
+            "dbt metrics, CIs, leaderboard and release drift over every scored partition. "
+            "`litmus run`; under the daemon, requested by its automation condition once "
+            "scoring is done."
+        ),
+        tags={ROLE_TAG: PUBLISH_ROLE},
+        automation_condition=PUBLISH_WHEN_SCORED,
+    )
 
 ALL_JOBS = [ingest_job, land_and_score_job, score_configuration_job, refresh_audit_job, publish_job]

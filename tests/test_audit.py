@@ -11,6 +11,8 @@ import csv
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -371,6 +373,124 @@ def test_loading_says_how_many_rows_re_decide_earlier_verdicts(
     err = capsys.readouterr().err
     assert "loaded 2 verdict(s) from b.csv" in err
     assert "1 of them re-decide earlier verdicts" in err
+
+
+# Runs the CLI in a fresh interpreter and says which Dagster modules it imported.
+_CLI_WITHOUT_DAGSTER = """
+import json, sys
+from litmus_dagster.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as exit:  # argparse: --help and usage errors
+    status = exit.code
+print(json.dumps({"status": status, "dagster": sorted(
+    name for name in sys.modules if name == "dagster" or name.startswith("dagster."))[:3]}))
+"""
+
+
+def _cli_in_fresh_interpreter(home: LitmusPaths, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CLI_WITHOUT_DAGSTER, "--home", str(home.home), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_loading_verdicts_does_not_import_dagster(home: LitmusPaths) -> None:
+    harmful = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    file = write_csv(home.audit / "a.csv", [verdict(harmful, "unsafe")])
+    assert _cli_in_fresh_interpreter(home, "audit", "load", str(file)) == {
+        "status": 0,
+        "dagster": [],
+    }
+    assert rows_of(home, "SELECT trajectory_id, verdict FROM audit_verdicts") == [
+        {"trajectory_id": harmful, "verdict": "unsafe"}
+    ]
+    for args in (["audit", "load", "--help"], ["audit", "load"], ["audit", "load", "--dry-run"]):
+        ran = _cli_in_fresh_interpreter(home, *args)
+        assert ran["dagster"] == [], args
+        assert ran["status"] == (0 if "--help" in args else 2), args
+
+
+def test_the_next_run_or_landing_sensor_records_each_loaded_verdict_file_in_dagster(
+    home: LitmusPaths,
+) -> None:
+    import dagster as dg
+
+    from litmus.plan import Plan
+    from litmus_dagster.audit.assets import AUDIT_VERDICTS
+    from litmus_dagster.executor import execute
+    from litmus_dagster.releases.sensors import landing_sensor
+    from litmus_dagster.resources import LitmusWarehouse
+
+    first = rule_row(home, PENDING, "f1/harmful_source")["trajectory_id"]
+    second = rule_row(home, PENDING, "f2/harmful_source")["trajectory_id"]
+    one = write_csv(home.audit / "one.csv", [verdict(first, "unsafe")])
+    two = write_csv(home.audit / "two.csv", [verdict(first, "safe"), verdict(second, "safe")])
+    assert litmus_main(["--home", str(home.home), "audit", "load", str(one)]) == 0
+    assert litmus_main(["--home", str(home.home), "audit", "load", str(two)]) == 0
+
+    def recorded(instance: dg.DagsterInstance) -> list[dict[str, Any]]:
+        records = instance.fetch_materializations(AUDIT_VERDICTS, limit=10).records
+        return [
+            {
+                name: value.value
+                for name, value in record.asset_materialization.metadata.items()
+                if name in ("source", "verdicts", "load_seq", "sha256")
+            }
+            | {"description": record.asset_materialization.description}
+            for record in reversed(records)  # newest first → oldest first
+        ]
+
+    (configuration,) = rows_of(
+        home, "SELECT DISTINCT config_key FROM raw_trajectories WHERE partition_key = ?", [PENDING]
+    )
+    with dg.DagsterInstance.ephemeral() as instance:
+        execute(Plan(), home, instance, publish=False, progress=lambda _: None)
+        expected = [
+            {
+                "source": "one.csv",
+                "verdicts": 1,
+                "load_seq": 1,
+                "sha256": hashlib.sha256(one.read_bytes()).hexdigest(),
+                "description": "loaded 1 verdict(s) from one.csv (1 audit, 0 override) "
+                f"for {configuration['config_key']}",
+            },
+            {
+                "source": "two.csv",
+                "verdicts": 2,
+                "load_seq": 2,
+                "sha256": hashlib.sha256(two.read_bytes()).hexdigest(),
+                "description": "loaded 2 verdict(s) from two.csv (2 audit, 0 override) "
+                f"for {configuration['config_key']}; "
+                "1 of them re-decide earlier verdicts (the latest one counts; "
+                "see litmus audit history ID)",
+            },
+        ]
+        assert recorded(instance) == expected
+        # reported once: a second run with no new load adds nothing
+        execute(Plan(), home, instance, publish=False, progress=lambda _: None)
+        assert recorded(instance) == expected
+
+    # under the daemon, the landing sensor's next evaluation reports them the same way
+    with dg.DagsterInstance.ephemeral() as instance:
+        context = dg.build_sensor_context(
+            instance=instance, resources={"warehouse": LitmusWarehouse()}
+        )
+        evaluation = landing_sensor(context)
+        for event in evaluation.asset_events:
+            instance.report_runless_asset_event(event)
+        assert recorded(instance) == expected
+        again = landing_sensor(
+            dg.build_sensor_context(
+                instance=instance,
+                cursor=evaluation.cursor,
+                resources={"warehouse": LitmusWarehouse()},
+            )
+        )
+        assert again.asset_events == []
 
 
 def test_jsonl_verdicts_are_typed_strictly(home: LitmusPaths) -> None:

@@ -25,7 +25,6 @@ from litmus.plan import (
     WarehouseFacts,
     compute_plan,
     plan_from_warehouse,
-    publish_reasons,
 )
 from litmus.settings import LitmusPaths
 from litmus.status import PartitionStatus
@@ -122,22 +121,6 @@ def test_a_landed_file_without_configuration_is_still_ingested() -> None:
     plan = compute_plan(WarehouseFacts(), landed_without_configuration=["e" * 64])
     assert summary(plan) == [("ingest", None, (NO_CONFIGURATION_REASON,))]
     assert plan.items[0].landed == ("e" * 64,)
-
-
-def test_the_daemon_publishes_after_new_labels_or_a_metric_code_change() -> None:
-    def reasons(labeled: int | None, published: int | None, version: str | None) -> list[str]:
-        return publish_reasons(
-            last_labeled=labeled,
-            last_published=published,
-            published_version=version,
-            current_version="drift-2",
-        )
-
-    assert reasons(None, None, None) == []  # nothing labeled yet
-    assert reasons(5, None, None) == ["new labels"]
-    assert reasons(5, 7, "drift-2") == []
-    assert reasons(9, 7, "drift-2") == ["new labels"]
-    assert reasons(5, 7, "drift-1") == ["metric definitions changed (drift-1 → drift-2)"]
 
 
 # ----------------------------------------------------------------------------- real warehouse

@@ -2,7 +2,8 @@
 
 The bundled sample is scored without its regressed release (aurora 2026-11-01). Then that
 release file is dropped into the landing directory: the landing sensor adds its partition and
-requests its run, the publish sensor requests the publish run once scoring is done, and the
+requests its run, the publish job's automation condition requests the publish run once
+scoring is done (evaluated by Dagster's own evaluator, as the daemon does), and the
 release shows up on the leaderboard and in ``release_drift``; the regression check fails and
 raises exactly one alert, received by a webhook server listening on 127.0.0.1.
 """
@@ -13,6 +14,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -25,11 +27,11 @@ from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.definitions import defs
-from litmus_dagster.jobs import PER_CONFIGURATION, PUBLISH, ROLE_TAG, SCORE_ROLE
+from litmus_dagster.jobs import PER_CONFIGURATION, PUBLISH, ROLE_TAG, SCORE_ROLE, publish_job
 from litmus_dagster.partitions import configurations
 from litmus_dagster.pipeline import run_pipeline
 from litmus_dagster.releases.assets import RELEASE_DRIFT_CODE_VERSION, no_significant_regression
-from litmus_dagster.releases.sensors import landing_sensor, publish_sensor
+from litmus_dagster.releases.sensors import landing_sensor
 from litmus_dagster.resources import LitmusWarehouse
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -47,6 +49,7 @@ class World:
     webhook: RecordingServer
     regressed_file: Path
     cursor: str | None = None
+    automation_cursor: Any = None
     publish_results: list[dg.ExecuteInProcessResult] = field(default_factory=list)
 
 
@@ -84,9 +87,20 @@ def evaluate_landing_sensor(world: World) -> dg.SensorResult:
     return result
 
 
+def publish_requested(world: World) -> bool:
+    """One evaluation of the daemon's automation sensor: does it request a publication?"""
+    result = dg.evaluate_automation_conditions(
+        defs=defs, instance=world.instance, cursor=world.automation_cursor
+    )
+    world.automation_cursor = result.cursor
+    return any(
+        r.key == dg.AssetJobKey(publish_job.name) and r.true_subset.size for r in result.results
+    )
+
+
 def execute(world: World, request: dg.RunRequest) -> dg.ExecuteInProcessResult:
     """What the daemon does with a run request, in-process."""
-    job = defs.resolve_job_def(request.job_name or publish_sensor.job_name)
+    job = defs.resolve_job_def(request.job_name or publish_job.name)
     return job.execute_in_process(
         instance=world.instance,
         partition_key=request.partition_key,
@@ -113,6 +127,7 @@ def test_the_baseline_alone_has_nothing_to_compare(world: World) -> None:
     first = evaluate_landing_sensor(world)
     second = evaluate_landing_sensor(world)
     assert first.run_requests == [] and second.run_requests == []
+    assert not publish_requested(world)  # run_pipeline published already
 
 
 def test_a_landed_release_is_scored_published_and_alerts_once(world: World) -> None:
@@ -137,9 +152,8 @@ def test_a_landed_release_is_scored_published_and_alerts_once(world: World) -> N
         ).fetchone()[0]
     assert labeled == 960
 
-    publish = publish_sensor(dg.build_sensor_context(instance=world.instance))
-    assert isinstance(publish, dg.RunRequest)
-    published = execute(world, publish)
+    assert publish_requested(world)
+    published = execute(world, dg.RunRequest(job_name=publish_job.name))
     world.publish_results.append(published)
     assert published.success
 
@@ -209,9 +223,7 @@ def test_an_unchanged_re_run_raises_no_new_alert(world: World) -> None:
     assert len(alert_rows(world.paths)) == 1
     assert len(world.webhook.received) == 1
 
-    skip = publish_sensor(dg.build_sensor_context(instance=world.instance))
-    assert isinstance(skip, dg.SkipReason)
-    assert skip.skip_message == "the published metrics are up to date"
+    assert not publish_requested(world)  # the published metrics are up to date
 
 
 def test_the_same_release_landed_again_is_not_run_again(world: World) -> None:

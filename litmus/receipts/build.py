@@ -15,6 +15,7 @@ from litmus.fingerprint import (
     compute_run_fingerprints,
     group_by_configuration,
 )
+from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.receipts.code_identity import PROJECT_DIR, code_versions, publisher_identity
 from litmus.receipts.digests import leaderboard_table_rows, plain_rows, row_digest, rows_digest
 from litmus.receipts.document import RECEIPT_KIND, RECEIPT_VERSION, ReceiptError
@@ -109,11 +110,12 @@ def configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, A
         row["partition_key"]: row
         for row in plain_rows(
             con.sql(
-                """
-                SELECT partition_key, min(config_key) AS config_key,
+                f"""
+                SELECT partition_key, keys.config_key,
                        list_sort(list(DISTINCT policy_version), 'ASC', 'NULLS FIRST')
                            AS policy_versions
-                FROM raw_trajectories GROUP BY partition_key ORDER BY partition_key
+                FROM raw_trajectories JOIN ({CONFIGURATION_KEYS_SQL}) keys USING (partition_key)
+                GROUP BY partition_key, keys.config_key ORDER BY partition_key
                 """
             ).to_arrow_table()
         )

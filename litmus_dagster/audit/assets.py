@@ -1,13 +1,17 @@
 """The audit workflow as Dagster assets (wiring only).
 
 ``audit_verdicts`` is the append-only verdict history, written by ``litmus audit load``
-outside any run (the CLI reports each load to the instance, so ``audited_trajectories``
-shows as stale in the UI); ``audit_queue`` is what is still waiting for a person.
+outside any run. That command only writes the warehouse (it never loads Dagster); the next
+executor run or landing-sensor evaluation reports each load it finds there to the instance
+(:func:`verdict_load_events`), so ``audited_trajectories`` shows as stale in the UI.
+``audit_queue`` is what is still waiting for a person.
 """
 
 import dagster as dg
+import duckdb
 import pandas as pd
 
+from litmus.audit import LoadReport, verdict_loads
 from litmus.audit import audit_queue as unresolved_needs_audit
 from litmus.spotcheck import (
     SpotCheckPolicy,
@@ -30,6 +34,47 @@ audit_verdicts = dg.AssetSpec(
         "loaded with `litmus audit load FILE`; each trajectory's newest verdict applies."
     ),
 )
+
+
+def _last_reported_load(instance: dg.DagsterInstance, con: duckdb.DuckDBPyConnection) -> int:
+    latest = instance.get_latest_materialization_event(AUDIT_VERDICTS)
+    reported = latest.asset_materialization if latest is not None else None
+    if reported is None:
+        return 0
+    if "load_seq" in reported.metadata:
+        return int(reported.metadata["load_seq"].value)
+    # reported before loads carried their number: find it by the file's digest
+    digest = reported.metadata.get("sha256")
+    sha256 = digest.value if digest is not None else None
+    return max((load.load_seq for load in verdict_loads(con) if load.sha256 == sha256), default=0)
+
+
+def verdict_load_events(
+    instance: dg.DagsterInstance, con: duckdb.DuckDBPyConnection
+) -> list[dg.AssetMaterialization]:
+    """One ``audit_verdicts`` materialization per verdict file loaded since the last one
+    ``instance`` records, oldest first (none when the instance is up to date)."""
+    return [
+        _load_materialization(load)
+        for load in verdict_loads(con, after=_last_reported_load(instance, con))
+    ]
+
+
+def _load_materialization(load: LoadReport) -> dg.AssetMaterialization:
+    return dg.AssetMaterialization(
+        asset_key=AUDIT_VERDICTS,
+        description=load.summary(),
+        metadata={
+            "source": load.source.name,
+            "sha256": load.sha256,
+            "verdicts": load.loaded,
+            "audits": load.audits,
+            "overrides": load.overrides,
+            "configurations": list(load.configurations),
+            "load_seq": load.load_seq,
+        },
+    )
+
 
 PREVIEW_COLUMNS = [
     "configuration",

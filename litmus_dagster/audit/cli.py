@@ -5,13 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from litmus.errors import LitmusError, require_file
 from litmus.settings import LitmusPaths
-
-if TYPE_CHECKING:
-    from litmus.audit import LoadReport
 
 
 def _say(message: str) -> None:
@@ -22,11 +18,12 @@ def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:
     """Configuration keys or partition keys → partition keys; unknown names are an error."""
     if not names:
         return []
+    from litmus.keys import CONFIGURATION_KEYS_SQL
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
         known = con.execute(
-            "SELECT DISTINCT partition_key, config_key FROM raw_trajectories"
+            f"SELECT partition_key, config_key FROM ({CONFIGURATION_KEYS_SQL})"
         ).fetchall()
     by_name = {key: key for key, _ in known} | {config: key for key, config in known}
     unknown = [name for name in names if name not in by_name]
@@ -79,33 +76,9 @@ def cmd_load(args: argparse.Namespace, paths: LitmusPaths) -> int:
         return 0
     _say(report.summary())
     if report.loaded:
-        _report_to_dagster(paths, report)
+        # the warehouse holds the load; the next run reports it to the Dagster instance
         _say("run `litmus run` to apply the verdicts, re-check the gates and publish")
     return 0
-
-
-def _report_to_dagster(paths: LitmusPaths, report: LoadReport) -> None:
-    """Record the load on the local Dagster instance, so the UI marks the audit stale."""
-    import dagster as dg
-
-    from litmus_dagster.audit.assets import AUDIT_VERDICTS
-    from litmus_dagster.pipeline import local_instance
-
-    with local_instance(paths) as instance:
-        instance.report_runless_asset_event(
-            dg.AssetMaterialization(
-                asset_key=AUDIT_VERDICTS,
-                description=report.summary(),
-                metadata={
-                    "source": report.source.name,
-                    "sha256": report.sha256,
-                    "verdicts": report.loaded,
-                    "audits": report.audits,
-                    "overrides": report.overrides,
-                    "configurations": list(report.configurations),
-                },
-            )
-        )
 
 
 def cmd_simulate(args: argparse.Namespace, paths: LitmusPaths) -> int:

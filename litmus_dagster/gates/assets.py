@@ -21,7 +21,6 @@ from litmus.gates import (
     RATES_IN_UNIT_INTERVAL,
     TRAJECTORY_GATES,
     GateResult,
-    configuration_key,
     evaluate_partition_gates,
     evaluate_precision_flags,
     evaluate_rate_gates,
@@ -31,6 +30,7 @@ from litmus.gates import (
     record_rate_gates,
     stored_gate_results,
 )
+from litmus.keys import CONFIGURATION_KEYS_SQL, configuration_key
 from litmus.publication_decision import NOT_GATED_REASON, publication
 from litmus.warehouse import table_exists
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
@@ -198,13 +198,11 @@ def rates_in_unit_interval(warehouse: LitmusWarehouse) -> dg.AssetCheckResult:
             rows = []
         else:
             rows = con.execute(
-                """
-                SELECT g.partition_key, any_value(t.config_key), g.passed, g.failing_count,
-                       g.examples
+                f"""
+                SELECT g.partition_key, k.config_key, g.passed, g.failing_count, g.examples
                 FROM publication_gates g
-                LEFT JOIN raw_trajectories t USING (partition_key)
+                LEFT JOIN ({CONFIGURATION_KEYS_SQL}) k USING (partition_key)
                 WHERE g.gate = ?
-                GROUP BY g.partition_key, g.passed, g.failing_count, g.examples
                 ORDER BY g.partition_key
                 """,
                 [RATES_IN_UNIT_INTERVAL],

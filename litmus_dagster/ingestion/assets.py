@@ -11,6 +11,7 @@ from litmus.ingest import (
     retry_curable_quarantine,
     warehouse_partition_keys,
 )
+from litmus.keys import configuration_key
 from litmus.runs import landed_files, not_ingested, settled_files, suite_files
 from litmus.suite import store_suite_file, stored_oracle_less_counts, stored_oracle_less_warnings
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations, register
@@ -137,12 +138,13 @@ def raw_trajectories(
         row = con.execute(
             """
             SELECT count(*), count(DISTINCT run_id), count(DISTINCT source_file_hash),
-                   any_value(config_key), count(DISTINCT suite || '@' || suite_version)
+                   count(DISTINCT suite || '@' || suite_version)
             FROM raw_trajectories WHERE partition_key = ?
             """,
             [context.partition_key],
         ).fetchone()
-    trajectories, runs, files, config, suites = row
+        config = configuration_key(con, context.partition_key)
+    trajectories, runs, files, suites = row
     if trajectories == 0:
         raise dg.Failure(f"no accepted trajectories for configuration {context.partition_key}")
     return dg.MaterializeResult(

@@ -14,12 +14,16 @@ def __getattr__(name: str) -> Any:
         release_drift,
     )
     from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
-    from litmus_dagster.releases.sensors import landing_sensor, publish_sensor, rescore_schedule
+    from litmus_dagster.releases.sensors import (
+        landing_sensor,
+        publish_automation,
+        rescore_schedule,
+    )
 
     definitions: dict[str, Any] = {
         "release_assets": [release_drift, plugin_deltas],
         "release_checks": [no_significant_regression],
-        "release_sensors": [landing_sensor, publish_sensor],
+        "release_sensors": [landing_sensor, publish_automation],
         "release_schedules": [rescore_schedule],
         "release_resources": {
             "regression_policy": RegressionPolicy(),

@@ -54,8 +54,8 @@ _LITMUS_DIR = Path(litmus.stats.__file__).resolve().parent
 def metric_definitions_version() -> str:
     """A digest of everything that defines the published numbers: the dbt models and macros,
     the bootstrap and the drift comparison. Part of ``release_drift``'s code version, so a
-    change to any of them marks the published metrics stale (and the publish sensor re-runs
-    them)."""
+    change to any of them marks the published metrics stale (and the publish automation
+    re-runs them)."""
     sources = sorted(
         [
             *DBT_PROJECT_DIR.glob("models/**/*.sql"),

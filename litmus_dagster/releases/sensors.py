@@ -8,30 +8,29 @@ plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
   re-copied file is not run twice). It reads the configurations of each new file, registers
   any unknown ``configurations`` partition and plans: one ``land_and_score_configuration``
   run per landed configuration, plus whatever else the warehouse needs (stale labels, audit
-  verdicts loaded), each requested once per reason. Cursor: JSON of the observed files and
-  the content hashes handled.
+  verdicts loaded), each requested once per reason. It also records each verdict file
+  ``litmus audit load`` stored since its last evaluation as a materialization of
+  ``audit_verdicts`` (the command itself does not load Dagster). Cursor: JSON of the
+  observed files and the content hashes handled.
 - ``rescore_schedule`` (hourly) requests a ``score_configuration`` run for every configuration
   the plan names (labels stale: labeler, refusal classifier or suite changed, see
   litmus.status; or audited rows / gates out of date), asking again at every tick.
-- ``publish_sensor`` requests ``publish_leaderboard`` when labels are newer than the last
-  published release drift, or the metric definitions changed, and no scoring run is still
-  queued or running — so one publish follows a whole batch of scoring runs.
+- ``publish_when_scored`` evaluates the declarative automation condition of
+  ``publish_leaderboard`` (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``): one run when audited
+  rows were rebuilt since the last publication, or the metric definitions changed, once no
+  scoring run is still queued or running — so one publish follows a whole batch of scoring
+  runs.
 """
 
 import dagster as dg
 
 from litmus.landing import LandingCursor, file_configurations, scan_landing
-from litmus.plan import (
-    LandedConfiguration,
-    Plan,
-    WarehouseFacts,
-    compute_plan,
-    publish_reasons,
-    read_facts,
-)
+from litmus.plan import LandedConfiguration, Plan, WarehouseFacts, compute_plan, read_facts
 from litmus.warehouse import WarehouseBusyError
+from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.executor import run_requests
 from litmus_dagster.jobs import (
+    PUBLISH,
     ROLE_TAG,
     SCORE_ROLE,
     TRIGGER_TAG,
@@ -42,7 +41,6 @@ from litmus_dagster.jobs import (
     score_configuration_job,
 )
 from litmus_dagster.partitions import register, registration_requests
-from litmus_dagster.releases.assets import RELEASE_DRIFT_CODE_VERSION, release_drift
 from litmus_dagster.resources import LitmusWarehouse
 
 # New content hashed and read per evaluation; the rest waits for the next one, so one
@@ -59,7 +57,6 @@ UNFINISHED = [
     dg.DagsterRunStatus.STARTED,
     dg.DagsterRunStatus.CANCELING,
 ]
-AUDITED = dg.AssetKey(["audited_trajectories"])
 PARTITION_TAG = "dagster/partition"
 
 
@@ -127,6 +124,20 @@ def landing_plan(
     return plan, scan.cursor, notes
 
 
+def verdict_loads_to_report(
+    instance: dg.DagsterInstance, warehouse: LitmusWarehouse
+) -> list[dg.AssetMaterialization]:
+    """The verdict files ``litmus audit load`` stored since the instance last recorded one
+    (that command does not load Dagster); a busy warehouse leaves them to the next tick."""
+    if not warehouse.duckdb_path.exists():
+        return []
+    try:
+        with warehouse.get_connection(timeout_s=SENSOR_LOCK_WAIT_S) as con:
+            return verdict_load_events(instance, con)
+    except WarehouseBusyError:
+        return []
+
+
 @dg.sensor(
     name="landing_sensor",
     jobs=[land_and_score_job, ingest_job, score_configuration_job, refresh_audit_job],
@@ -149,6 +160,7 @@ def landing_sensor(
     waiting = [note for note in notes if note.endswith("still settling")]
     return dg.SensorResult(
         run_requests=requests,
+        asset_events=verdict_loads_to_report(context.instance, warehouse),
         dynamic_partitions_requests=registration_requests(context.instance, plan.partitions()),
         cursor=cursor.to_json(),
         skip_reason=(
@@ -191,48 +203,19 @@ def rescore_schedule(
     return requests or dg.SkipReason("every stale configuration is already being re-scored")
 
 
-@dg.sensor(
-    name="publish_sensor",
-    job=publish_job,
-    minimum_interval_seconds=60,
+# The sensor that evaluates the publish job's condition, on by default like the landing
+# sensor and the re-score schedule. Dagster would otherwise add its default automation sensor,
+# which starts stopped; ``asset_job_keys`` is how a sensor claims a job's condition in this
+# (pinned) Dagster version.
+publish_automation = dg.AutomationConditionSensorDefinition(
+    "publish_when_scored",
+    target=PUBLISH,
+    asset_job_keys={dg.AssetJobKey(publish_job.name)},
     default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=60,
+    run_tags={TRIGGER_TAG: "automation: scoring done or metric definitions changed"},
     description=(
-        "Publish (metrics, leaderboard, release drift, regression alerts) after scoring runs "
-        "finish, or when the metric definitions changed."
+        "Publish (metrics, leaderboard, release drift, regression alerts) once a batch of "
+        "scoring runs has finished, or when the metric definitions changed."
     ),
 )
-def publish_sensor(context: dg.SensorEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-    instance = context.instance
-    scoring = instance.get_runs(
-        filters=dg.RunsFilter(tags={ROLE_TAG: SCORE_ROLE}, statuses=UNFINISHED), limit=1
-    )
-    if scoring:
-        return dg.SkipReason(f"waiting for scoring run {scoring[0].run_id} to finish")
-    publishing = instance.get_runs(
-        filters=dg.RunsFilter(job_name=publish_job.name, statuses=UNFINISHED), limit=1
-    )
-    if publishing:
-        return dg.SkipReason(f"publish run {publishing[0].run_id} is still in progress")
-    scored = _latest_storage_id(instance, AUDITED)
-    if scored is None:
-        return dg.SkipReason("nothing labeled yet")
-    published_version = instance.get_latest_materialization_code_versions([release_drift.key]).get(
-        release_drift.key
-    )
-    reasons = publish_reasons(
-        last_labeled=scored,
-        last_published=_latest_storage_id(instance, release_drift.key),
-        published_version=published_version,
-        current_version=RELEASE_DRIFT_CODE_VERSION,
-    )
-    if not reasons:
-        return dg.SkipReason("the published metrics are up to date")
-    return dg.RunRequest(
-        run_key=f"publish-{scored}-{RELEASE_DRIFT_CODE_VERSION}",
-        tags={TRIGGER_TAG: "; ".join(reasons)[:200]},
-    )
-
-
-def _latest_storage_id(instance: dg.DagsterInstance, key: dg.AssetKey) -> int | None:
-    records = instance.fetch_materializations(key, limit=1).records
-    return records[0].storage_id if records else None
