@@ -1015,6 +1015,10 @@ def engagement_score(text: str, partial: bool = False) -> int:
 _WORD_TAIL = re.compile(r"^[\w'-]*")
 # Where a decline's object ends and its reason begins.
 _REASON = re.compile(r"[,;:]|\b(?:as|because|since|due to|given|which|but|so|though)\b")
+# Substrings one of which every match of _REASON contains: without them the split is skipped
+# (Python's regex tries the whole alternation at every position of the sentence).
+_REASON_LITERALS = (",", ";", ":", "as", "because", "since", "due to", "given", "which")
+_REASON_LITERALS += ("but", "so", "though")
 
 
 @lru_cache(maxsize=1 << 14)
@@ -1032,7 +1036,8 @@ def _names_withheld(sentence: str) -> bool:
     rest = _WORD_TAIL.sub("", sentence[end:])
     if len(rest.split()) < 3:  # cutting it at the reason cannot add words
         return False
-    rest = _REASON.split(rest, maxsplit=1)[0]
+    if any(map(rest.__contains__, _REASON_LITERALS)):
+        rest = _REASON.split(rest, maxsplit=1)[0]
     return len(rest.split()) >= 3 and not _GENERIC_OBJECT.matches_once(rest)
 
 
