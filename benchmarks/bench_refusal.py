@@ -25,6 +25,7 @@ import json
 import os
 import random
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -78,6 +79,7 @@ def main() -> None:
     parser.add_argument("--sql-settlement", action=argparse.BooleanOptionalAction, default=False)
     args = parser.parse_args()
 
+    print("command: .venv/bin/python benchmarks/bench_refusal.py " + " ".join(sys.argv[1:]))
     pool = agent_pool() if args.mix == "agent" else chat_pool()
     texts = [f"{pool[i % len(pool)]} (ref {i})" for i in range(args.texts)]
     print(
@@ -110,12 +112,14 @@ def main() -> None:
     if args.reference_sample and args.reference_sample < len(texts):
         sample = sorted(random.Random(0).sample(range(len(texts)), args.reference_sample))
     paths = {}
+    per_text_cpu = {}
     for name, scanning in (("rules with the RE2 scanner", True), ("Python regexes only", False)):
         refusal._SCANNING = scanning
         clear_caches()  # each path starts as cold as the bulk path did
         with _Clock() as clock:
             paths[name] = [classifier.classify([texts[i]]) for i in sample]
         per_text = clock.cpu / len(sample)
+        per_text_cpu[name] = per_text
         print(
             f"classify([text]) per text, {name}, on {len(sample):,} texts: {clock}; "
             f"{per_text * 1e6:.1f} CPU-µs per text, projected for all {per_text * len(texts):.1f}"
@@ -126,6 +130,12 @@ def main() -> None:
     mismatches = sum(bulk[i] != verdict for i, verdict in zip(sample, reference, strict=True))
     mismatches += sum(a != b for a, b in zip(fast, reference, strict=True))
     print(f"verdicts compared: {len(sample):,} texts x 3 paths; differing: {mismatches}")
+    bulk_per_text = bulk_clock.cpu / len(texts)
+    print(
+        "CPU per text, bulk path / per-text path in this run: "
+        + ", ".join(f"{bulk_per_text / cpu:.2f} of {name}" for name, cpu in per_text_cpu.items())
+        + f"; load average {_load()}"
+    )
     if len(texts) >= 1_000_000:
         met = bulk_clock.wall <= 10 and not mismatches
         print(

@@ -217,12 +217,22 @@ def _classify_share(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        codes: dict[RefusalVerdict, int] = {}
-        coded = array("I", (codes.setdefault(v, len(codes)) for v in classify_each(mine)))
+        # keyed by the fields, not the verdict: a tuple hashes and compares in C, the frozen
+        # dataclass through its generated Python __hash__ and __eq__
+        codes: dict[tuple[object, ...], int] = {}
+        distinct: list[RefusalVerdict] = []
+        coded = array("I")
+        for verdict in classify_each(mine):
+            key = (verdict.refusal, verdict.step, verdict.confidence, verdict.engagement)
+            code = codes.get(key)
+            if code is None:
+                code = codes[key] = len(distinct)
+                distinct.append(verdict)
+            coded.append(code)
     finally:
         if collecting:
             gc.enable()
-    return list(codes), coded.tobytes()
+    return distinct, coded.tobytes()
 
 
 def text_verdicts(
