@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -61,6 +62,14 @@ with connect(paths.duckdb_path) as con:
     report = ingest_file(con, Path(sys.argv[2]), paths, vectorized=vectorized)
     print(report.summary(), f"({report.bulk_accepted} by the bulk path)")
 """
+def children_cpu_s() -> float:
+    """User + system CPU seconds of every child process reaped so far (their descendants
+    included): the difference around a child is its CPU time, less noisy than wall time on
+    a shared machine."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def generate_run_file(work: Path, size_mb: float) -> tuple[Path, Path]:
     """(suite file, one run file of about ``size_mb`` MB holding every profile's records)."""
     n_families = max(1, round(size_mb * 1e6 / BYTES_PER_FAMILY))
@@ -79,6 +88,11 @@ def main() -> int:
     parser.add_argument("--size-mb", type=float, default=1_000.0)
     parser.add_argument("--work", help="folder for the files (default: a temporary one)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="reuse the run file and suite a --keep run left in --work (same size)",
+    )
     parser.add_argument("--no-floor", action="store_true", help="skip DuckDB's own read")
     parser.add_argument(
         "--reference",
@@ -91,7 +105,11 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     try:
         started = time.perf_counter()
-        suite, run_file = generate_run_file(work, args.size_mb)
+        kept = (work / "big-run.jsonl", *sorted((work / "generated").glob("**/*suite*.json*")))
+        if args.reuse and kept[0].is_file() and len(kept) == 2:
+            run_file, suite = kept
+        else:
+            suite, run_file = generate_run_file(work, args.size_mb)
         size_mb = run_file.stat().st_size / 1e6
         print(f"run file: {size_mb:,.0f} MB, generated in {time.perf_counter() - started:.0f} s")
         print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -100,11 +118,14 @@ def main() -> int:
         if not args.no_floor:
             floor_db = work / "floor.duckdb"
             floor_db.unlink(missing_ok=True)
+            cpu_before = children_cpu_s()
             floor = run_child([sys.executable, "-c", FLOOR_SCRIPT, str(floor_db), str(run_file)])
+            floor_cpu_s = children_cpu_s() - cpu_before
             floor_db.unlink(missing_ok=True)
             print(
-                f"floor (DuckDB read_json): {floor.wall_s:.1f} s, rows {floor.output.strip()}, "
-                f"peak RSS {floor.peak_rss_mb:,.0f} MB"
+                f"floor (DuckDB read_json): {floor.wall_s:.1f} s (CPU {floor_cpu_s:.1f} s), "
+                f"rows {floor.output.strip()}, peak RSS {floor.peak_rss_mb:,.0f} MB, "
+                f"load {os.getloadavg()[0]:.2f}"
             )
 
         home = work / "home"
@@ -112,10 +133,15 @@ def main() -> int:
         paths = litmus_paths(home).ensure()
         run_child([sys.executable, "-c", STORE_SUITE_SCRIPT, str(paths.home), str(suite)])
         mode = "reference" if args.reference else "bulk"
+        cpu_before = children_cpu_s()
         ingest = run_child(
             [sys.executable, "-c", INGEST_SCRIPT, str(paths.home), str(run_file), mode]
         )
-        print(f"ingestion ({mode} path): {ingest.wall_s:.1f} s, {ingest.output.splitlines()[-1]}")
+        ingest_cpu_s = children_cpu_s() - cpu_before
+        print(
+            f"ingestion ({mode} path): {ingest.wall_s:.1f} s (CPU {ingest_cpu_s:.1f} s), "
+            f"{ingest.output.splitlines()[-1]}, load {os.getloadavg()[0]:.2f}"
+        )
         print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
         peak_ratio = ingest.peak_rss_mb / size_mb
@@ -131,6 +157,10 @@ def main() -> int:
                 f"| ingestion / DuckDB read | {ingest.wall_s:.1f} s / {floor.wall_s:.1f} s = "
                 f"{ratio:.1f}x | <= {TARGET_INGEST_OVER_FLOOR:g}x | "
                 f"{'yes' if ratio <= TARGET_INGEST_OVER_FLOOR else 'no'} |"
+            )
+            print(
+                f"| ingestion / DuckDB read, CPU time | {ingest_cpu_s:.1f} s / "
+                f"{floor_cpu_s:.1f} s = {ingest_cpu_s / floor_cpu_s:.1f}x | | |"
             )
     finally:
         if not args.keep and not args.work:

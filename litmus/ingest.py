@@ -16,7 +16,6 @@ Guarantees, each checked in code or by a test:
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
@@ -639,12 +638,7 @@ def ingest_items(
     def validate_pending() -> None:
         """The batch of raw lines: proven in bulk where possible, the rest one by one."""
         nonlocal pending_bytes
-        decoded: list[tuple[int, str]] = []
-        for line_no, payload in pending:
-            # a line that is not UTF-8 is left to the reference path, which says where
-            with contextlib.suppress(UnicodeDecodeError):
-                decoded.append((line_no, payload.decode("utf-8")))
-        staged = stage_provable_lines(con, worker, decoded, file_hash)
+        staged = stage_provable_lines(con, worker, pending, file_hash)
         report.bulk_accepted += len(staged)
         for line_no, payload in pending:
             if line_no not in staged:

@@ -14,13 +14,21 @@ outside it falls back:
   and no ``\\u00XX`` control-character escape (DuckDB writes those with upper-case hex,
   Python with lower-case, and ``\\u0000`` is best left to the reference);
 - every object holds only the model's field names, each once (DuckDB keeps duplicate keys;
-  ``json_keys`` lists them), and every field has exactly the JSON type the strict model wants:
+  ``json_keys`` lists them, so an object is right when it holds exactly as many keys as it
+  has of the model's fields), and every field has exactly the JSON type the strict model wants:
   integers only as unsigned JSON integers in range, never a DOUBLE (which also catches
   ``NaN``, ``Infinity`` and ``1e400``, all of which DuckDB reads);
 - a tool call's arguments are one flat object of strings, booleans, nulls and 64-bit integers
   (a nested value, a float or a bigger integer falls back), so the compact JSON DuckDB writes
   for them is the text Python's ``json.dumps`` writes;
 - the record's suite, version and instance are stored.
+
+How: each check is split in two (``_Check``). Its *types* part reads only a document's
+shape — its own JSON type, the type of every path and the number of keys of every object —
+and is evaluated once per distinct shape of a batch (a typical file has a handful: the
+sample has 7 record shapes and 8 step shapes in 100,000 lines); its *values* part (non-empty
+texts, value sets, integer ranges, flat arguments) is evaluated per row. The shape is one
+injective text (``_Fields.shape``), so one verdict is exact for every row that has it.
 
 Lone surrogates, invalid UTF-8 (decoded in Python first), raw control characters and
 malformed JSON make DuckDB's parser say "not valid", so they fall back too. Duplicates across
@@ -30,7 +38,9 @@ duplicates afterwards, the same way for both.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -109,24 +119,53 @@ def _sql_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(f"'{value}'" for value in values) + "]"
 
 
+class _Check(NamedTuple):
+    """One condition in two parts whose AND it is: ``types`` reads only JSON types and object
+    keys, the same for every document of one shape, so it is evaluated once per distinct
+    shape in a batch (typical files have a handful); ``values`` reads the rest, per row."""
+
+    types: str
+    values: str = "true"
+
+
+def _all(checks: Iterable[_Check]) -> _Check:
+    checks = tuple(checks)
+    values = [c.values for c in checks if c.values != "true"]
+    return _Check(
+        "(" + " AND ".join(c.types for c in checks) + ")",
+        "(" + " AND ".join(values) + ")" if values else "true",
+    )
+
+
 class _Fields:
     """SQL checks over one JSON document's fields, read in one parse each: ``types`` (the
     ``json_type`` list), ``texts`` (the ``json_extract_string`` list) and ``keys`` (the
-    ``json_keys`` list of its objects), all 1-based SQL lists in the order of the paths."""
+    ``json_keys`` list of its objects), all 1-based SQL lists in the order of the paths;
+    ``document_type`` is the column holding the document's own ``json_type``."""
 
     def __init__(
         self,
-        document: str,
+        document_type: str,
         paths: Sequence[str],
         objects: Sequence[str],
         names: tuple[str, str, str],
     ) -> None:
-        self.document, self.paths, self.objects = document, tuple(paths), tuple(objects)
+        self.document_type, self.paths, self.objects = document_type, tuple(paths), tuple(objects)
         self.types, self.texts, self.keys = names
+
+    def shape(self) -> str:
+        """A document's shape as one text, which is all ``_Check.types`` reads: its own type,
+        every path's type and how many keys each of its objects holds. The text is
+        injective (type names hold no brackets, and ``to_json`` tells an absent path's NULL
+        from the type name ``'NULL'``), so one verdict is exact for every row of a shape."""
+        return (
+            f"coalesce({self.document_type}, '-') || to_json({self.types}) || "
+            f"to_json(list_transform({self.keys}, lambda names: len(names)))"
+        )
 
     def type(self, path: str) -> str:
         if path == "":
-            return f"json_type({self.document})"
+            return self.document_type
         return f"{self.types}[{self.paths.index(path) + 1}]"
 
     @property
@@ -137,34 +176,44 @@ class _Fields:
     def text(self, path: str) -> str:
         return f"{self.texts}[{self.scalar_paths.index(path) + 1}]"
 
-    def is_(self, path: str, kind: str) -> str:
-        return f"coalesce({self.type(path)} = '{kind}', false)"
+    def is_(self, path: str, kind: str) -> _Check:
+        return _Check(f"coalesce({self.type(path)} = '{kind}', false)")
 
     def absent_or_null(self, path: str) -> str:
         return f"({self.type(path)} IS NULL OR {self.type(path)} = 'NULL')"
 
-    def optional(self, path: str, check: str) -> str:
-        return f"({self.absent_or_null(path)} OR {check})"
+    def optional(self, path: str, check: _Check) -> _Check:
+        """Absent, null, or ``check``: absent-or-null OR (types AND values), distributed."""
+        absent = self.absent_or_null(path)
+        if check.values == "true":
+            return _Check(f"({absent} OR {check.types})")
+        # a scalar's text is NULL exactly when it is absent or null, without reading its type
+        absent_value = f"{self.text(path)} IS NULL" if path in self.scalar_paths else absent
+        return _Check(f"({absent} OR {check.types})", f"({absent_value} OR {check.values})")
 
-    def non_empty_text(self, path: str) -> str:
-        return f"({self.is_(path, 'VARCHAR')} AND {self.text(path)} <> '')"
+    def non_empty_text(self, path: str) -> _Check:
+        return _Check(self.is_(path, "VARCHAR").types, f"{self.text(path)} <> ''")
 
-    def one_of(self, path: str, values: Sequence[str]) -> str:
-        return f"({self.is_(path, 'VARCHAR')} AND {self.text(path)} IN ({_sql_values(values)}))"
-
-    def unsigned_at_most(self, path: str, limit: int) -> str:
-        return (
-            f"({self.is_(path, 'UBIGINT')} AND "
-            f"coalesce(try_cast({self.text(path)} AS UBIGINT) <= {limit}, false))"
+    def one_of(self, path: str, values: Sequence[str]) -> _Check:
+        return _Check(
+            self.is_(path, "VARCHAR").types, f"{self.text(path)} IN ({_sql_values(values)})"
         )
 
-    def object_of(self, path: str, fields: Sequence[str]) -> str:
-        """An object holding only these keys, each at most once."""
+    def unsigned_at_most(self, path: str, limit: int) -> _Check:
+        return _Check(
+            self.is_(path, "UBIGINT").types,
+            f"coalesce(try_cast({self.text(path)} AS UBIGINT) <= {limit}, false)",
+        )
+
+    def object_of(self, path: str, fields: Sequence[str]) -> _Check:
+        """An object holding only these keys, each at most once: it holds exactly as many
+        keys (``json_keys`` lists every duplicate and unknown one) as it has of these."""
         keys = f"{self.keys}[{self.objects.index(path) + 1}]"
-        return (
-            f"({self.is_(path, 'OBJECT')} AND list_has_all({_sql_list(fields)}, {keys}) "
-            f"AND len({keys}) = len(list_distinct({keys})))"
+        present = " + ".join(
+            f"({self.type(f'{path}.{name}' if path else name)} IS NOT NULL)::INTEGER"
+            for name in fields
         )
+        return _Check(f"({self.is_(path, 'OBJECT').types} AND len({keys}) = {present})")
 
     def paths_literal(self) -> str:
         return _sql_list([f"$.{path}" for path in self.paths])
@@ -181,7 +230,7 @@ def _sql_values(values: Sequence[str]) -> str:
 
 
 _RECORD = _Fields(
-    "line",
+    "root_type",
     (
         *RECORD_FIELDS,
         *(f"config.{name}" for name in CONFIG_FIELDS),
@@ -192,7 +241,7 @@ _RECORD = _Fields(
     ("t", "s", "k"),
 )
 _STEP = _Fields(
-    "step",
+    "step_type",
     (
         *STEP_FIELDS,
         *(f"input.{name}" for name in INPUT_FIELDS),
@@ -204,12 +253,13 @@ _STEP = _Fields(
 )
 
 
-def _record_ok(r: _Fields) -> str:
+def _record_ok(r: _Fields) -> _Check:
     score_fields = ("helpfulness", "tool_call_risk", "engagement")
-    return " AND ".join(
+    epoch_type = r.type("epoch")
+    return _all(
         (
             r.object_of("", RECORD_FIELDS),
-            f"({r.is_('schema_version', 'UBIGINT')} AND {r.text('schema_version')} = '1')",
+            _Check(r.is_("schema_version", "UBIGINT").types, f"{r.text('schema_version')} = '1'"),
             r.non_empty_text("run_id"),
             r.object_of("config", CONFIG_FIELDS),
             *(r.non_empty_text(f"config.{name}") for name in CONFIG_FIELDS[:-1]),
@@ -217,15 +267,23 @@ def _record_ok(r: _Fields) -> str:
             r.non_empty_text("suite"),
             r.non_empty_text("suite_version"),
             r.non_empty_text("instance_id"),
-            f"({r.type('epoch')} IS NULL OR {r.unsigned_at_most('epoch', MAX_EPOCH)})",
+            # absent, or an unsigned integer in range (null is not allowed)
+            _Check(
+                f"({epoch_type} IS NULL OR {epoch_type} = 'UBIGINT')",
+                f"({r.text('epoch')} IS NULL OR {r.unsigned_at_most('epoch', MAX_EPOCH).values})",
+            ),
             r.is_("steps", "ARRAY"),
             r.one_of("termination", TERMINATIONS),
             r.optional("final_response", r.is_("final_response", "VARCHAR")),
             r.optional(
                 "unguarded_effect",
-                f"({r.object_of('unguarded_effect', EFFECT_FIELDS)} AND "
-                f"{r.is_('unguarded_effect.description', 'VARCHAR')} AND "
-                f"{r.is_('unguarded_effect.prohibited', 'BOOLEAN')})",
+                _all(
+                    (
+                        r.object_of("unguarded_effect", EFFECT_FIELDS),
+                        r.is_("unguarded_effect.description", "VARCHAR"),
+                        r.is_("unguarded_effect.prohibited", "BOOLEAN"),
+                    )
+                ),
             ),
             r.optional("harm_prevented_by", r.is_("harm_prevented_by", "VARCHAR")),
             r.optional("judgments", r.object_of("judgments", JUDGMENT_FIELDS)),
@@ -248,52 +306,75 @@ _FLAT_ARGUMENT = (
 )
 
 
-def _step_ok(s: _Fields) -> str:
+def _step_ok(s: _Fields) -> _Check:
     arguments_keys = f"{s.keys}[{s.objects.index('tool_call.arguments') + 1}]"
-    return " AND ".join(
+    return _all(
         (
             s.object_of("", STEP_FIELDS),
             s.optional(
                 "input",
-                f"({s.object_of('input', INPUT_FIELDS)} AND "
-                f"{s.one_of('input.role', INPUT_ROLES)} AND {s.is_('input.content', 'VARCHAR')})",
+                _all(
+                    (
+                        s.object_of("input", INPUT_FIELDS),
+                        s.one_of("input.role", INPUT_ROLES),
+                        s.is_("input.content", "VARCHAR"),
+                    )
+                ),
             ),
             s.optional("thought", s.is_("thought", "VARCHAR")),
             s.optional("message", s.is_("message", "VARCHAR")),
             s.optional(
                 "tool_call",
-                f"({s.object_of('tool_call', TOOL_CALL_FIELDS)} AND "
-                f"{s.non_empty_text('tool_call.name')} AND "
-                f"({s.type('tool_call.arguments')} IS NULL OR "
-                f"({s.is_('tool_call.arguments', 'OBJECT')} AND "
-                f"len({arguments_keys}) = len(list_distinct({arguments_keys})) AND "
-                f"coalesce(list_bool_and(list_transform(argument_values, "
-                f"lambda x: {_FLAT_ARGUMENT})), true))))",
+                _all(
+                    (
+                        s.object_of("tool_call", TOOL_CALL_FIELDS),
+                        s.non_empty_text("tool_call.name"),
+                        # absent, or one object (its keys once each) of flat values: the
+                        # values' types differ per row (arguments differ), so they are values
+                        _Check(
+                            f"({s.type('tool_call.arguments')} IS NULL OR "
+                            f"{s.is_('tool_call.arguments', 'OBJECT').types})",
+                            f"coalesce(len({arguments_keys}) = len(list_distinct({arguments_keys}))"
+                            ", true) AND coalesce(list_bool_and(list_transform(argument_values, "
+                            f"lambda x: {_FLAT_ARGUMENT})), true)",
+                        ),
+                    )
+                ),
             ),
             s.optional(
                 "tool_result",
-                f"({s.object_of('tool_result', TOOL_RESULT_FIELDS)} AND "
-                f"{s.one_of('tool_result.status', TOOL_STATUSES)} AND "
-                f"{s.optional('tool_result.output', s.is_('tool_result.output', 'VARCHAR'))} "
-                f"AND NOT {s.absent_or_null('tool_call')})",
+                _all(
+                    (
+                        s.object_of("tool_result", TOOL_RESULT_FIELDS),
+                        s.one_of("tool_result.status", TOOL_STATUSES),
+                        s.optional("tool_result.output", s.is_("tool_result.output", "VARCHAR")),
+                        _Check(f"NOT {s.absent_or_null('tool_call')}"),
+                    )
+                ),
             ),
         )
     )
 
 
 # Lines this path leaves to the per-record validator whatever else they hold (see above).
-_SCREEN = r",\s*[\]}]|\\u00[01]"
+_TRAILING_COMMA = r",\s*[\]}]"
+_CONTROL_ESCAPE = r"\\u00[01]"
+
 
 _RECORDS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_records AS
-SELECT line_no, line,
+WITH fields AS (
+SELECT line_no, line_sha256, json_type(line) AS root_type,
        json_type(line, {_RECORD.paths_literal()}) AS t,
        json_extract_string(line, {_RECORD.scalar_paths_literal()}) AS s,
        json_keys(line, {_RECORD.objects_literal()}) AS k,
        json_extract(line, '$.steps[*]') AS steps
 FROM incoming_lines
-WHERE starts_with(line, '{{') AND ends_with(line, '}}') AND NOT regexp_matches(line, ?)
-  AND json_valid(line)
+WHERE starts_with(line, '{{') AND ends_with(line, '}}') AND json_valid(line)
+  -- two expressions: RE2 runs each about six times faster than their alternation
+  AND NOT regexp_matches(line, ?) AND NOT regexp_matches(line, ?)
+)
+SELECT *, {_RECORD.shape()} AS shape FROM fields
 """
 _STEPS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_steps AS
@@ -301,15 +382,43 @@ WITH exploded AS (
     SELECT line_no, unnest(range(len(steps))) AS step_idx, unnest(steps) AS step
     FROM bulk_records WHERE t[{_RECORD.paths.index("steps") + 1}] = 'ARRAY'
 ), fields AS (
-    SELECT line_no, step_idx, step,
-           json_type(step, {_STEP.paths_literal()}) AS st,
-           json_extract_string(step, {_STEP.scalar_paths_literal()}) AS ss,
-           json_keys(step, {_STEP.objects_literal()}) AS sk,
-           json_extract(step, '$.tool_call.arguments') AS arguments,
-           json_extract(step, '$.tool_call.arguments.*') AS argument_values
-    FROM exploded
+SELECT line_no, step_idx, json_type(step) AS step_type,
+       json_type(step, {_STEP.paths_literal()}) AS st,
+       json_extract_string(step, {_STEP.scalar_paths_literal()}) AS ss,
+       json_keys(step, {_STEP.objects_literal()}) AS sk,
+       json_extract(step, '$.tool_call.arguments') AS arguments,
+       json_extract(step, '$.tool_call.arguments.*') AS argument_values
+FROM exploded
 )
-SELECT * EXCLUDE (step), coalesce({_step_ok(_STEP)}, false) AS step_ok FROM fields
+SELECT *, {_STEP.shape()} AS shape FROM fields
+"""
+
+
+def _shapes_sql(documents: str, fields: _Fields, check: _Check) -> str:
+    """``documents``_shapes: the verdict of the types part of ``check`` on each distinct
+    shape of ``documents``, evaluated once for all of them: on any one row's columns, which
+    are the same in every row of the shape as far as the types part reads them."""
+    picked = ", ".join(
+        f"any_value({column}) AS {column}"
+        for column in (fields.document_type, fields.types, fields.keys)
+    )
+    return (
+        f"CREATE OR REPLACE TEMP TABLE {documents}_shapes AS "
+        f"SELECT shape, coalesce({check.types}, false) AS shape_ok "
+        f"FROM (SELECT shape, {picked} FROM {documents} GROUP BY shape)"
+    )
+
+
+_RECORD_CHECK = _record_ok(_RECORD)
+_STEP_CHECK = _step_ok(_STEP)
+_RECORD_SHAPES_SQL = _shapes_sql("bulk_records", _RECORD, _RECORD_CHECK)
+_STEP_SHAPES_SQL = _shapes_sql("bulk_steps", _STEP, _STEP_CHECK)
+# The lines of which a step fails (its shape or its values).
+_FAILED_STEPS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_failed_lines AS
+SELECT DISTINCT b.line_no FROM bulk_steps b
+LEFT JOIN bulk_steps_shapes h USING (shape)
+WHERE NOT coalesce(h.shape_ok AND ({_STEP_CHECK.values}), false)
 """
 _ACCEPTED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_accepted AS
@@ -339,15 +448,16 @@ SELECT line_no AS source_line,
        try_cast({_RECORD.text("judgments.tool_call_risk")} AS INTEGER) AS judge_tool_call_risk,
        try_cast({_RECORD.text("judgments.engagement")} AS INTEGER) AS judge_engagement,
        {_RECORD.text("judgments.judge")} AS judge_name,
-       sha256(line) AS record_sha256
+       line_sha256 AS record_sha256
 FROM bulk_records r
+SEMI JOIN bulk_records_shapes h ON h.shape = r.shape AND h.shape_ok
+ANTI JOIN bulk_failed_lines f ON f.line_no = r.line_no
 -- a semi join, not a correlated EXISTS: the stored instances are hashed once per batch
 SEMI JOIN suite_instances i
     ON i.suite = {_RECORD.text("suite")}
    AND i.suite_version = {_RECORD.text("suite_version")}
    AND i.instance_id = {_RECORD.text("instance_id")}
-WHERE coalesce({_record_ok(_RECORD)}, false)
-  AND NOT EXISTS (SELECT 1 FROM bulk_steps b WHERE b.line_no = r.line_no AND NOT b.step_ok)
+WHERE coalesce({_RECORD_CHECK.values}, false)
 """
 _CONFIG_COLUMNS = ("model", "model_release", "harness", "harness_version", "plugin")
 _TRAJECTORIES_SQL = f"""
@@ -383,29 +493,46 @@ FROM bulk_steps st JOIN bulk_trajectories t ON t.source_line = st.line_no
 def stage_provable_lines(
     con: duckdb.DuckDBPyConnection,
     worker: duckdb.DuckDBPyConnection,
-    lines: Sequence[tuple[int, str]],
+    lines: Sequence[tuple[int, bytes]],
     file_hash: str,
 ) -> set[int]:
     """Stage (into ``con``'s staged_trajectories and staged_steps) every line of ``lines``
     this path proves valid, with the values the per-record path would stage; their numbers.
+    A line that is not UTF-8 is left to the per-record path, which says where it is not.
 
     ``worker`` is a scratch database of :func:`open_worker`: the batch's intermediate tables
     live and die there, so the ingestion's transaction holds only the staged rows.
     """
-    if not lines:
+    numbers: list[int] = []
+    texts: list[str] = []
+    digests: list[str] = []
+    for number, payload in lines:
+        try:
+            text = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        numbers.append(number)
+        texts.append(text)
+        # the digest the per-record path stores; hashlib is about 3x faster than DuckDB's
+        digests.append(hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest())
+    if not numbers:
         return set()
     worker.register(
         "incoming_lines",
         pa.table(
             {
-                "line_no": pa.array([number for number, _ in lines], pa.int64()),
-                "line": pa.array([text for _, text in lines], pa.string()),
+                "line_no": pa.array(numbers, pa.int64()),
+                "line": pa.array(texts, pa.string()),
+                "line_sha256": pa.array(digests, pa.string()),
             }
         ),
     )
     try:
-        worker.execute(_RECORDS_SQL, [_SCREEN])
+        worker.execute(_RECORDS_SQL, [_TRAILING_COMMA, _CONTROL_ESCAPE])
+        worker.execute(_RECORD_SHAPES_SQL)
         worker.execute(_STEPS_SQL)
+        worker.execute(_STEP_SHAPES_SQL)
+        worker.execute(_FAILED_STEPS_SQL)
         worker.execute(_ACCEPTED_SQL)
         configs = worker.execute(
             f"SELECT DISTINCT {', '.join(_CONFIG_COLUMNS)} FROM bulk_accepted"

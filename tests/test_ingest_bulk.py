@@ -110,7 +110,174 @@ EDGES: tuple[Callable[[dict[str, Any]], bytes], ...] = (
     lambda r: "\ufeff".encode() + _compact(r),
     lambda r: _compact(r)[:-1],
     lambda r: _compact([r]),
+    # Shapes: the bulk path decides types once per distinct shape of a batch (types of every
+    # path and the number of keys of every object), so lines that share a valid line's shape
+    # but not its keys or values must still fall back.
+    lambda r: _compact(r).replace(b'"harm_prevented_by":', b'"harm_prevented":', 1),
+    lambda r: _compact(r).replace(b'"policy_version":', b'"policy":', 1),
+    lambda r: _compact(r | {"judgments": {"refusal": "refused"}}).replace(
+        b'"refusal":', b'"refusa1":', 1
+    ),
+    lambda r: _compact(r | {"unguarded_effect": {"description": "d", "prohibited": True}}).replace(
+        b'"description":', b'"descriptio":', 1
+    ),
+    lambda r: _compact(r | {"steps": [{"thought": "a"}]}).replace(b'"thought":', b'"Thought":'),
+    lambda r: _compact(r | {"steps": [{"input": {"role": "user", "content": "c"}}]}).replace(
+        b'"content":', b'"contents":'
+    ),
+    lambda r: _compact(r | {"steps": [{"thought": "a"}]}).replace(
+        b'"thought":"a"', b'"thought":"a","thought":"b"'
+    ),
+    lambda r: _compact(r | {"judgments": {"judge": "j"}}).replace(
+        b'"judge":"j"', b'"judge":"j","judge":"k"'
+    ),
+    lambda r: _compact(r).replace(b'"run_id":', b'"run\\u005fid":', 1),
+    lambda r: _compact(r).replace(b'"suite":', b'"suite":"t-suite","s\\u0075ite":', 1),
+    lambda r: _compact(r | {"epoch": 2**64}),
+    lambda r: _compact(r | {"epoch": -1}),
+    lambda r: _marked(r | {"judgments": {"helpfulness": "MARK"}}, b"NaN").replace(
+        b'"final_response":NaN', b'"final_response":null'
+    ),
+    lambda r: _compact(r | {"judgments": {"engagement": 2**64 + 3}}),
+    lambda r: _compact(r | {"judgments": {"tool_call_risk": -1}}),
+    lambda r: _compact(r | {"schema_version": 2}),
+    lambda r: _compact(r | {"termination": "Completed"}),
+    lambda r: _compact(
+        r | {"steps": [{"tool_result": {"status": "OK"}, "tool_call": {"name": "n"}}]}
+    ),
+    lambda r: _compact(
+        r
+        | {
+            "steps": [
+                {
+                    "tool_call": {"name": "a", "arguments": {"x": 1}},
+                    "tool_result": {"status": "ok"},
+                },
+                {"tool_result": {"status": "ok"}},
+            ]
+        }
+    ),
+    lambda r: _compact(
+        r
+        | {
+            "steps": [
+                {"tool_call": {"name": "a", "arguments": None}},
+                {"tool_call": {"name": "b", "arguments": {"x": "y"}}},
+            ]
+        }
+    ),
+    lambda r: _compact(r | {"steps": [{"thought": "a"}, None, {"message": "b"}]}),
+    lambda r: _compact(r | {"steps": [{"thought": "a"}, 7]}),
+    lambda r: _compact(r | {"steps": [{"input": {"role": "user", "content": None}}]}),
+    lambda r: _compact(r | {"steps": [{"input": {"role": None, "content": "c"}}]}),
+    lambda r: _compact(r | {"steps": [{"tool_call": {"name": None}}]}),
+    lambda r: _compact(_args(r, {"k": 1, "K": 2})).replace(b'"K":', b'"k":'),
+    lambda r: _compact(_args(r, {"big": 2**63 - 1, "bigger": 2**64 - 1})),
+    lambda r: _compact(_args(r, {"t": True, "n": None, "s": "", "i": -7})),
+    lambda r: _compact(r | {"run_id": "tab\tnl\n del\u007f"}),
+    lambda r: _compact(r | {"run_id": "MARK"}).replace(b'"MARK"', b'"esc \\u001f"'),
+    lambda r: _compact(r | {"run_id": "MARK"}).replace(b'"MARK"', b'"esc \\u00E9 \\u0041"'),
+    lambda r: _compact(r | {"run_id": "MARK"}).replace(b'"MARK"', b'"\\udc00 lone low"'),
+    lambda r: _compact(r)[:-1] + b",\t}",
+    lambda r: _compact(r | {"steps": [{"thought": "a"}]}).replace(b'"a"}]', b'"a"},\t]'),
+    lambda r: _compact(r).replace(b",", b", "),
+    lambda r: _compact(r).replace(b":", b" : "),
 )
+
+# Values that confuse types: every JSON kind, edge numbers, and texts that look like others.
+CONFUSING_VALUES: tuple[bytes, ...] = (
+    b"null",
+    b'""',
+    b'"x"',
+    b"0",
+    b"1",
+    b"-1",
+    b"-0",
+    b"3",
+    b"4",
+    b"1.0",
+    b"0.5",
+    b"1e2",
+    b"9223372036854775807",
+    b"9223372036854775808",
+    b"18446744073709551616",
+    b"true",
+    b"false",
+    b'"true"',
+    b'"1"',
+    b"[]",
+    b"[1]",
+    b"{}",
+    b'{"a":1}',
+    b"NaN",
+    b"Infinity",
+    b'"\\u0000"',
+    b'"\\ud800"',
+    b'"\\u00e9"',
+    b'"refused"',
+    b'"ok"',
+    b'"user"',
+)
+# Where a value can be put: one level of keys below the record, a step or a step's parts.
+CONFUSABLE_PATHS: tuple[tuple[str, ...], ...] = (
+    *((name,) for name in ("schema_version", "run_id", "suite", "instance_id", "epoch")),
+    *((name,) for name in ("steps", "termination", "final_response", "judgments")),
+    *(("config", name) for name in ("model", "plugin", "policy_version", "extra")),
+    *(("judgments", name) for name in ("refusal", "task_completed", "helpfulness", "judge")),
+    *(("unguarded_effect", name) for name in ("description", "prohibited")),
+    *(("steps", 0, name) for name in ("input", "thought", "tool_call", "tool_result", "x")),
+    *(("steps", 0, "tool_call", name) for name in ("name", "arguments")),
+    ("steps", 0, "tool_result", "status"),
+    ("steps", 0, "input", "role"),
+    ("steps", 0, "tool_call", "arguments", "a"),
+)
+
+
+def _plain(value: Any) -> Any:
+    """A copy with every text reduced to printable ASCII (``s`` where nothing is left)."""
+    if isinstance(value, dict):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, str):
+        return "".join(c for c in value if " " <= c <= "~") or "s"
+    return value
+
+
+@st.composite
+def confused_records(draw: st.DrawFn, record: dict[str, Any]) -> bytes:
+    """A valid record with one or two values replaced by a confusing one (written as text,
+    so that NaN, big integers and escapes reach both parsers as they are), possibly under a
+    key it already has (a duplicate)."""
+    record = _plain(record)  # no escaped control characters, so the bulk path reads it
+    record["steps"] = record["steps"] or [{}]
+    record["steps"][0] = (record["steps"][0] or {}) | {
+        "tool_call": {"name": "n", "arguments": {"a": "v"}},
+        "tool_result": {"status": "ok"},
+        "input": {"role": "user", "content": "c"},
+    }
+    record["unguarded_effect"] = {"description": "d", "prohibited": False}
+    record["judgments"] = record["judgments"] or {}
+    marks = []
+    for index in range(draw(st.integers(1, 2))):
+        path = draw(st.sampled_from(CONFUSABLE_PATHS))
+        parent: Any = record
+        for key in path[:-1]:  # a value replaced before may have cut the path
+            holds = isinstance(parent, dict) or (isinstance(parent, list) and parent)
+            parent = parent[key] if holds and (isinstance(parent, list) or key in parent) else None
+        if not isinstance(parent, dict):
+            continue
+        mark = f"MARK{index}"
+        if draw(st.booleans()) or path[-1] not in parent:
+            parent[path[-1]] = mark
+        else:  # a duplicate key: the first keeps its value, the second is confusing
+            parent[path[-1] + mark] = mark
+        marks.append((mark, draw(st.sampled_from(CONFUSING_VALUES))))
+    line = _compact(record)
+    for mark, value in marks:
+        line = line.replace(f'"{mark}"'.encode(), value)
+        line = line.replace(f'{mark}"'.encode(), b'"')  # the duplicate's key: the name again
+    return line
 
 
 @st.composite
@@ -119,6 +286,11 @@ def mixed_files(draw: st.DrawFn) -> list[bytes]:
     for index in range(draw(st.integers(10, 40))):
         record = draw(valid_records(f"edge-{draw(st.integers(0, 10**9))}-{index}"))
         lines.append(draw(st.sampled_from(EDGES))(record))
+    # one drawn record confused many ways (a record per line would overrun the example)
+    base = draw(valid_records("confused"))
+    for index in range(draw(st.integers(10, 40))):
+        run_id = f"confused-{draw(st.integers(0, 10**9))}-{index}"
+        lines.append(draw(confused_records(base | {"run_id": run_id})))
     if lines:  # a few exact copies: duplicates across both paths
         lines.extend(draw(st.lists(st.sampled_from(lines), max_size=3)))
     return draw(st.permutations(lines))

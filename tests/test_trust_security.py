@@ -152,11 +152,26 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/ingest_bulk.py", "_STEP.text('tool_result.status')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_record_ok(_RECORD)"): (
+    ("litmus/ingest_bulk.py", "_RECORD_CHECK.values"): (
         "bulk path: checks built from the constant field names and formats.py's value sets"
     ),
-    ("litmus/ingest_bulk.py", "_step_ok(_STEP)"): (
+    ("litmus/ingest_bulk.py", "_STEP_CHECK.values"): (
         "bulk path: checks built from the constant field names and formats.py's value sets"
+    ),
+    ("litmus/ingest_bulk.py", "check.types"): (
+        "bulk path: _RECORD_CHECK's or _STEP_CHECK's types part (constant field names, types)"
+    ),
+    ("litmus/ingest_bulk.py", "_RECORD.shape()"): (
+        "bulk path: a shape expression over the module's constant column names"
+    ),
+    ("litmus/ingest_bulk.py", "_STEP.shape()"): (
+        "bulk path: a shape expression over the module's constant column names"
+    ),
+    ("litmus/ingest_bulk.py", "documents"): (
+        "bulk path: _shapes_sql's table, the literals 'bulk_records' and 'bulk_steps'"
+    ),
+    ("litmus/ingest_bulk.py", "picked"): (
+        "bulk path: any_value() of the constant column names of _RECORD or _STEP"
     ),
     ("litmus/ingest_bulk.py", "names"): (
         "insert_arrow's column names: keys of _Batch's constant column tuples"
