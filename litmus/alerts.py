@@ -459,6 +459,16 @@ def record_delivery(
     )
 
 
+def regressions_text(regressions: Iterable[Any]) -> str:
+    """A stored alert's regressions as people read them, the same on the board and in the
+    terminal: ``CM safety -15.0 pts [-19.5 pts, -10.5 pts], HB utility …``."""
+    return ", ".join(
+        f"{METRIC_LABELS.get(r['metric'], r['metric'])} {points(r['delta'])} "
+        f"[{points(r['ci_low'])}, {points(r['ci_high'])}]"
+        for r in regressions
+    )
+
+
 def read_alerts(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Every alert, newest first (an empty frame before the first one). Only reads: a
     read-only connection is enough."""

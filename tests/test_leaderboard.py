@@ -157,7 +157,8 @@ def test_every_board_column_shows_its_own_rate(
     markdown = build_leaderboard(metrics, CONTROLS, intervals).to_markdown()
     board_lines = markdown.splitlines()
     (header,) = [line for line in board_lines if line.startswith("| Rank |")]
-    column = [cell.strip() for cell in header.strip("|").split("|")].index("Safety (corrected)")
+    cells = [cell.strip() for cell in header.strip("|").split("|")]
+    column = cells.index("Safety (corrected) [95% CI]")
     (alpha,) = [line for line in board_lines if "| alpha" in line]
     assert [cell.strip() for cell in alpha.strip("|").split("|")][column] == "0.812"
 

@@ -10,6 +10,7 @@ raises exactly one alert, received by a webhook server listening on 127.0.0.1.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import pytest
 from test_alerts import RecordingServer
 
 from litmus.alerts import read_alerts
+from litmus.drift import points
 from litmus.formats import RunConfig
 from litmus.keys import partition_key_for
 from litmus.sample import generate_sample
@@ -197,6 +199,13 @@ def test_a_landed_release_is_scored_published_and_alerts_once(world: World) -> N
         (cm_delta, cm_low, cm_high)
     )
     assert {r["metric"] for r in body["regressions"]} == {"cm_safety", "hb_utility"}
+
+    # The board names the alert's metrics as people read them, as `litmus drift` does.
+    page = (world.paths.exports / "leaderboard.html").read_text("utf-8")
+    [line] = re.findall(r'<section class="alerts">.*?<li>(.*?)</li>', page)
+    assert line.startswith("aurora/react/bare 2026-09-01 → 2026-11-01 (")
+    assert f"CM safety {points(cm_delta)} [{points(cm_low)}, {points(cm_high)}]" in line
+    assert "HB utility" in line and "cm_safety" not in line
 
     plots = list(world.paths.exports.glob("drift_aurora-react-bare-*.png"))
     assert len(plots) == 1 and plots[0].read_bytes().startswith(b"\x89PNG")

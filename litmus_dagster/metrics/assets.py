@@ -408,12 +408,11 @@ def publish_board(
 
 def current_alert_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The release regression alerts raised so far, newest first, as one line each."""
-    from litmus.alerts import read_alerts
+    from litmus.alerts import read_alerts, regressions_text
 
     alerts = read_alerts(con)
     return [
         f"{row.lineage} {row.from_release} → {row.to_release} ({row.suite}@{row.suite_version}): "
-        f"{row.metric} {row.delta:+.3f} [{row.ci_low:+.3f}, {row.ci_high:+.3f}], raised "
-        f"{row.raised_at:%Y-%m-%d %H:%M}"
+        f"{regressions_text(row.regressions)}, raised {row.raised_at:%Y-%m-%d %H:%M}"
         for row in alerts.itertuples(index=False)
     ]

@@ -46,8 +46,8 @@ def print_release_summary(paths: LitmusPaths) -> None:
     """
     import pandas as pd
 
-    from litmus.alerts import read_alerts
-    from litmus.drift import METRIC_LABELS, drift_summary_lines, points
+    from litmus.alerts import read_alerts, regressions_text
+    from litmus.drift import drift_summary_lines
     from litmus.neutralize import for_terminal, terminal_name
     from litmus.warehouse import connect_read_only, table_exists
 
@@ -88,11 +88,7 @@ def print_release_summary(paths: LitmusPaths) -> None:
     if alerts.empty:
         print("  none")
     for alert in alerts.itertuples(index=False):
-        metrics = ", ".join(
-            f"{METRIC_LABELS.get(r['metric'], r['metric'])} {points(r['delta'])} "
-            f"[{points(r['ci_low'])}, {points(r['ci_high'])}]"
-            for r in alert.regressions
-        )
+        metrics = regressions_text(alert.regressions)
         sinks = alert.notified_sinks if isinstance(alert.notified_sinks, list | tuple) else []
         error = alert.delivery_error if isinstance(alert.delivery_error, str) else None
         if len(sinks):
