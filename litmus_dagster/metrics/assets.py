@@ -29,13 +29,13 @@ from litmus.faults import crash_point
 from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.receipts import RECEIPT_FILE_NAME
+from litmus.reuse import METRIC_CIS, metric_cis_reusing_unchanged, record_digests
 from litmus.settings import litmus_paths
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     PUBLIC_PRIVATE_COLUMNS,
-    bootstrap_all_configurations,
     public_private_gaps,
 )
 from litmus.warehouse import transaction
@@ -223,9 +223,16 @@ def _arrow(frame: pd.DataFrame) -> pa.Table:
 
 
 def replace_table(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ddl: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pd.DataFrame,
+    ddl: str | None = None,
+    *,
+    digests: Mapping[str, str] | None = None,
 ) -> None:
-    """Atomically replace ``table`` (a fixed identifier, never user input) with ``frame``."""
+    """Atomically replace ``table`` (a fixed identifier, never user input) with ``frame``;
+    with ``digests``, record what each configuration's rows were computed from in the same
+    transaction (``litmus.reuse``)."""
     view = f"_incoming_{table}"
     con.register(view, _arrow(frame))
     try:
@@ -235,6 +242,8 @@ def replace_table(
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
             else:
                 con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
+            if digests is not None:
+                record_digests(con, table, digests)
     finally:
         con.unregister(view)
 
@@ -259,19 +268,21 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     with warehouse.get_connection() as con:
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         register_counts = con.sql("SELECT * FROM family_register_counts").df()
-    cis = bootstrap_all_configurations(
-        split_counts,
-        register_counts,
-        n_resamples=config.n_resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-    )
-    with warehouse.get_connection() as con:
-        replace_table(con, "metric_cis", cis, METRIC_CIS_DDL)
+        # configurations whose counts did not change keep their stored rows (litmus.reuse)
+        cis, digests, recomputed = metric_cis_reusing_unchanged(
+            con,
+            split_counts,
+            register_counts,
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+        )
+        replace_table(con, METRIC_CIS, cis, METRIC_CIS_DDL, digests=digests)
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
             "n_configurations": dg.MetadataValue.int(int(cis["partition_key"].nunique())),
+            "recomputed": dg.MetadataValue.json(recomputed),
             "n_resamples": dg.MetadataValue.int(config.n_resamples),
             "seed": dg.MetadataValue.int(config.seed),
             "confidence": dg.MetadataValue.float(config.confidence),
