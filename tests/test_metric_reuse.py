@@ -76,8 +76,10 @@ def test_only_a_changed_or_new_configuration_is_recomputed_and_the_rest_is_bit_i
         check_exact=True,
     )
     # config-b's rows really were recomputed from its new counts
-    assert not after[after["partition_key"] == "config-b"].reset_index(drop=True).equals(
-        before[before["partition_key"] == "config-b"].reset_index(drop=True)
+    assert (
+        not after[after["partition_key"] == "config-b"]
+        .reset_index(drop=True)
+        .equals(before[before["partition_key"] == "config-b"].reset_index(drop=True))
     )
 
 
@@ -112,3 +114,41 @@ def test_rows_that_no_longer_match_their_digest_are_recomputed(
     con.execute("DELETE FROM metric_cis WHERE partition_key = 'config-b' AND metric = 'utility'")
     assert publish(con, counts) == ["config-b"]
     pd.testing.assert_frame_equal(stored(con), from_scratch(tmp_path, counts), check_exact=True)
+
+
+def test_release_drift_bootstraps_only_the_pair_a_new_release_adds(tmp_path: Path) -> None:
+    from test_drift import configuration, release_counts
+
+    from litmus.drift import compute_release_drift, replace_release_drift, stored_pairs
+    from litmus.warehouse import connect
+
+    two = pd.DataFrame([configuration("r1", "2026-09-01"), configuration("r2", "2026-11-01")])
+    three = pd.concat([two, pd.DataFrame([configuration("r3", "2027-01-15")])], ignore_index=True)
+    counts = pd.concat(
+        [release_counts("r1"), release_counts("r2", cm_drop=8), release_counts("r3", hb_drop=6)],
+        ignore_index=True,
+    )
+    options = {"n_resamples": 150, "seed": 5}
+    with connect(tmp_path / "w.duckdb") as con:
+        first = compute_release_drift(two, counts, **options, reusable=stored_pairs(con))
+        assert first.recomputed == ["r1 -> r2"]
+        replace_release_drift(con, first.comparisons, first.pair_digests)
+        second = compute_release_drift(three, counts, **options, reusable=stored_pairs(con))
+        assert second.recomputed == ["r2 -> r3"]
+        replace_release_drift(con, second.comparisons, second.pair_digests)
+        reused = con.sql("SELECT * FROM release_drift ORDER BY comparison, metric").df()
+        # r2 changed: both of its pairs are bootstrapped again
+        changed = pd.concat(
+            [
+                release_counts("r1"),
+                release_counts("r2", cm_drop=9),
+                release_counts("r3", hb_drop=6),
+            ],
+            ignore_index=True,
+        )
+        third = compute_release_drift(three, changed, **options, reusable=stored_pairs(con))
+        assert third.recomputed == ["r1 -> r2", "r2 -> r3"]
+    with connect(tmp_path / "scratch.duckdb") as con:
+        replace_release_drift(con, compute_release_drift(three, counts, **options).comparisons)
+        scratch = con.sql("SELECT * FROM release_drift ORDER BY comparison, metric").df()
+    pd.testing.assert_frame_equal(reused, scratch, check_exact=True)

@@ -24,6 +24,7 @@ from litmus.drift import (
     drift_summary_lines,
     read_drift_inputs,
     replace_release_drift,
+    stored_pairs,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
 from litmus.leaderboard import png_data_uri
@@ -100,6 +101,7 @@ def release_drift(
 ) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         inputs = read_drift_inputs(con)
+        reusable = stored_pairs(con)  # pairs whose two configurations did not change
         published_cis = con.sql(
             "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
             "WHERE list_contains(?, metric)",
@@ -112,6 +114,7 @@ def release_drift(
         n_resamples=config.n_resamples,
         seed=config.seed,
         confidence=config.confidence,
+        reusable=reusable,
     )
     # The decisions (regression / underpowered / no regression, raw and adjusted p-values)
     # are stored with the deltas, so the table shows what the check decided.
@@ -126,7 +129,7 @@ def release_drift(
     # below reports them and delivers them to the sinks.
     alerts = find_regressions(assessed, **policy)
     with warehouse.get_connection() as con:
-        replace_release_drift(con, assessed)
+        replace_release_drift(con, assessed, result.pair_digests)
         record_new_alerts(con, alerts, datetime.now(UTC))
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
@@ -148,6 +151,7 @@ def release_drift(
             "\n".join(f"- {line}" for line in summary) or "no lineage has two published releases"
         ),
         "not_compared": dg.MetadataValue.json(result.skipped),
+        "bootstrapped_pairs": dg.MetadataValue.json(result.recomputed),
         "deltas": dg.MetadataValue.md(_markdown(assessed)),
     }
     for lineage, (path, png) in sorted(plots.items()):
