@@ -58,9 +58,8 @@ def dbt_executable() -> str:
 
 
 class LitmusDbtCli(DbtCliResource):
-    """The dbt CLI resource without two start-up costs of every ``dbt build`` this project
-    never uses (together several seconds per publication, more than the models themselves
-    on a new release):
+    """The dbt CLI resource without two start-up costs of every ``dbt build`` that buy this
+    project nothing (docs/performance.md, "A new release"):
 
     - the version probe, a whole ``dbt --version`` subprocess: the executable beside this
       interpreter is the installed dbt-core, whose version the package metadata gives;
