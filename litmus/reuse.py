@@ -143,3 +143,60 @@ def metric_cis_reusing_unchanged(
         return pd.DataFrame(columns=list(stats.CI_COLUMNS)), digests, recomputed
     cis = pd.concat(frames, ignore_index=True)[list(stats.CI_COLUMNS)]
     return cis, digests, recomputed
+
+
+PUBLIC_PRIVATE_GAPS = "public_private_gaps"
+
+
+def public_private_gaps_reusing_unchanged(
+    con: duckdb.DuckDBPyConnection,
+    split_counts: pd.DataFrame,
+    private_families: pd.DataFrame,
+    *,
+    n_resamples: int = stats.DEFAULT_RESAMPLES,
+    seed: int = stats.DEFAULT_SEED,
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
+    """What :func:`litmus.stats.public_private_gaps` returns, with the stored rows of every
+    configuration whose counts and private families are unchanged; also the digests to
+    record with the rows and the configurations that were recomputed."""
+    parameters = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+    private_by_partition = private_families.groupby("partition_key")["family_id"].agg(
+        lambda ids: tuple(sorted(str(value) for value in ids))
+    )
+    counts = stats.family_counts_by_configuration(split_counts)
+    digests = {
+        key: counts_digest(value, **parameters, private=private_by_partition[key])
+        for key, value in counts.items()
+        if key in private_by_partition.index
+    }
+    metrics = list(stats.HEADLINE_METRICS)
+    reused = {
+        key: rows
+        for key, rows in reusable_rows(
+            con, PUBLIC_PRIVATE_GAPS, digests, expected_rows=len(metrics)
+        ).items()
+        if sorted(rows["metric"]) == sorted(metrics)
+    }
+    recomputed = sorted(set(digests) - set(reused))
+    fresh = stats.public_private_gaps(
+        split_counts[split_counts["partition_key"].isin(recomputed)],
+        private_families,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+    )
+    order = {metric: index for index, metric in enumerate(metrics)}
+    frames = [fresh] if len(fresh) else []
+    frames += [rows.iloc[rows["metric"].map(order).argsort()] for rows in reused.values()]
+    columns = list(stats.PUBLIC_PRIVATE_COLUMNS)
+    if not frames:
+        return pd.DataFrame(columns=columns), digests, recomputed
+    gaps = pd.concat([frame[columns] for frame in frames], ignore_index=True)
+    # the order public_private_gaps gives: configurations sorted, metrics in headline order
+    gaps = gaps.sort_values(
+        ["partition_key", "metric"],
+        key=lambda column: column.map(order) if column.name == "metric" else column,
+        kind="stable",
+    ).reset_index(drop=True)
+    return gaps, digests, recomputed

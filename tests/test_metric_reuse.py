@@ -152,3 +152,37 @@ def test_release_drift_bootstraps_only_the_pair_a_new_release_adds(tmp_path: Pat
         replace_release_drift(con, compute_release_drift(three, counts, **options).comparisons)
         scratch = con.sql("SELECT * FROM release_drift ORDER BY comparison, metric").df()
     pd.testing.assert_frame_equal(reused, scratch, check_exact=True)
+
+
+def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_families(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from litmus.reuse import PUBLIC_PRIVATE_GAPS, public_private_gaps_reusing_unchanged
+    from litmus.stats import public_private_gaps
+    from litmus_dagster.metrics.assets import PUBLIC_PRIVATE_GAPS_DDL
+
+    def private(**families: list[str]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [{"partition_key": key, "family_id": f} for key, ids in families.items() for f in ids]
+        )
+
+    def publish_gaps(counts: pd.DataFrame, marked: pd.DataFrame) -> list[str]:
+        gaps, digests, recomputed = public_private_gaps_reusing_unchanged(
+            con, counts, marked, **OPTIONS
+        )
+        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL, digests=digests)
+        return recomputed
+
+    def table(connection: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+        return connection.execute("SELECT * FROM public_private_gaps").df()
+
+    counts = configurations("config-a", "config-b", "config-c")
+    marked = private(**{"config-a": ["fam-1", "fam-4"], "config-b": ["fam-0", "fam-3"]})
+    assert publish_gaps(counts, marked) == ["config-a", "config-b"]
+    assert publish_gaps(changed(counts, "config-b"), marked) == ["config-b"]
+    remarked = private(**{"config-a": ["fam-1", "fam-5"], "config-b": ["fam-0", "fam-3"]})
+    assert publish_gaps(changed(counts, "config-b"), remarked) == ["config-a"]
+    with duckdb.connect(str(tmp_path / "scratch.duckdb")) as scratch:
+        gaps = public_private_gaps(changed(counts, "config-b"), remarked, **OPTIONS)
+        replace_table(scratch, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL)
+        pd.testing.assert_frame_equal(table(con), table(scratch), check_exact=True)

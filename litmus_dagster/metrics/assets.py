@@ -29,14 +29,19 @@ from litmus.faults import crash_point
 from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.receipts import RECEIPT_FILE_NAME
-from litmus.reuse import METRIC_CIS, metric_cis_reusing_unchanged, record_digests
+from litmus.reuse import (
+    METRIC_CIS,
+    PUBLIC_PRIVATE_GAPS,
+    metric_cis_reusing_unchanged,
+    public_private_gaps_reusing_unchanged,
+    record_digests,
+)
 from litmus.settings import litmus_paths
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     PUBLIC_PRIVATE_COLUMNS,
-    public_private_gaps,
 )
 from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
@@ -315,19 +320,20 @@ def public_private_gap_table(
     with warehouse.get_connection() as con:
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         private = con.sql(PRIVATE_FAMILIES_SQL).df()
-    gaps = (
-        public_private_gaps(
-            split_counts,
-            private,
-            n_resamples=config.n_resamples,
-            seed=config.seed,
-            confidence=config.confidence,
+        # configurations whose counts and private families did not change keep their rows
+        gaps, digests, _ = (
+            public_private_gaps_reusing_unchanged(
+                con,
+                split_counts,
+                private,
+                n_resamples=config.n_resamples,
+                seed=config.seed,
+                confidence=config.confidence,
+            )
+            if not private.empty
+            else (pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS)), {}, [])
         )
-        if not private.empty
-        else pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS))
-    )
-    with warehouse.get_connection() as con:
-        replace_table(con, "public_private_gaps", gaps, PUBLIC_PRIVATE_GAPS_DDL)
+        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL, digests=digests)
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
         metadata={
