@@ -39,7 +39,6 @@ from litmus.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     family_counts_from_frames,
-    paired_bootstrap_difference,
 )
 from litmus.warehouse import table_exists, transaction
 
@@ -185,32 +184,17 @@ _PAIRED_COLUMNS: dict[str, str] = {
 }
 
 
-def pair_key(from_partition_key: str, to_partition_key: str) -> str:
-    return f"{from_partition_key} -> {to_partition_key}"
-
-
 def stored_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
-    """The paired bootstrap of every pair in ``release_drift`` with the digest it was stored
-    with, as :func:`paired_bootstrap_difference` returned it (metric order kept)."""
-    from litmus.reuse import stored_digests
+    """The stored paired bootstrap of every pair in ``release_drift`` (``litmus.reuse``)."""
+    from litmus.reuse import stored_pairs as stored
 
-    digests = stored_digests(con, "release_drift")
-    if not digests or not table_exists(con, "release_drift"):
-        return {}
-    rows = con.execute(
-        "SELECT from_partition_key, to_partition_key, metric, "
-        + ", ".join(_PAIRED_COLUMNS)
-        + " FROM release_drift"
-    ).df()
-    pairs = {}
-    for (older, newer), frame in rows.groupby(["from_partition_key", "to_partition_key"]):
-        key = pair_key(str(older), str(newer))
-        if key in digests:
-            paired = frame.rename(columns=_PAIRED_COLUMNS).drop(
-                columns=["from_partition_key", "to_partition_key"]
-            )
-            pairs[key] = (digests[key], paired.reset_index(drop=True))
-    return pairs
+    return stored(
+        con,
+        "release_drift",
+        _PAIRED_COLUMNS,
+        newer="to_partition_key",
+        older="from_partition_key",
+    )
 
 
 def is_iso_release(model_release: str) -> bool:
@@ -261,16 +245,9 @@ def compute_release_drift(
     would be computed from now is taken from there instead of being bootstrapped again (the
     bootstrap of a pair depends on the two configurations' counts only: ``litmus.reuse``).
     """
-    from litmus.reuse import counts_digest
+    from litmus.reuse import pair_key, paired_difference
 
     reusable = reusable or {}
-    parameters = {
-        "n_resamples": n_resamples,
-        "seed": seed,
-        "confidence": confidence,
-        "metrics": tuple(metrics),
-        "drift": DRIFT_VERSION,
-    }
     pair_digests: dict[str, str] = {}
     recomputed: list[str] = []
     unknown = sorted(set(metrics) - set(DRIFT_METRICS))
@@ -311,31 +288,21 @@ def compute_release_drift(
             older_counts = family_counts_from_frames(counts_by_partition[older["partition_key"]])
             newer_counts = family_counts_from_frames(counts_by_partition[newer["partition_key"]])
             key = pair_key(older["partition_key"], newer["partition_key"])
-            digest = counts_digest(newer_counts, **parameters) + counts_digest(
-                older_counts, **parameters
-            )
-            stored = reusable.get(key)
-            if (
-                stored is not None
-                and stored[0] == digest
-                and sorted(stored[1]["metric"]) == sorted(metrics)
-            ):
-                order = {metric: index for index, metric in enumerate(metrics)}
-                paired = stored[1].iloc[stored[1]["metric"].map(order).argsort()]
-                paired = paired.reset_index(drop=True)
-            else:
-                try:
-                    paired = paired_bootstrap_difference(
-                        newer_counts,
-                        older_counts,
-                        n_resamples=n_resamples,
-                        seed=seed,
-                        confidence=confidence,
-                        metrics=metrics,
-                    )
-                except ValueError as problem:  # no shared families, conflicting categories
-                    skipped.append(f"{pair}: {problem}")
-                    continue
+            try:
+                paired, digest, bootstrapped = paired_difference(
+                    newer_counts,
+                    older_counts,
+                    stored=reusable.get(key),
+                    metrics=tuple(metrics),
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
+                    drift=DRIFT_VERSION,
+                )
+            except ValueError as problem:  # no shared families, conflicting categories
+                skipped.append(f"{pair}: {problem}")
+                continue
+            if bootstrapped:
                 recomputed.append(key)
             pair_digests[key] = digest
             comparison_frames.append(

@@ -200,3 +200,70 @@ def public_private_gaps_reusing_unchanged(
         kind="stable",
     ).reset_index(drop=True)
     return gaps, digests, recomputed
+
+
+# ----------------------------------------------------------------------------- paired deltas
+
+
+def stored_pairs(
+    con: duckdb.DuckDBPyConnection,
+    result: str,
+    columns: Mapping[str, str],
+    *,
+    newer: str,
+    older: str,
+) -> dict[str, tuple[str, pd.DataFrame]]:
+    """Every pair stored in ``result`` with the digest it was stored with, as
+    :func:`litmus.stats.paired_bootstrap_difference` returned it (``columns``: table column
+    → that function's column; ``newer``/``older``: the columns naming the two partitions)."""
+    digests = stored_digests(con, result)
+    if not digests or not table_exists(con, result):
+        return {}
+    # ``result`` and the column names are ours, never user input
+    rows = con.execute(f"SELECT {older}, {newer}, metric, {', '.join(columns)} FROM {result}").df()
+    pairs = {}
+    for (older_key, newer_key), frame in rows.groupby([older, newer]):
+        key = pair_key(str(older_key), str(newer_key))
+        if key in digests:
+            paired = frame.rename(columns=dict(columns)).drop(columns=[older, newer])
+            pairs[key] = (digests[key], paired.reset_index(drop=True))
+    return pairs
+
+
+def pair_key(older: str, newer: str) -> str:
+    return f"{older} -> {newer}"
+
+
+def paired_difference(
+    newer: stats.FamilyCounts,
+    older: stats.FamilyCounts,
+    *,
+    stored: tuple[str, pd.DataFrame] | None,
+    metrics: tuple[str, ...],
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+    **identity: object,
+) -> tuple[pd.DataFrame, str, bool]:
+    """:func:`litmus.stats.paired_bootstrap_difference` of ``newer`` − ``older``, taken
+    from ``stored`` when its digest is what the pair would be computed from now (``identity``:
+    anything else the stored rows depend on, a version say). Returns the frame, its digest
+    and whether it was bootstrapped (raises what the bootstrap raises)."""
+    parameters = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
+    digest = "".join(
+        counts_digest(counts, metrics=metrics, **parameters, **identity)
+        for counts in (newer, older)
+    )
+    if (
+        stored is not None
+        and stored[0] == digest
+        and sorted(stored[1]["metric"]) == sorted(metrics)
+    ):
+        order = {metric: index for index, metric in enumerate(metrics)}
+        frame = stored[1]
+        reused = frame.iloc[frame["metric"].map(order).argsort()].reset_index(drop=True)
+        return reused, digest, False
+    paired = stats.paired_bootstrap_difference(
+        newer, older, metrics=metrics, n_resamples=n_resamples, seed=seed, confidence=confidence
+    )
+    return paired, digest, True
