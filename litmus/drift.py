@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from litmus.publication_decision import withheld_reasons
+from litmus.reuse import pair_key, paired_difference, record_digests, stored_pairs
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -184,11 +185,9 @@ _PAIRED_COLUMNS: dict[str, str] = {
 }
 
 
-def stored_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
+def stored_drift_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
     """The stored paired bootstrap of every pair in ``release_drift`` (``litmus.reuse``)."""
-    from litmus.reuse import stored_pairs as stored
-
-    return stored(
+    return stored_pairs(
         con,
         "release_drift",
         _PAIRED_COLUMNS,
@@ -241,12 +240,10 @@ def compute_release_drift(
     ``configurations``: one row per configuration (``CONFIGURATION_COLUMNS``; the dbt model
     ``configuration_identities`` plus the first ingestion time). ``split_counts``: rows of the
     dbt model ``family_split_counts``. ``withheld``: partition keys whose numbers are not
-    published. ``reusable``: :func:`stored_pairs`; a pair whose stored digest equals what it
+    published. ``reusable``: :func:`stored_drift_pairs`; a pair whose stored digest equals what it
     would be computed from now is taken from there instead of being bootstrapped again (the
     bootstrap of a pair depends on the two configurations' counts only: ``litmus.reuse``).
     """
-    from litmus.reuse import pair_key, paired_difference
-
     reusable = reusable or {}
     pair_digests: dict[str, str] = {}
     recomputed: list[str] = []
@@ -397,8 +394,6 @@ def replace_release_drift(
     """Atomically replace the ``release_drift`` table with ``comparisons`` (assessment
     columns not yet filled are stored as NULL), with the pairs' digests when given (none
     stored means every pair is bootstrapped again next time)."""
-    from litmus.reuse import record_digests
-
     con.register("incoming_release_drift", _typed(comparisons))
     try:
         with transaction(con):

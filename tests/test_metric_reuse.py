@@ -119,7 +119,7 @@ def test_rows_that_no_longer_match_their_digest_are_recomputed(
 def test_release_drift_bootstraps_only_the_pair_a_new_release_adds(tmp_path: Path) -> None:
     from test_drift import configuration, release_counts
 
-    from litmus.drift import compute_release_drift, replace_release_drift, stored_pairs
+    from litmus.drift import compute_release_drift, replace_release_drift, stored_drift_pairs
     from litmus.warehouse import connect
 
     two = pd.DataFrame([configuration("r1", "2026-09-01"), configuration("r2", "2026-11-01")])
@@ -130,10 +130,10 @@ def test_release_drift_bootstraps_only_the_pair_a_new_release_adds(tmp_path: Pat
     )
     options = {"n_resamples": 150, "seed": 5}
     with connect(tmp_path / "w.duckdb") as con:
-        first = compute_release_drift(two, counts, **options, reusable=stored_pairs(con))
+        first = compute_release_drift(two, counts, **options, reusable=stored_drift_pairs(con))
         assert first.recomputed == ["r1 -> r2"]
         replace_release_drift(con, first.comparisons, first.pair_digests)
-        second = compute_release_drift(three, counts, **options, reusable=stored_pairs(con))
+        second = compute_release_drift(three, counts, **options, reusable=stored_drift_pairs(con))
         assert second.recomputed == ["r2 -> r3"]
         replace_release_drift(con, second.comparisons, second.pair_digests)
         reused = con.sql("SELECT * FROM release_drift ORDER BY comparison, metric").df()
@@ -146,7 +146,7 @@ def test_release_drift_bootstraps_only_the_pair_a_new_release_adds(tmp_path: Pat
             ],
             ignore_index=True,
         )
-        third = compute_release_drift(three, changed, **options, reusable=stored_pairs(con))
+        third = compute_release_drift(three, changed, **options, reusable=stored_drift_pairs(con))
         assert third.recomputed == ["r1 -> r2", "r2 -> r3"]
     with connect(tmp_path / "scratch.duckdb") as con:
         replace_release_drift(con, compute_release_drift(three, counts, **options).comparisons)
@@ -186,3 +186,50 @@ def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_f
         gaps = public_private_gaps(changed(counts, "config-b"), remarked, **OPTIONS)
         replace_table(scratch, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL)
         pd.testing.assert_frame_equal(table(con), table(scratch), check_exact=True)
+
+
+def test_plugin_deltas_bootstrap_only_pairs_whose_configurations_changed(tmp_path: Path) -> None:
+    from test_drift import identity, release_counts
+
+    from litmus.plugin_deltas import (
+        assess_plugin_deltas,
+        compute_plugin_deltas,
+        replace_plugin_deltas,
+        stored_plugin_pairs,
+    )
+    from litmus.warehouse import connect
+
+    configurations = pd.DataFrame(
+        [identity("bare", "bare"), identity("aligner", "aligner"), identity("guard", "guard")]
+    )
+
+    def counts(guard_drop: int) -> pd.DataFrame:
+        return pd.concat(
+            [
+                release_counts("bare", cm_drop=16),
+                release_counts("aligner", hb_drop=6),
+                release_counts("guard", cm_drop=guard_drop),
+            ],
+            ignore_index=True,
+        )
+
+    def publish(connection: duckdb.DuckDBPyConnection, frame: pd.DataFrame) -> pd.DataFrame:
+        digests: dict[str, str] = {}
+        deltas, _ = compute_plugin_deltas(
+            configurations,
+            frame,
+            n_resamples=150,
+            reusable=stored_plugin_pairs(connection),
+            pair_digests=digests,
+        )
+        replace_plugin_deltas(connection, assess_plugin_deltas(deltas), digests)
+        return connection.sql("SELECT * FROM plugin_deltas ORDER BY plugin, metric").df()
+
+    with connect(tmp_path / "w.duckdb") as con:
+        publish(con, counts(4))
+        reused_rows = stored_plugin_pairs(con)["bare -> aligner"][1]
+        after = publish(con, counts(8))  # guard changed, aligner did not
+        assert stored_plugin_pairs(con)["bare -> aligner"][1].equals(reused_rows)
+    with connect(tmp_path / "scratch.duckdb") as con:
+        scratch = publish(con, counts(8))
+    pd.testing.assert_frame_equal(after, scratch, check_exact=True)
