@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 
 from litmus.publication_decision import withheld_reasons
+from litmus.reuse import pair_key, paired_difference, record_digests, stored_pairs
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     family_counts_from_frames,
-    paired_bootstrap_difference,
 )
 from litmus.warehouse import table_exists, transaction
 
@@ -157,11 +157,43 @@ class DriftResult:
     """``comparisons``: one row per (release pair, metric), ``DRIFT_COLUMNS``.
     ``releases``: the published configurations of every compared group in release order
     (``CONFIGURATION_COLUMNS`` plus ``release_rank`` and ``release_order``).
-    ``skipped``: why a group or pair was not compared, for people."""
+    ``skipped``: why a group or pair was not compared, for people.
+    ``pair_digests``: what each compared pair's bootstrap was computed from, by
+    :func:`pair_key` (``litmus.reuse``); ``recomputed``: the pairs bootstrapped this time."""
 
     comparisons: pd.DataFrame
     releases: pd.DataFrame
     skipped: list[str] = field(default_factory=list)
+    pair_digests: dict[str, str] = field(default_factory=dict)
+    recomputed: list[str] = field(default_factory=list)
+
+
+# release_drift column ← paired_bootstrap_difference column: what a stored pair gives back
+_PAIRED_COLUMNS: dict[str, str] = {
+    "from_value": "estimate_b",
+    "to_value": "estimate_a",
+    "delta": "difference",
+    "ci_low": "ci_low",
+    "ci_high": "ci_high",
+    "excludes_zero": "excludes_zero",
+    "standard_error": "standard_error",
+    "p_value": "p_value",
+    "mde": "mde",
+    "degrees_of_freedom": "degrees_of_freedom",
+    "interval_method": "interval_method",
+    "n_shared_families": "n_shared_families",
+}
+
+
+def stored_drift_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
+    """The stored paired bootstrap of every pair in ``release_drift`` (``litmus.reuse``)."""
+    return stored_pairs(
+        con,
+        "release_drift",
+        _PAIRED_COLUMNS,
+        newer="to_partition_key",
+        older="from_partition_key",
+    )
 
 
 def is_iso_release(model_release: str) -> bool:
@@ -201,14 +233,20 @@ def compute_release_drift(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
+    reusable: Mapping[str, tuple[str, pd.DataFrame]] | None = None,
 ) -> DriftResult:
     """Compare every published release with its published predecessor.
 
     ``configurations``: one row per configuration (``CONFIGURATION_COLUMNS``; the dbt model
     ``configuration_identities`` plus the first ingestion time). ``split_counts``: rows of the
     dbt model ``family_split_counts``. ``withheld``: partition keys whose numbers are not
-    published.
+    published. ``reusable``: :func:`stored_drift_pairs`; a pair whose stored digest equals what it
+    would be computed from now is taken from there instead of being bootstrapped again (the
+    bootstrap of a pair depends on the two configurations' counts only: ``litmus.reuse``).
     """
+    reusable = reusable or {}
+    pair_digests: dict[str, str] = {}
+    recomputed: list[str] = []
     unknown = sorted(set(metrics) - set(DRIFT_METRICS))
     if unknown:
         raise ValueError(f"unknown drift metric(s) {unknown}; choose from {list(DRIFT_METRICS)}")
@@ -246,18 +284,24 @@ def compute_release_drift(
                 continue
             older_counts = family_counts_from_frames(counts_by_partition[older["partition_key"]])
             newer_counts = family_counts_from_frames(counts_by_partition[newer["partition_key"]])
+            key = pair_key(older["partition_key"], newer["partition_key"])
             try:
-                paired = paired_bootstrap_difference(
+                paired, digest, bootstrapped = paired_difference(
                     newer_counts,
                     older_counts,
+                    stored=reusable.get(key),
+                    metrics=tuple(metrics),
                     n_resamples=n_resamples,
                     seed=seed,
                     confidence=confidence,
-                    metrics=metrics,
+                    drift=DRIFT_VERSION,
                 )
             except ValueError as problem:  # no shared families, conflicting categories
                 skipped.append(f"{pair}: {problem}")
                 continue
+            if bootstrapped:
+                recomputed.append(key)
+            pair_digests[key] = digest
             comparison_frames.append(
                 pd.DataFrame(
                     {
@@ -301,7 +345,13 @@ def compute_release_drift(
         if release_frames
         else pd.DataFrame(columns=[*CONFIGURATION_COLUMNS, "release_rank", "release_order"])
     )
-    return DriftResult(comparisons=comparisons, releases=releases, skipped=skipped)
+    return DriftResult(
+        comparisons=comparisons,
+        releases=releases,
+        skipped=skipped,
+        pair_digests=pair_digests,
+        recomputed=recomputed,
+    )
 
 
 @dataclass(frozen=True)
@@ -336,14 +386,20 @@ def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
     return DriftInputs(configurations, split_counts, withheld)
 
 
-def replace_release_drift(con: duckdb.DuckDBPyConnection, comparisons: pd.DataFrame) -> None:
+def replace_release_drift(
+    con: duckdb.DuckDBPyConnection,
+    comparisons: pd.DataFrame,
+    pair_digests: Mapping[str, str] | None = None,
+) -> None:
     """Atomically replace the ``release_drift`` table with ``comparisons`` (assessment
-    columns not yet filled are stored as NULL)."""
+    columns not yet filled are stored as NULL), with the pairs' digests when given (none
+    stored means every pair is bootstrapped again next time)."""
     con.register("incoming_release_drift", _typed(comparisons))
     try:
         with transaction(con):
             con.execute(RELEASE_DRIFT_DDL)
             con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
+            record_digests(con, "release_drift", pair_digests or {})
     finally:
         con.unregister("incoming_release_drift")
 

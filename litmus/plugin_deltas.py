@@ -37,12 +37,12 @@ from litmus.alerts import (
 )
 from litmus.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.neutralize import for_matplotlib
+from litmus.reuse import pair_key, paired_difference, record_digests, stored_pairs
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     family_counts_from_frames,
-    paired_bootstrap_difference,
 )
 from litmus.warehouse import table_exists, transaction
 
@@ -95,9 +95,17 @@ def compute_plugin_deltas(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
+    reusable: Mapping[str, tuple[str, pd.DataFrame]] | None = None,
+    pair_digests: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Paired deltas of every plug-in against its group's baseline; and why a pair was not
-    compared. ``configurations``: rows of ``configuration_identities``."""
+    compared. ``configurations``: rows of ``configuration_identities``.
+
+    ``reusable``: :func:`stored_plugin_pairs`; a pair whose two configurations' counts (and
+    the parameters) are unchanged is taken from there, not bootstrapped again
+    (``litmus.reuse``). ``pair_digests``, when given, receives each compared pair's digest,
+    to store with the rows (:func:`replace_plugin_deltas`)."""
+    reusable = reusable or {}
     published = configurations[~configurations["partition_key"].isin(set(withheld))]
     counts_by_partition = {key: frame for key, frame in split_counts.groupby("partition_key")}
     frames, skipped = [], []
@@ -117,18 +125,22 @@ def compute_plugin_deltas(
             if row.partition_key not in counts_by_partition:
                 skipped.append(f"{row.partition_key}: no family counts")
                 continue
+            key = pair_key(base["partition_key"], row.partition_key)
             try:
-                paired = paired_bootstrap_difference(
+                paired, digest, _ = paired_difference(
                     family_counts_from_frames(counts_by_partition[row.partition_key]),
                     base_counts,
+                    stored=reusable.get(key),
+                    metrics=tuple(metrics),
                     n_resamples=n_resamples,
                     seed=seed,
                     confidence=confidence,
-                    metrics=metrics,
                 )
             except ValueError as problem:
                 skipped.append(f"{row.partition_key} vs {base['partition_key']}: {problem}")
                 continue
+            if pair_digests is not None:
+                pair_digests[key] = digest
             frame = pd.DataFrame(
                 {
                     "metric": paired["metric"],
@@ -216,8 +228,41 @@ def read_configurations(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     ).df()
 
 
-def replace_plugin_deltas(con: duckdb.DuckDBPyConnection, deltas: pd.DataFrame) -> None:
-    """Store ``deltas`` (assessed, :func:`assess_plugin_deltas`) as table ``plugin_deltas``."""
+# plugin_deltas column ← paired_bootstrap_difference column: what a stored pair gives back
+_PAIRED_COLUMNS: dict[str, str] = {
+    "baseline_value": "estimate_b",
+    "value": "estimate_a",
+    "delta": "difference",
+    "ci_low": "ci_low",
+    "ci_high": "ci_high",
+    "excludes_zero": "excludes_zero",
+    "standard_error": "standard_error",
+    "p_value": "p_value",
+    "mde": "mde",
+    "interval_method": "interval_method",
+    "n_shared_families": "n_shared_families",
+    "degrees_of_freedom": "degrees_of_freedom",
+}
+
+
+def stored_plugin_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
+    """The stored paired bootstrap of every pair in ``plugin_deltas`` (``litmus.reuse``)."""
+    return stored_pairs(
+        con,
+        "plugin_deltas",
+        _PAIRED_COLUMNS,
+        newer="partition_key",
+        older="baseline_partition_key",
+    )
+
+
+def replace_plugin_deltas(
+    con: duckdb.DuckDBPyConnection,
+    deltas: pd.DataFrame,
+    pair_digests: Mapping[str, str] | None = None,
+) -> None:
+    """Store ``deltas`` (assessed, :func:`assess_plugin_deltas`) as table ``plugin_deltas``,
+    with the pairs' digests when given (none stored: every pair is bootstrapped next time)."""
     typed = deltas.reindex(columns=[*PLUGIN_DELTA_COLUMNS, *ASSESSMENT_COLUMNS]).copy()
     numbers = {"baseline_value", "value", "delta", "ci_low", "ci_high", "standard_error",
                "p_value", "mde", "confidence", "threshold", "p_adjusted",
@@ -238,6 +283,7 @@ def replace_plugin_deltas(con: duckdb.DuckDBPyConnection, deltas: pd.DataFrame) 
             con.execute(
                 "CREATE OR REPLACE TABLE plugin_deltas AS SELECT * FROM _incoming_plugin_deltas"
             )
+            record_digests(con, "plugin_deltas", pair_digests or {})
     finally:
         con.unregister("_incoming_plugin_deltas")
 

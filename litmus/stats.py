@@ -832,6 +832,58 @@ def _with_registers(counts: FamilyCounts, registers: tuple[str, ...]) -> FamilyC
     )
 
 
+CI_COLUMNS: tuple[str, ...] = (
+    "partition_key",
+    "metric",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "n_valid_resamples",
+    "standard_error",
+    "effective_n",
+    "interval_method",
+    "n_families",
+    "n_resamples",
+    "seed",
+    "confidence",
+)
+
+
+def family_counts_by_configuration(
+    split_counts: pd.DataFrame, register_counts: pd.DataFrame | None = None
+) -> dict[str, FamilyCounts]:
+    """:func:`family_counts_from_frames` of every configuration in ``family_split_counts``,
+    by partition key in sorted order."""
+    counts = {}
+    for partition_key, frame in split_counts.groupby("partition_key", sort=True):
+        registers = (
+            register_counts[register_counts["partition_key"] == partition_key]
+            if register_counts is not None
+            else None
+        )
+        counts[str(partition_key)] = family_counts_from_frames(frame, registers)
+    return counts
+
+
+def configuration_cis(
+    partition_key: str,
+    counts: FamilyCounts,
+    *,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> pd.DataFrame:
+    """The ``metric_cis`` rows of one configuration (``CI_COLUMNS``)."""
+    cis = bootstrap_cis(counts, n_resamples=n_resamples, seed=seed, confidence=confidence)
+    return cis.assign(
+        partition_key=partition_key,
+        n_families=counts.n_families,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
+    )[list(CI_COLUMNS)]
+
+
 def bootstrap_all_configurations(
     split_counts: pd.DataFrame,
     register_counts: pd.DataFrame | None = None,
@@ -841,44 +893,20 @@ def bootstrap_all_configurations(
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> pd.DataFrame:
     """CIs for every configuration in ``family_split_counts`` (long format, one row per
-    (partition_key, metric)). Every configuration uses the same seed, so its intervals do not
-    depend on which other configurations are in the warehouse."""
-    frames = []
-    for partition_key, frame in split_counts.groupby("partition_key", sort=True):
-        registers = (
-            register_counts[register_counts["partition_key"] == partition_key]
-            if register_counts is not None
-            else None
+    (partition_key, metric)). Every configuration uses the same seed with its own generator
+    over its own families in canonical order, so its intervals do not depend on which other
+    configurations are in the warehouse, nor on their order (``litmus.reuse`` relies on it)."""
+    frames = [
+        configuration_cis(
+            partition_key, counts, n_resamples=n_resamples, seed=seed, confidence=confidence
         )
-        counts = family_counts_from_frames(frame, registers)
-        cis = bootstrap_cis(counts, n_resamples=n_resamples, seed=seed, confidence=confidence)
-        frames.append(
-            cis.assign(
-                partition_key=partition_key,
-                n_families=counts.n_families,
-                n_resamples=n_resamples,
-                seed=seed,
-                confidence=confidence,
-            )
-        )
-    columns = [
-        "partition_key",
-        "metric",
-        "estimate",
-        "ci_low",
-        "ci_high",
-        "n_valid_resamples",
-        "standard_error",
-        "effective_n",
-        "interval_method",
-        "n_families",
-        "n_resamples",
-        "seed",
-        "confidence",
+        for partition_key, counts in family_counts_by_configuration(
+            split_counts, register_counts
+        ).items()
     ]
     if not frames:
-        return pd.DataFrame(columns=columns)
-    return pd.concat(frames, ignore_index=True)[columns]
+        return pd.DataFrame(columns=list(CI_COLUMNS))
+    return pd.concat(frames, ignore_index=True)[list(CI_COLUMNS)]
 
 
 # ----------------------------------------------------------------------------- private variants

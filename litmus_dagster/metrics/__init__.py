@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster_dbt import DbtCliResource
-
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT,
+    LitmusDbtCli,
     dbt_executable,
     leaderboard,
     litmus_dbt_metrics,
@@ -21,7 +20,7 @@ from litmus_dagster.metrics.assets import (
 
 metrics_assets: list[Any] = [litmus_dbt_metrics, metric_cis, public_private_gap_table, leaderboard]
 metrics_resources: dict[str, Any] = {
-    "dbt": DbtCliResource(project_dir=DBT_PROJECT, dbt_executable=dbt_executable())
+    "dbt": LitmusDbtCli(project_dir=DBT_PROJECT, dbt_executable=dbt_executable())
 }
 
 __all__ = [

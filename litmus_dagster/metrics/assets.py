@@ -6,12 +6,14 @@ ingestion assets)
 """
 
 import fcntl
+import importlib.metadata
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +22,26 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
+from packaging import version
 
 from litmus import publication
 from litmus.faults import crash_point
 from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.plots import boundary_plot_png
 from litmus.receipts import RECEIPT_FILE_NAME
+from litmus.reuse import (
+    METRIC_CIS,
+    PUBLIC_PRIVATE_GAPS,
+    metric_cis_reusing_unchanged,
+    public_private_gaps_reusing_unchanged,
+    record_digests,
+)
 from litmus.settings import litmus_paths
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
     PUBLIC_PRIVATE_COLUMNS,
-    bootstrap_all_configurations,
-    public_private_gaps,
 )
 from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
@@ -52,6 +60,26 @@ def dbt_executable() -> str:
     if beside_python.exists():
         return os.fspath(beside_python)
     return shutil.which("dbt") or "dbt"
+
+
+class LitmusDbtCli(DbtCliResource):
+    """The dbt CLI resource without two start-up costs of every ``dbt build`` that buy this
+    project nothing (docs/performance.md, "A new release"):
+
+    - the version probe, a whole ``dbt --version`` subprocess: the executable beside this
+      interpreter is the installed dbt-core, whose version the package metadata gives;
+    - a dbt adapter opened inside this process, which dagster-dbt only needs to fetch row
+      counts or column metadata (never asked for here; without an adapter it skips both).
+    """
+
+    @cached_property
+    def _cli_version(self) -> version.Version:
+        if self.dbt_executable == os.fspath(Path(sys.executable).with_name("dbt")):
+            return version.parse(importlib.metadata.version("dbt-core"))
+        return super()._cli_version
+
+    def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
+        return None
 
 
 @contextmanager
@@ -199,9 +227,16 @@ def _arrow(frame: pd.DataFrame) -> pa.Table:
 
 
 def replace_table(
-    con: duckdb.DuckDBPyConnection, table: str, frame: pd.DataFrame, ddl: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pd.DataFrame,
+    ddl: str | None = None,
+    *,
+    digests: Mapping[str, str] | None = None,
 ) -> None:
-    """Atomically replace ``table`` (a fixed identifier, never user input) with ``frame``."""
+    """Atomically replace ``table`` (a fixed identifier, never user input) with ``frame``;
+    with ``digests``, record what each configuration's rows were computed from in the same
+    transaction (``litmus.reuse``)."""
     view = f"_incoming_{table}"
     con.register(view, _arrow(frame))
     try:
@@ -211,6 +246,8 @@ def replace_table(
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
             else:
                 con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
+            if digests is not None:
+                record_digests(con, table, digests)
     finally:
         con.unregister(view)
 
@@ -235,19 +272,21 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     with warehouse.get_connection() as con:
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         register_counts = con.sql("SELECT * FROM family_register_counts").df()
-    cis = bootstrap_all_configurations(
-        split_counts,
-        register_counts,
-        n_resamples=config.n_resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-    )
-    with warehouse.get_connection() as con:
-        replace_table(con, "metric_cis", cis, METRIC_CIS_DDL)
+        # configurations whose counts did not change keep their stored rows (litmus.reuse)
+        cis, digests, recomputed = metric_cis_reusing_unchanged(
+            con,
+            split_counts,
+            register_counts,
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+        )
+        replace_table(con, METRIC_CIS, cis, METRIC_CIS_DDL, digests=digests)
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
             "n_configurations": dg.MetadataValue.int(int(cis["partition_key"].nunique())),
+            "recomputed": dg.MetadataValue.json(recomputed),
             "n_resamples": dg.MetadataValue.int(config.n_resamples),
             "seed": dg.MetadataValue.int(config.seed),
             "confidence": dg.MetadataValue.float(config.confidence),
@@ -281,19 +320,20 @@ def public_private_gap_table(
     with warehouse.get_connection() as con:
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         private = con.sql(PRIVATE_FAMILIES_SQL).df()
-    gaps = (
-        public_private_gaps(
-            split_counts,
-            private,
-            n_resamples=config.n_resamples,
-            seed=config.seed,
-            confidence=config.confidence,
+        # configurations whose counts and private families did not change keep their rows
+        gaps, digests, _ = (
+            public_private_gaps_reusing_unchanged(
+                con,
+                split_counts,
+                private,
+                n_resamples=config.n_resamples,
+                seed=config.seed,
+                confidence=config.confidence,
+            )
+            if not private.empty
+            else (pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS)), {}, [])
         )
-        if not private.empty
-        else pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS))
-    )
-    with warehouse.get_connection() as con:
-        replace_table(con, "public_private_gaps", gaps, PUBLIC_PRIVATE_GAPS_DDL)
+        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL, digests=digests)
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
         metadata={

@@ -24,6 +24,7 @@ from litmus.drift import (
     drift_summary_lines,
     read_drift_inputs,
     replace_release_drift,
+    stored_drift_pairs,
 )
 from litmus.drift_plot import drift_plot_file_name, drift_plot_png
 from litmus.leaderboard import png_data_uri
@@ -34,6 +35,7 @@ from litmus.plugin_deltas import (
     plugin_delta_plot_png,
     read_configurations,
     replace_plugin_deltas,
+    stored_plugin_pairs,
 )
 from litmus.publication_decision import withheld_reasons
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -100,6 +102,7 @@ def release_drift(
 ) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         inputs = read_drift_inputs(con)
+        reusable = stored_drift_pairs(con)  # pairs whose two configurations did not change
         published_cis = con.sql(
             "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
             "WHERE list_contains(?, metric)",
@@ -112,6 +115,7 @@ def release_drift(
         n_resamples=config.n_resamples,
         seed=config.seed,
         confidence=config.confidence,
+        reusable=reusable,
     )
     # The decisions (regression / underpowered / no regression, raw and adjusted p-values)
     # are stored with the deltas, so the table shows what the check decided.
@@ -126,7 +130,7 @@ def release_drift(
     # below reports them and delivers them to the sinks.
     alerts = find_regressions(assessed, **policy)
     with warehouse.get_connection() as con:
-        replace_release_drift(con, assessed)
+        replace_release_drift(con, assessed, result.pair_digests)
         record_new_alerts(con, alerts, datetime.now(UTC))
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
@@ -148,6 +152,7 @@ def release_drift(
             "\n".join(f"- {line}" for line in summary) or "no lineage has two published releases"
         ),
         "not_compared": dg.MetadataValue.json(result.skipped),
+        "bootstrapped_pairs": dg.MetadataValue.json(result.recomputed),
         "deltas": dg.MetadataValue.md(_markdown(assessed)),
     }
     for lineage, (path, png) in sorted(plots.items()):
@@ -192,6 +197,8 @@ def plugin_deltas(
         configurations = read_configurations(con)
         split_counts = con.sql("SELECT * FROM family_split_counts").df()
         withheld = withheld_reasons(con, configurations["partition_key"].tolist())
+        reusable = stored_plugin_pairs(con)  # pairs whose two configurations did not change
+    pair_digests: dict[str, str] = {}
     deltas, skipped = compute_plugin_deltas(
         configurations,
         split_counts,
@@ -199,6 +206,8 @@ def plugin_deltas(
         n_resamples=config.n_resamples,
         seed=config.seed,
         confidence=config.confidence,
+        reusable=reusable,
+        pair_digests=pair_digests,
     )
     deltas = assess_plugin_deltas(
         deltas,
@@ -206,7 +215,7 @@ def plugin_deltas(
         correction=regression_policy.resolved_correction(),
     )
     with warehouse.get_connection() as con:
-        replace_plugin_deltas(con, deltas)
+        replace_plugin_deltas(con, deltas, pair_digests)
     for reason in skipped:
         context.log.info(f"plug-ins not compared: {reason}")
     path = warehouse.paths.exports / PLUGIN_DELTA_PLOT
