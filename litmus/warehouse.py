@@ -262,9 +262,10 @@ def latest_schema_version() -> int:
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     """The highest schema version the warehouse recorded; None when it records none (a new
     file, or one written before schema versions)."""
-    if not table_exists(con, "schema_migrations"):
+    try:  # one cheap query on every open: no catalog lookup first
+        rows = con.execute("SELECT max(version) FROM schema_migrations").fetchall()
+    except duckdb.CatalogException:
         return None
-    rows = con.execute("SELECT max(version) FROM schema_migrations").fetchall()
     return int(rows[0][0] or 0)
 
 

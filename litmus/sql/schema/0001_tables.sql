@@ -1,6 +1,7 @@
 -- every table LITMUS writes
--- Schema version 1 (litmus.warehouse applies it once, under the writer lock). Each table is
--- written by one module, named beside it; dbt's models are dbt's (dbt_project/).
+-- Schema version 1, applied once by litmus.warehouse under the writer lock; a later change is
+-- a new numbered file, never an edit of this one. Each table names the module that writes
+-- its rows (no other module creates or alters a table); dbt's models are dbt's (dbt_project/).
 
 -- One row per schema file applied to this warehouse.
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -9,6 +10,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     description VARCHAR NOT NULL
 );
 
+-- Each stored run file and what became of its records (litmus.ingest).
 CREATE TABLE IF NOT EXISTS raw_files (
     file_hash VARCHAR PRIMARY KEY,
     original_name VARCHAR NOT NULL,
@@ -20,6 +22,7 @@ CREATE TABLE IF NOT EXISTS raw_files (
     records_quarantined BIGINT NOT NULL,
     ingested_at TIMESTAMP NOT NULL
 );
+-- Each suite version stored (litmus.suite).
 CREATE TABLE IF NOT EXISTS suites (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -40,6 +43,7 @@ CREATE TABLE IF NOT EXISTS suite_files (
     suite_version VARCHAR NOT NULL,
     first_seen_at TIMESTAMP NOT NULL
 );
+-- Every instance of every stored suite (litmus.suite).
 CREATE TABLE IF NOT EXISTS suite_instances (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -59,6 +63,7 @@ CREATE TABLE IF NOT EXISTS suite_instances (
     private BOOLEAN DEFAULT false,
     PRIMARY KEY (suite, suite_version, instance_id)
 );
+-- The prohibited-effect and completion matchers of each instance (litmus.suite).
 CREATE TABLE IF NOT EXISTS oracle_matchers (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -72,6 +77,7 @@ CREATE TABLE IF NOT EXISTS oracle_matchers (
         arg_key VARCHAR, pattern VARCHAR, glob_pattern VARCHAR, regex_pattern VARCHAR
     )[] NOT NULL
 );
+-- One row per ingested trajectory (litmus.ingest, litmus.ingest_bulk).
 CREATE TABLE IF NOT EXISTS raw_trajectories (
     trajectory_id VARCHAR PRIMARY KEY,
     partition_key VARCHAR NOT NULL,
@@ -105,6 +111,7 @@ CREATE TABLE IF NOT EXISTS raw_trajectories (
     source_line BIGINT NOT NULL,
     record_sha256 VARCHAR NOT NULL
 );
+-- The steps of each trajectory (litmus.ingest, litmus.ingest_bulk).
 CREATE TABLE IF NOT EXISTS raw_steps (
     trajectory_id VARCHAR NOT NULL,
     step_idx INTEGER NOT NULL,
@@ -126,6 +133,7 @@ CREATE TABLE IF NOT EXISTS raw_steps (
     input_role VARCHAR,
     input_content VARCHAR
 );
+-- The refusal classifier's reading of each trajectory (litmus.labeler).
 CREATE TABLE IF NOT EXISTS refusal_signals (
     trajectory_id VARCHAR NOT NULL,
     partition_key VARCHAR NOT NULL,
@@ -193,6 +201,7 @@ SELECT l.trajectory_id, l.partition_key, t.config_key, t.lineage_key, t.model, t
 FROM trajectory_labels l
 JOIN raw_trajectories t USING (trajectory_id)
 JOIN suite_instances i USING (suite, suite_version, instance_id);
+-- Every rejected record with file, line, field and reason (litmus.ingest).
 CREATE TABLE IF NOT EXISTS quarantine (
     source_file_hash VARCHAR NOT NULL,
     source_name VARCHAR NOT NULL,
@@ -202,6 +211,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
     raw_excerpt VARCHAR,
     quarantined_at TIMESTAMP NOT NULL
 );
+-- The spot-checks drawn at publication (litmus.spotcheck); empty until the first draw.
 CREATE TABLE IF NOT EXISTS spot_check_sample (
     partition_key VARCHAR NOT NULL,
     trajectory_id VARCHAR NOT NULL,
@@ -214,8 +224,9 @@ CREATE TABLE IF NOT EXISTS spot_check_sample (
     share DOUBLE NOT NULL,
     minimum BIGINT NOT NULL,
     PRIMARY KEY (trajectory_id)
-)
-;
+);
+-- Every audit verdict ever loaded, never overwritten (litmus.audit); the current one per
+-- trajectory is the most recently loaded (the view current_audit_verdicts).
 CREATE TABLE IF NOT EXISTS audit_verdicts (
     verdict_id VARCHAR NOT NULL,
     load_seq BIGINT NOT NULL,          -- one per loaded file; higher = newer
@@ -307,6 +318,7 @@ CREATE TABLE IF NOT EXISTS publication_gates (
     expectation_suite VARCHAR,
     evaluated_at TIMESTAMP
 );
+-- The fingerprint of each run as last published (litmus.fingerprint).
 CREATE TABLE IF NOT EXISTS run_fingerprints (
     partition_key VARCHAR NOT NULL,
     run_id VARCHAR NOT NULL,
@@ -317,8 +329,8 @@ CREATE TABLE IF NOT EXISTS run_fingerprints (
     n_trajectories BIGINT NOT NULL,
     computed_at TIMESTAMP NOT NULL,
     PRIMARY KEY (partition_key, run_id)
-)
-;
+);
+-- Release regression alerts, one per fingerprint, with their delivery (litmus.alerts).
 CREATE TABLE IF NOT EXISTS alerts (
     fingerprint VARCHAR PRIMARY KEY,
     lineage VARCHAR NOT NULL,
@@ -341,8 +353,8 @@ CREATE TABLE IF NOT EXISTS alerts (
     notified_at TIMESTAMP,                -- NULL until a sink accepted it
     notified_sinks VARCHAR[],
     delivery_error VARCHAR
-)
-;
+);
+-- The low-precision flag of every published rate (litmus.gates, SPEC §7 6).
 CREATE TABLE IF NOT EXISTS precision_flags (
     partition_key VARCHAR NOT NULL,
     metric VARCHAR NOT NULL,
@@ -351,8 +363,8 @@ CREATE TABLE IF NOT EXISTS precision_flags (
     expectation_suite VARCHAR NOT NULL,
     evaluated_at TIMESTAMP NOT NULL,
     PRIMARY KEY (partition_key, metric)
-)
-;
+);
+-- Release-to-release drift per metric with its regression assessment (litmus.drift).
 CREATE TABLE IF NOT EXISTS release_drift (
     lineage_key VARCHAR NOT NULL,
     suite VARCHAR NOT NULL,
@@ -388,8 +400,8 @@ CREATE TABLE IF NOT EXISTS release_drift (
     mde_adjusted DOUBLE,                  -- MDE at the multiplicity-adjusted level
     decision VARCHAR,                     -- regression | underpowered | no regression | not watched
     PRIMARY KEY (from_partition_key, to_partition_key, metric)
-)
-;
+);
+-- Measured labeling agreement and corrected rates per configuration (litmus.spotcheck).
 CREATE TABLE IF NOT EXISTS labeling_agreement (
     partition_key VARCHAR NOT NULL,
     spot_checks_sampled BIGINT,
@@ -417,8 +429,8 @@ CREATE TABLE IF NOT EXISTS labeling_agreement (
     max_disagreement DOUBLE,
     min_decided BIGINT,
     PRIMARY KEY (partition_key)
-)
-;
+);
+-- Every rate's interval per configuration (litmus_dagster.metrics, from litmus.stats).
 CREATE TABLE IF NOT EXISTS metric_cis (
     partition_key VARCHAR NOT NULL,
     metric VARCHAR NOT NULL,
@@ -434,8 +446,8 @@ CREATE TABLE IF NOT EXISTS metric_cis (
     seed BIGINT NOT NULL,
     confidence DOUBLE NOT NULL,
     PRIMARY KEY (partition_key, metric)
-)
-;
+);
+-- The public − private gap per metric (litmus_dagster.metrics, from litmus.stats).
 CREATE TABLE IF NOT EXISTS public_private_gaps (
     partition_key VARCHAR NOT NULL,
     metric VARCHAR NOT NULL,
@@ -450,8 +462,7 @@ CREATE TABLE IF NOT EXISTS public_private_gaps (
     threshold DOUBLE NOT NULL,
     interval_method VARCHAR NOT NULL,
     PRIMARY KEY (partition_key, metric)
-)
-;
+);
 -- Plug-in deltas: each plug-in against its baseline, assessed (litmus.plugin_deltas).
 CREATE TABLE IF NOT EXISTS plugin_deltas (
     model VARCHAR,
