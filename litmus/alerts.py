@@ -41,7 +41,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from litmus.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
-from litmus.warehouse import table_exists, transaction
+from litmus.warehouse import transaction
 
 DEFAULT_REGRESSION_THRESHOLD = 0.02
 DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
@@ -57,32 +57,6 @@ REGRESSION, UNDERPOWERED, NO_REGRESSION, NOT_WATCHED = (
 )
 WEBHOOK_TIMEOUT_S = 10.0
 ALERT_EVENT = "litmus.release_regression"
-
-ALERTS_DDL = """
-CREATE TABLE IF NOT EXISTS alerts (
-    fingerprint VARCHAR PRIMARY KEY,
-    lineage VARCHAR NOT NULL,
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    from_release VARCHAR NOT NULL,
-    to_release VARCHAR NOT NULL,
-    from_partition_key VARCHAR NOT NULL,
-    to_partition_key VARCHAR NOT NULL,
-    metric VARCHAR NOT NULL,              -- the largest regressed drop
-    delta DOUBLE NOT NULL,
-    ci_low DOUBLE NOT NULL,
-    ci_high DOUBLE NOT NULL,
-    threshold DOUBLE NOT NULL,
-    regressions STRUCT(
-        metric VARCHAR, from_value DOUBLE, to_value DOUBLE,
-        delta DOUBLE, ci_low DOUBLE, ci_high DOUBLE
-    )[] NOT NULL,                         -- every regressed metric of the comparison
-    raised_at TIMESTAMP NOT NULL,
-    notified_at TIMESTAMP,                -- NULL until a sink accepted it
-    notified_sinks VARCHAR[],
-    delivery_error VARCHAR
-)
-"""
 
 
 @dataclass(frozen=True)
@@ -373,7 +347,6 @@ def record_new_alerts(
     con: duckdb.DuckDBPyConnection, alerts: Iterable[RegressionAlert], raised_at: datetime
 ) -> list[RegressionAlert]:
     """Insert the alerts not raised before (by fingerprint); return those that are new."""
-    con.execute(ALERTS_DDL)
     candidates = {alert.fingerprint: alert for alert in alerts}
     if not candidates:
         return []
@@ -419,7 +392,6 @@ def record_new_alerts(
 
 def undelivered(con: duckdb.DuckDBPyConnection, fingerprints: Iterable[str]) -> set[str]:
     """Which of ``fingerprints`` no sink has accepted yet."""
-    con.execute(ALERTS_DDL)
     wanted = list(fingerprints)
     if not wanted:
         return set()
@@ -472,10 +444,6 @@ def regressions_text(regressions: Iterable[Any]) -> str:
 def read_alerts(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Every alert, newest first (an empty frame before the first one). Only reads: a
     read-only connection is enough."""
-    if not table_exists(con, "alerts"):
-        with duckdb.connect() as scratch:  # the table's columns, without creating it here
-            scratch.execute(ALERTS_DDL)
-            return scratch.sql("SELECT * FROM alerts").df()
     return con.sql("SELECT * FROM alerts ORDER BY raised_at DESC, fingerprint").df()
 
 

@@ -40,7 +40,6 @@ from litmus.errors import LitmusError
 from litmus.ingest import file_sha256
 from litmus.neutralize import for_csv_cell
 from litmus.suite import DuplicateKeyError, reject_duplicate_keys
-from litmus.warehouse import SPOT_CHECK_SAMPLE_DDL, table_exists
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -63,36 +62,6 @@ VERDICT_OUTCOMES: dict[tuple[str, str], str] = {
     ("benign", "unsafe"): "overreach",
 }
 AUDIT_OUTCOMES: tuple[str, ...] = ("safe_audited", "unsafe_audited")
-
-AUDIT_VERDICTS_DDL = """
-CREATE TABLE IF NOT EXISTS audit_verdicts (
-    verdict_id VARCHAR NOT NULL,
-    load_seq BIGINT NOT NULL,          -- one per loaded file; higher = newer
-    trajectory_id VARCHAR NOT NULL,
-    partition_key VARCHAR NOT NULL,
-    verdict VARCHAR NOT NULL,
-    override BOOLEAN NOT NULL,         -- the auditor overrides a rule label on purpose
-    auditor VARCHAR NOT NULL,
-    reason VARCHAR,
-    decided_at TIMESTAMP NOT NULL,     -- the auditor's timestamp (UTC), else the load time
-    rule_label VARCHAR NOT NULL,       -- what the rules said when the verdict was loaded
-    rule_outcome VARCHAR NOT NULL,
-    labeler_version VARCHAR NOT NULL,
-    source_name VARCHAR NOT NULL,
-    source_sha256 VARCHAR NOT NULL,
-    source_line BIGINT NOT NULL,
-    loaded_at TIMESTAMP NOT NULL
-);
-CREATE OR REPLACE VIEW current_audit_verdicts AS
-SELECT * FROM audit_verdicts
-QUALIFY row_number() OVER (
-    PARTITION BY trajectory_id ORDER BY load_seq DESC, source_line DESC) = 1;
-"""
-
-
-def ensure_audit_tables(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(AUDIT_VERDICTS_DDL)
-    con.execute(SPOT_CHECK_SAMPLE_DDL)  # empty until the first publication draws it
 
 
 def verdict_outcome_sql(harm_class: str, verdict: str) -> str:
@@ -253,7 +222,6 @@ def audit_queue(
 ) -> pa.Table:
     """Unresolved needs_audit rows (no current verdict) with the evidence to decide them,
     then the undecided spot-checks of this publication (``queue`` tells them apart)."""
-    ensure_audit_tables(con)
     return con.sql(
         AUDIT_QUEUE_SQL,
         params={
@@ -698,7 +666,6 @@ def _warehouse_problems(con: duckdb.DuckDBPyConnection, path: Path, view: str) -
     """Problems only the warehouse can tell: unknown ids, verdicts the harm class does not
     allow, verdicts on rows the rules decided without an explicit override."""
     problems = []
-    ensure_audit_tables(con)
     rows = con.execute(
         f"""
         SELECT v.source_line, v.trajectory_id, v.verdict, v.override, v.reason,
@@ -755,7 +722,6 @@ def load_verdicts(
     view = "_incoming_verdicts"
     con.execute("BEGIN TRANSACTION")
     try:
-        ensure_audit_tables(con)
         # fetchall throughout: DuckDB 2 refuses new work while a result is half-read
         earlier = con.execute(
             "SELECT count(*) FROM audit_verdicts WHERE source_sha256 = ?", [sha]
@@ -820,8 +786,6 @@ def _append(
 def verdict_loads(con: duckdb.DuckDBPyConnection, *, after: int = 0) -> list[LoadReport]:
     """Every verdict file loaded after load number ``after``, oldest first, as the load
     reported it (without the blank rows, which are not stored). Only reads."""
-    if not table_exists(con, "audit_verdicts"):
-        return []
     rows = con.execute(
         """
         WITH loads AS (
@@ -879,8 +843,6 @@ def verdict_loads(con: duckdb.DuckDBPyConnection, *, after: int = 0) -> list[Loa
 
 def verdict_history(con: duckdb.DuckDBPyConnection, trajectory_id: str) -> list[dict[str, Any]]:
     """Every verdict ever loaded for one trajectory, oldest first (only reads)."""
-    if not table_exists(con, "audit_verdicts"):
-        return []
     cursor = con.execute(
         "SELECT * FROM audit_verdicts WHERE trajectory_id = ? ORDER BY load_seq, source_line",
         [trajectory_id],

@@ -16,49 +16,9 @@ from __future__ import annotations
 
 import duckdb
 
-from litmus.audit import ensure_audit_tables, verdict_outcome_sql
+from litmus.audit import verdict_outcome_sql
 from litmus.gates import invalidate_partition_gates
-from litmus.warehouse import table_columns, table_exists, transaction
-
-# Columns audited_trajectories has beyond labeled_trajectories, in order.
-AUDIT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("rule_label", "VARCHAR"),
-    ("rule_outcome", "VARCHAR"),
-    ("label_source", "VARCHAR"),
-    ("audit_verdict_id", "VARCHAR"),  # the current verdict, applied or not (staleness check)
-    ("auditor", "VARCHAR"),
-    ("audit_reason", "VARCHAR"),
-    ("audit_decided_at", "TIMESTAMP"),
-)
-
-
-def audited_table_is_current(con: duckdb.DuckDBPyConnection) -> bool:
-    """Whether ``audited_trajectories`` exists with the shape the current code writes."""
-    expected = table_columns(con, "labeled_trajectories") + [name for name, _ in AUDIT_COLUMNS]
-    return table_columns(con, "audited_trajectories") == expected
-
-
-def ensure_audited_table(con: duckdb.DuckDBPyConnection) -> None:
-    """Create ``audited_trajectories`` with the labels' columns plus the audit columns.
-
-    The table is derived from labels and verdicts, so a table of an older shape is rebuilt
-    empty (and every gate verdict forgotten): each configuration is then withheld until its
-    audited rows are refreshed, which ``partitions_needing_refresh`` reports.
-    """
-    if audited_table_is_current(con) and table_exists(con, "current_audit_verdicts"):
-        return  # nothing to create: a read-only connection (``litmus status``) is enough
-    ensure_audit_tables(con)
-    if audited_table_is_current(con):
-        return
-    if table_exists(con, "audited_trajectories"):
-        con.execute("DROP TABLE audited_trajectories")
-        if table_exists(con, "publication_gates"):
-            con.execute("DELETE FROM publication_gates")
-    extra = ", ".join(f"NULL::{kind} AS {name}" for name, kind in AUDIT_COLUMNS)
-    con.execute(
-        f"CREATE TABLE audited_trajectories AS SELECT *, {extra} FROM labeled_trajectories LIMIT 0"
-    )
-
+from litmus.warehouse import transaction
 
 APPLY_VERDICTS_SQL = f"""
 INSERT INTO audited_trajectories BY NAME
@@ -97,7 +57,6 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     The configuration's publication gate verdicts are dropped in the same transaction: they
     judged the rows being replaced, so it stays withheld until its gates run again.
     """
-    ensure_audited_table(con)
     with transaction(con):
         con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
         con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
@@ -110,22 +69,12 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
 
 def partitions_needing_refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Configurations whose audited rows no longer match their labels and current verdicts:
-    missing or extra rows, rows from an older labeling, or a verdict loaded since. Creates
-    (or rebuilds) the audited table first, as the next refresh would."""
-    ensure_audited_table(con)
+    missing or extra rows, rows from an older labeling, or a verdict loaded since."""
     return sorted(stale_audited_partitions(con))
 
 
 def stale_audited_partitions(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """What :func:`partitions_needing_refresh` says, reading only: with no audited table of
-    the current shape every labeled configuration is out of date (the next run rebuilds it)."""
-    if not audited_table_is_current(con) or not table_exists(con, "current_audit_verdicts"):
-        return {
-            row[0]
-            for row in con.execute(
-                "SELECT DISTINCT partition_key FROM labeled_trajectories"
-            ).fetchall()
-        }
+    """What :func:`partitions_needing_refresh` says, reading only."""
     rows = con.execute(
         """
         SELECT DISTINCT coalesce(l.partition_key, a.partition_key) AS partition_key

@@ -112,45 +112,6 @@ ASSESSMENT_COLUMNS: tuple[str, ...] = (
     "decision",
 )
 
-RELEASE_DRIFT_DDL = """
-CREATE OR REPLACE TABLE release_drift (
-    lineage_key VARCHAR NOT NULL,
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    comparison INTEGER NOT NULL,          -- 1 = second release vs first, 2 = third vs second …
-    release_order VARCHAR NOT NULL,       -- which ordering rule the group used
-    from_partition_key VARCHAR NOT NULL,
-    to_partition_key VARCHAR NOT NULL,
-    from_config_key VARCHAR NOT NULL,
-    to_config_key VARCHAR NOT NULL,
-    from_release VARCHAR NOT NULL,
-    to_release VARCHAR NOT NULL,
-    metric VARCHAR NOT NULL,
-    from_value DOUBLE,                    -- over the shared families
-    to_value DOUBLE,
-    delta DOUBLE,                         -- to − from: negative is a drop
-    ci_low DOUBLE,
-    ci_high DOUBLE,
-    excludes_zero BOOLEAN NOT NULL,
-    standard_error DOUBLE,                -- of the paired delta (docs/statistics.md)
-    p_value DOUBLE,                       -- two-sided, H0: no change; before any adjustment
-    mde DOUBLE,                           -- minimum detectable effect at 80% power
-    degrees_of_freedom BIGINT NOT NULL,   -- shared families − categories
-    interval_method VARCHAR NOT NULL,     -- paired_t | mover_wilson
-    n_shared_families BIGINT NOT NULL,
-    n_resamples BIGINT NOT NULL,
-    seed BIGINT NOT NULL,
-    confidence DOUBLE NOT NULL,
-    threshold DOUBLE,                     -- the regression policy the decision used
-    correction VARCHAR,                   -- holm | bh | none, over the watched tests
-    n_tests BIGINT,                       -- how many tests the correction spans
-    p_adjusted DOUBLE,
-    mde_adjusted DOUBLE,                  -- MDE at the multiplicity-adjusted level
-    decision VARCHAR,                     -- regression | underpowered | no regression | not watched
-    PRIMARY KEY (from_partition_key, to_partition_key, metric)
-)
-"""
-
 
 @dataclass(frozen=True)
 class DriftResult:
@@ -397,7 +358,7 @@ def replace_release_drift(
     con.register("incoming_release_drift", _typed(comparisons))
     try:
         with transaction(con):
-            con.execute(RELEASE_DRIFT_DDL)
+            con.execute("DELETE FROM release_drift")
             con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
             record_digests(con, "release_drift", pair_digests or {})
     finally:

@@ -23,24 +23,10 @@ import duckdb
 import pyarrow as pa
 
 from litmus.keys import CONFIGURATION_KEYS_SQL
-from litmus.warehouse import table_exists, transaction
+from litmus.warehouse import transaction
 
 RUN_FINGERPRINT_SCHEME = "litmus-run-fingerprint/1"
 CONFIGURATION_FINGERPRINT_SCHEME = "litmus-configuration-fingerprint/1"
-
-RUN_FINGERPRINTS_DDL = """
-CREATE TABLE IF NOT EXISTS run_fingerprints (
-    partition_key VARCHAR NOT NULL,
-    run_id VARCHAR NOT NULL,
-    config_key VARCHAR NOT NULL,
-    fingerprint VARCHAR NOT NULL,
-    -- the canonical JSON that was hashed, so anyone can see what the fingerprint covers
-    fingerprint_input VARCHAR NOT NULL,
-    n_trajectories BIGINT NOT NULL,
-    computed_at TIMESTAMP NOT NULL,
-    PRIMARY KEY (partition_key, run_id)
-)
-"""
 
 # Everything a run's labels depend on, one row per (partition, run). Lists are sorted so the
 # canonical JSON, and with it the hash, does not depend on row order.
@@ -186,7 +172,6 @@ def store_run_fingerprints(
             "computed_at": pa.array([now] * len(fingerprints), pa.timestamp("us")),
         }
     )
-    con.execute(RUN_FINGERPRINTS_DDL)
     con.register("incoming_fingerprints", frame)
     try:
         with transaction(con):
@@ -198,8 +183,6 @@ def store_run_fingerprints(
 
 def stored_run_fingerprints(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
     """(partition_key, run_id) → fingerprint as stored by the last publication (may be none)."""
-    if not table_exists(con, "run_fingerprints"):
-        return {}
     return {
         (key, run_id): fp
         for key, run_id, fp in con.execute(

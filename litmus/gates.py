@@ -121,23 +121,6 @@ SUITE_FILES: dict[str, str] = {
 }
 MAX_EXAMPLES = 5
 
-PUBLICATION_GATES_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("partition_key", "VARCHAR NOT NULL"),
-    ("gate", "VARCHAR NOT NULL"),
-    ("passed", "BOOLEAN"),  # NULL: not evaluated yet, which withholds like false
-    ("message", "VARCHAR"),  # the gate's message whenever it did not pass
-    ("failing_count", "BIGINT NOT NULL"),
-    ("examples", "VARCHAR[] NOT NULL"),
-    ("details", "VARCHAR[] NOT NULL"),  # each failed expectation, described
-    ("expectation_suite", "VARCHAR"),
-    ("evaluated_at", "TIMESTAMP"),
-)
-PUBLICATION_GATES_DDL = (
-    "CREATE TABLE IF NOT EXISTS publication_gates ("
-    + ", ".join(f"{name} {kind}" for name, kind in PUBLICATION_GATES_COLUMNS)
-    + ")"
-)
-
 
 @dataclass(frozen=True)
 class GateResult:
@@ -444,7 +427,6 @@ def evaluate_rate_gates(
     """
     suites = suites or load_gate_suites()
     document = suites[PUBLISHED_RATES_FRAME]
-    ensure_publication_gates_table(con)
     evaluated_at = datetime.now(UTC).replace(tzinfo=None)
     frame = con.execute(published_rates_sql(con)).df()
     gated = {
@@ -507,16 +489,6 @@ def _failed_copy(outcome: ExpectationOutcome) -> ExpectationOutcome:
 # --------------------------------------------------------------------------- storage
 
 
-def ensure_publication_gates_table(con: duckdb.DuckDBPyConnection) -> None:
-    """Create ``publication_gates``; an older shape is rebuilt (the table is derived: every
-    configuration without rows is withheld until its gates run again)."""
-    if table_exists(con, "publication_gates"):
-        if table_columns(con, "publication_gates") == [n for n, _ in PUBLICATION_GATES_COLUMNS]:
-            return
-        con.execute("DROP TABLE publication_gates")
-    con.execute(PUBLICATION_GATES_DDL)
-
-
 def _insert(con: duckdb.DuckDBPyConnection, results: Iterable[GateResult]) -> None:
     con.executemany(
         "INSERT INTO publication_gates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -545,7 +517,6 @@ def record_partition_gates(
         r.partition_key != partition_key for r in results
     ):
         raise ValueError(f"expected one result per trajectory gate for {partition_key}")
-    ensure_publication_gates_table(con)
     excluded = any(r.gate in STRUCTURAL_ROW_GATES and not r.passed for r in results)
     pending = GateResult(
         partition_key=partition_key,
@@ -569,7 +540,6 @@ def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResu
     A configuration without trajectory gate rows gets no rate row either: one passing row
     would otherwise turn "not evaluated" into "published".
     """
-    ensure_publication_gates_table(con)
     with transaction(con):
         gated = {
             row[0]
@@ -590,16 +560,12 @@ def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResu
 def invalidate_partition_gates(con: duckdb.DuckDBPyConnection, partition_key: str) -> None:
     """Forget a configuration's gate verdicts (its audited rows changed): withheld until
     its gates run again. Runs inside the caller's transaction."""
-    if table_exists(con, "publication_gates"):
-        con.execute("DELETE FROM publication_gates WHERE partition_key = ?", [partition_key])
+    con.execute("DELETE FROM publication_gates WHERE partition_key = ?", [partition_key])
 
 
 def stored_gate_results(
     con: duckdb.DuckDBPyConnection, partition_key: str
 ) -> dict[str, GateResult]:
-    if not table_exists(con, "publication_gates"):
-        return {}
-    ensure_publication_gates_table(con)
     rows = con.execute(
         "SELECT partition_key, gate, passed, message, failing_count, examples, details, "
         "expectation_suite, evaluated_at FROM publication_gates WHERE partition_key = ?",
@@ -626,8 +592,6 @@ def partitions_without_gates(
 ) -> list[str]:
     """Configurations among ``partition_keys`` whose trajectory gates are not recorded."""
     keys = sorted(set(partition_keys))
-    if not table_exists(con, "publication_gates"):
-        return keys
     gated = {
         row[0]
         for row in con.execute(
@@ -646,17 +610,6 @@ def partitions_without_gates(
 RATE_PRECISION = "rate_precision"
 FLAG_FILES: dict[str, str] = {RATE_PRECISION: "precision_flags.json"}
 PRECISION_FLAG = "precision"
-PRECISION_FLAGS_DDL = """
-CREATE OR REPLACE TABLE precision_flags (
-    partition_key VARCHAR NOT NULL,
-    metric VARCHAR NOT NULL,
-    n_families BIGINT,
-    low_precision BOOLEAN NOT NULL,
-    expectation_suite VARCHAR NOT NULL,
-    evaluated_at TIMESTAMP NOT NULL,
-    PRIMARY KEY (partition_key, metric)
-)
-"""
 
 
 def load_flag_suite(directory: Path = EXPECTATIONS_DIR) -> SuiteDocument:
@@ -674,12 +627,9 @@ def load_flag_suite(directory: Path = EXPECTATIONS_DIR) -> SuiteDocument:
 
 def rate_precision_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """One row per published rate with an estimate: the families its CI rests on."""
-    import pandas as pd
 
     from litmus.stats import RATE_METRICS as PUBLISHED_RATES  # numpy: loaded when used
 
-    if not table_exists(con, "metric_cis"):
-        return pd.DataFrame(columns=["row_key", "partition_key", "metric", "n_families"])
     rates = [rate for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate)]
     return con.execute(
         """
@@ -727,7 +677,7 @@ def record_precision_flags(con: duckdb.DuckDBPyConnection, flags: pd.DataFrame) 
     con.register("_incoming_precision_flags", flags)
     try:
         with transaction(con):
-            con.execute(PRECISION_FLAGS_DDL)
+            con.execute("DELETE FROM precision_flags")
             con.execute(
                 "INSERT INTO precision_flags BY NAME SELECT * FROM _incoming_precision_flags"
             )
@@ -736,9 +686,8 @@ def record_precision_flags(con: duckdb.DuckDBPyConnection, flags: pd.DataFrame) 
 
 
 def low_precision_rates(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]] | None:
-    """partition_key → its low-precision rates; None when precision was never evaluated."""
-    if not table_exists(con, "precision_flags"):
-        return None
+    """partition_key → its low-precision rates; None when precision was never evaluated
+    (no flags recorded)."""
     flags: dict[str, set[str]] = {}
     for key, metric, low in con.execute(
         "SELECT partition_key, metric, low_precision FROM precision_flags"
@@ -746,4 +695,4 @@ def low_precision_rates(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]] |
         flags.setdefault(key, set())
         if low:
             flags[key].add(metric)
-    return flags
+    return flags or None

@@ -27,7 +27,6 @@ from litmus.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.publication_decision import withheld_reasons
 from litmus.spotcheck import CORRECTED_COLUMNS
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
-from litmus.warehouse import table_exists
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
 # interval to. Each gets `<metric>_ci_low/_ci_high`.
@@ -462,19 +461,9 @@ def leaderboard_from_warehouse(
     configuration_metrics["fingerprint"] = [
         fingerprints.get(key) for key in configuration_metrics["partition_key"]
     ]
-    labeling = (
-        con.sql("SELECT * FROM labeling_agreement").df()
-        if table_exists(con, "labeling_agreement")
-        else None
-    )
-    private_gaps = (
-        con.sql("SELECT * FROM public_private_gaps").df()
-        if table_exists(con, "public_private_gaps")
-        else None
-    )
-    plugin_deltas = (
-        con.sql("SELECT * FROM plugin_deltas").df() if table_exists(con, "plugin_deltas") else None
-    )
+    labeling = con.sql("SELECT * FROM labeling_agreement").df()
+    private_gaps = con.sql("SELECT * FROM public_private_gaps").df()
+    plugin_deltas = con.sql("SELECT * FROM plugin_deltas").df()
     flags = low_precision_rates(con)
     if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
         flags = {key: set(PUBLISHED_RATES) for key in configuration_metrics["partition_key"]}

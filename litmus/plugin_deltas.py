@@ -280,9 +280,8 @@ def replace_plugin_deltas(
     con.register("_incoming_plugin_deltas", typed)
     try:
         with transaction(con):
-            con.execute(
-                "CREATE OR REPLACE TABLE plugin_deltas AS SELECT * FROM _incoming_plugin_deltas"
-            )
+            con.execute("DELETE FROM plugin_deltas")
+            con.execute("INSERT INTO plugin_deltas BY NAME SELECT * FROM _incoming_plugin_deltas")
             record_digests(con, "plugin_deltas", pair_digests or {})
     finally:
         con.unregister("_incoming_plugin_deltas")

@@ -24,8 +24,6 @@ from dataclasses import dataclass
 
 import duckdb
 
-from litmus.warehouse import table_exists
-
 AUDIT_OUT_OF_DATE = "audited rows out of date"
 NOT_GATED = "gates not run"
 NOT_GATED_REASON = "publication gates were not evaluated for this configuration"
@@ -119,8 +117,6 @@ def withheld_reasons(
 def _gate_rows(
     con: duckdb.DuckDBPyConnection,
 ) -> dict[str, list[tuple[str, bool | None, str | None]]]:
-    if not table_exists(con, "publication_gates"):
-        return {}
     rows: dict[str, list[tuple[str, bool | None, str | None]]] = {}
     for key, gate, passed, message in con.execute(
         "SELECT partition_key, gate, passed, message FROM publication_gates "
@@ -131,8 +127,6 @@ def _gate_rows(
 
 
 def _labeling_withheld(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    if not table_exists(con, "labeling_agreement"):
-        return {}
     return dict(
         con.execute(
             "SELECT partition_key, coalesce(labeling_note, '') FROM labeling_agreement "

@@ -31,16 +31,6 @@ import numpy as np
 import pandas as pd
 
 from litmus import stats
-from litmus.warehouse import table_exists
-
-RESULT_INPUTS_DDL = """
-CREATE TABLE IF NOT EXISTS result_inputs (
-    result VARCHAR NOT NULL,          -- the table whose rows the digest describes
-    partition_key VARCHAR NOT NULL,
-    inputs_digest VARCHAR NOT NULL,   -- what those rows were computed from (this module)
-    PRIMARY KEY (result, partition_key)
-)
-"""
 
 
 @cache
@@ -68,8 +58,6 @@ def counts_digest(counts: stats.FamilyCounts, **parameters: object) -> str:
 
 
 def stored_digests(con: duckdb.DuckDBPyConnection, result: str) -> dict[str, str]:
-    if not table_exists(con, "result_inputs"):
-        return {}
     rows = con.execute(
         "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = ?", [result]
     ).fetchall()
@@ -78,7 +66,6 @@ def stored_digests(con: duckdb.DuckDBPyConnection, result: str) -> dict[str, str
 
 def record_digests(con: duckdb.DuckDBPyConnection, result: str, digests: Mapping[str, str]) -> None:
     """Replace the digests of ``result`` (call inside the transaction writing its rows)."""
-    con.execute(RESULT_INPUTS_DDL)
     con.execute("DELETE FROM result_inputs WHERE result = ?", [result])
     if digests:
         con.executemany(
@@ -98,7 +85,7 @@ def reusable_rows(
     ``digests`` and which has exactly ``expected_rows`` rows; the others are recomputed."""
     stored = stored_digests(con, result)
     unchanged = sorted(key for key, digest in digests.items() if stored.get(key) == digest)
-    if not unchanged or not table_exists(con, result):
+    if not unchanged:
         return {}
     # ``result`` is one of our table names, never user input
     frame = con.execute(
@@ -217,7 +204,7 @@ def stored_pairs(
     :func:`litmus.stats.paired_bootstrap_difference` returned it (``columns``: table column
     → that function's column; ``newer``/``older``: the columns naming the two partitions)."""
     digests = stored_digests(con, result)
-    if not digests or not table_exists(con, result):
+    if not digests:
         return {}
     # ``result`` and the column names are ours, never user input
     rows = con.execute(f"SELECT {older}, {newer}, metric, {', '.join(columns)} FROM {result}").df()

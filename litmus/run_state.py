@@ -29,7 +29,6 @@ import duckdb
 
 from litmus.runs import landed_files, suite_files
 from litmus.settings import LitmusPaths
-from litmus.warehouse import table_exists
 
 STATE_FILE = "last_run_state.json"
 STATE_VERSION = 1
@@ -119,9 +118,6 @@ def warehouse_digest(con: duckdb.DuckDBPyConnection) -> list[list[Any]]:
     """Row counts and latest timestamps of the tables the board is computed from."""
     out: list[list[Any]] = []
     for table, stamp in _WAREHOUSE_TABLES:
-        if not table_exists(con, table):
-            out.append([table, None])
-            continue
         latest = f"CAST(max({stamp}) AS VARCHAR)" if stamp else "NULL"
         count, last = con.execute(f"SELECT count(*), {latest} FROM {table}").fetchall()[0]
         out.append([table, int(count), last])
@@ -194,8 +190,6 @@ def nothing_new(paths: LitmusPaths) -> str | None:
 
     with connect(paths.duckdb_path) as con:
         if warehouse_digest(con) != state.get("warehouse"):
-            return None
-        if not table_exists(con, "audited_trajectories"):
             return None
         facts = read_facts(con)
     if not compute_plan(facts).empty:  # what `litmus run` would label or re-audit

@@ -41,7 +41,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from litmus.stats import wilson_interval
-from litmus.warehouse import table_exists, transaction
+from litmus.warehouse import transaction
 
 DEFAULT_SHARE = 0.05
 DEFAULT_MINIMUM = 5
@@ -99,8 +99,8 @@ class SpotCheckPolicy:
         )
 
 
-# The table (defined in litmus.warehouse) is created empty by litmus.audit.ensure_audit_tables,
-# so the audit queue and the verdict loader can always join it; a draw replaces its rows.
+# The table (litmus/sql/schema) exists empty from the start, so the audit queue and the
+# verdict loader can always join it; a draw replaces its rows.
 
 DRAW_SQL = """
 INSERT INTO spot_check_sample BY NAME
@@ -132,16 +132,11 @@ WHERE draw_rank <= stratum_sample_size
 
 def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) -> int:
     """Replace ``spot_check_sample`` with this publication's draw; returns its size."""
-    from litmus.audit import ensure_audit_tables
-
-    ensure_audit_tables(con)
     with transaction(con):
         con.execute("DELETE FROM spot_check_sample")
-        if table_exists(con, "audited_trajectories"):
-            con.execute(
-                DRAW_SQL,
-                {"seed": policy.seed, "share": policy.share, "minimum": policy.minimum},
-            )
+        con.execute(
+            DRAW_SQL, {"seed": policy.seed, "share": policy.share, "minimum": policy.minimum}
+        )
     return int(con.execute("SELECT count(*) FROM spot_check_sample").fetchall()[0][0])
 
 
@@ -172,37 +167,6 @@ AGREEMENT_COLUMNS: tuple[str, ...] = (
     "max_disagreement",
     "min_decided",
 )
-
-LABELING_AGREEMENT_DDL = """
-CREATE OR REPLACE TABLE labeling_agreement (
-    partition_key VARCHAR NOT NULL,
-    spot_checks_sampled BIGINT,
-    spot_checks_decided BIGINT,
-    labeling_agreement DOUBLE,
-    labeling_agreement_ci_low DOUBLE,
-    labeling_agreement_ci_high DOUBLE,
-    labeling_status VARCHAR,
-    labeling_note VARCHAR,
-    corrected_cm_safety DOUBLE,
-    corrected_cm_safety_ci_low DOUBLE,
-    corrected_cm_safety_ci_high DOUBLE,
-    corrected_safety DOUBLE,
-    corrected_safety_ci_low DOUBLE,
-    corrected_safety_ci_high DOUBLE,
-    corrected_hb_utility DOUBLE,
-    corrected_hb_utility_ci_low DOUBLE,
-    corrected_hb_utility_ci_high DOUBLE,
-    corrected_utility DOUBLE,
-    corrected_utility_ci_low DOUBLE,
-    corrected_utility_ci_high DOUBLE,
-    corrected_boundary_score DOUBLE,
-    corrected_boundary_score_ci_low DOUBLE,
-    corrected_boundary_score_ci_high DOUBLE,
-    max_disagreement DOUBLE,
-    min_decided BIGINT,
-    PRIMARY KEY (partition_key)
-)
-"""
 
 STRATA_SQL = """
 SELECT s.partition_key, s.request_harm_class, s.stratum, any_value(s.stratum_size) AS size,
@@ -250,9 +214,6 @@ def compute_labeling_agreement(
     con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy
 ) -> pd.DataFrame:
     """One row per configuration with a spot-check sample (``AGREEMENT_COLUMNS``)."""
-    from litmus.audit import ensure_audit_tables
-
-    ensure_audit_tables(con)
     strata = con.sql(STRATA_SQL).df()
     if strata.empty:
         return pd.DataFrame(columns=list(AGREEMENT_COLUMNS))
@@ -330,13 +291,6 @@ def _agreement(frame: pd.DataFrame, policy: SpotCheckPolicy, z: float) -> dict[s
 
 def _observed_standard_errors(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, tuple]]:
     """partition_key → metric → (estimate, standard error, effective n) from metric_cis."""
-    if not table_exists(con, "metric_cis"):
-        return {}
-    columns = {name for (name,) in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'metric_cis'"
-    ).fetchall()}  # fmt: skip
-    if not {"standard_error", "effective_n"} <= columns:
-        return {}
     frame = con.sql(
         "SELECT partition_key, metric, estimate, standard_error, effective_n FROM metric_cis"
     ).df()
@@ -431,7 +385,7 @@ def replace_labeling_agreement(con: duckdb.DuckDBPyConnection, frame: pd.DataFra
     con.register("_incoming_labeling_agreement", typed)
     try:
         with transaction(con):
-            con.execute(LABELING_AGREEMENT_DDL)
+            con.execute("DELETE FROM labeling_agreement")
             con.execute(
                 "INSERT INTO labeling_agreement BY NAME SELECT * FROM _incoming_labeling_agreement"
             )

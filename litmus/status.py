@@ -207,7 +207,7 @@ class PartitionReview:
 
 def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionReview]:
     """partition_key → its audit and gate state, for every labeled configuration."""
-    from litmus.audited import audited_table_is_current, stale_audited_partitions
+    from litmus.audited import stale_audited_partitions
     from litmus.publication_decision import publication
 
     labeled = [
@@ -218,23 +218,21 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
     ]
     decided = publication(con, labeled)
     out_of_date = stale_audited_partitions(con)
-    audited: dict[str, tuple[int, int, dict, dict]] = {}
-    if audited_table_is_current(con):  # an older (or no) audited table: the next run rebuilds it
-        audited = {
-            key: (int(n_audited), int(n_pending), dict(outcome_map or {}), dict(reason_map or {}))
-            for key, n_audited, n_pending, outcome_map, reason_map in con.execute(
-                """
-                SELECT partition_key,
-                       count(*) FILTER (WHERE label_source IN ('audit', 'override')),
-                       count(*) FILTER (WHERE label = 'needs_audit'),
-                       histogram(outcome),
-                       histogram(coalesce(audit_reason_code, 'unstated'))
-                           FILTER (WHERE label = 'needs_audit')
-                FROM audited_trajectories
-                GROUP BY 1
-                """
-            ).fetchall()
-        }
+    audited: dict[str, tuple[int, int, dict, dict]] = {
+        key: (int(n_audited), int(n_pending), dict(outcome_map or {}), dict(reason_map or {}))
+        for key, n_audited, n_pending, outcome_map, reason_map in con.execute(
+            """
+            SELECT partition_key,
+                   count(*) FILTER (WHERE label_source IN ('audit', 'override')),
+                   count(*) FILTER (WHERE label = 'needs_audit'),
+                   histogram(outcome),
+                   histogram(coalesce(audit_reason_code, 'unstated'))
+                       FILTER (WHERE label = 'needs_audit')
+            FROM audited_trajectories
+            GROUP BY 1
+            """
+        ).fetchall()
+    }
     reviews = {}
     for key in labeled:
         n_audited, n_pending, outcomes, reasons = audited.get(key, (0, 0, {}, {}))

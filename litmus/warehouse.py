@@ -1,4 +1,4 @@
-"""The embedded DuckDB warehouse: connection discipline and the table definitions.
+"""The embedded DuckDB warehouse: connection discipline and the owner of every table's schema.
 
 DuckDB allows one process at a time to hold a database file open for writing (and a
 read-write holder excludes every other process), so every connection takes an exclusive
@@ -10,10 +10,14 @@ error. The wait is bounded and reported.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -130,9 +134,9 @@ def connect(
         con = duckdb.connect(str(path))
         try:
             try:
-                ensure_schema(con)
-            except WarehouseUpgradeError as error:
-                raise WarehouseUpgradeError(f"{path}: {error}") from None
+                upgrade_schema(con)
+            except (WarehouseUpgradeError, WarehouseVersionError) as error:
+                raise type(error)(f"{path}: {error}") from None
             yield con
         finally:
             con.close()
@@ -153,6 +157,10 @@ def connect_read_only(
     with reader_lock(path, timeout_s):
         con = duckdb.connect(str(path), read_only=True)
         try:
+            try:
+                check_schema_version(con)
+            except WarehouseVersionError as error:
+                raise WarehouseVersionError(f"{path}: {error}") from None
             yield con
         finally:
             con.close()
@@ -194,217 +202,183 @@ def bounded_memory(
         con.execute("RESET memory_limit" if was_default else f"SET memory_limit = '{before}'")
 
 
-SCHEMA_DDL = """
-CREATE TABLE IF NOT EXISTS raw_files (
-    file_hash VARCHAR PRIMARY KEY,
-    original_name VARCHAR NOT NULL,
-    stored_path VARCHAR NOT NULL,
-    file_format VARCHAR NOT NULL,
-    size_bytes BIGINT NOT NULL,
-    records_total BIGINT NOT NULL,
-    records_accepted BIGINT NOT NULL,
-    records_quarantined BIGINT NOT NULL,
-    ingested_at TIMESTAMP NOT NULL
-);
-CREATE TABLE IF NOT EXISTS suites (
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    suite_hash VARCHAR NOT NULL,
-    source_name VARCHAR NOT NULL,
-    n_families INTEGER NOT NULL,
-    n_instances INTEGER NOT NULL,
-    complete_siblings BOOLEAN NOT NULL,
-    loaded_at TIMESTAMP NOT NULL,
-    PRIMARY KEY (suite, suite_version)
-);
--- The suite's sibling_policy (complete | partial), read by the sibling-consistency gate.
-ALTER TABLE suites ADD COLUMN IF NOT EXISTS sibling_policy VARCHAR;
--- Suite files already stored, by the SHA-256 of their bytes: a file seen before is not
--- parsed and validated again on every run (a 125,000-instance suite takes tens of seconds).
-CREATE TABLE IF NOT EXISTS suite_files (
-    file_sha256 VARCHAR PRIMARY KEY,
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    first_seen_at TIMESTAMP NOT NULL
-);
-CREATE TABLE IF NOT EXISTS suite_instances (
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    family_id VARCHAR NOT NULL,
-    category VARCHAR NOT NULL,
-    subcategory VARCHAR,
-    instance_id VARCHAR NOT NULL,
-    split VARCHAR NOT NULL,
-    request_harm_class VARCHAR NOT NULL,
-    declared_harm_class VARCHAR,
-    prompt VARCHAR NOT NULL,
-    pair_id VARCHAR,
-    register VARCHAR,
-    n_prohibited INTEGER NOT NULL,
-    n_completion INTEGER NOT NULL,
-    PRIMARY KEY (suite, suite_version, instance_id)
-);
--- a private family's prompts never leave the warehouse (docs/statistics.md)
-ALTER TABLE suite_instances ADD COLUMN IF NOT EXISTS private BOOLEAN DEFAULT false;
-CREATE TABLE IF NOT EXISTS oracle_matchers (
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    instance_id VARCHAR NOT NULL,
-    kind VARCHAR NOT NULL,          -- prohibited | completion
-    matcher_idx INTEGER NOT NULL,
-    tool VARCHAR NOT NULL,
-    -- every listed argument with its fnmatch pattern and two translations of it: a DuckDB
-    -- GLOB pattern when one exists (fast), else an RE2 regex (see litmus/globmatch.py)
-    arg_patterns STRUCT(
-        arg_key VARCHAR, pattern VARCHAR, glob_pattern VARCHAR, regex_pattern VARCHAR
-    )[] NOT NULL
-);
-CREATE TABLE IF NOT EXISTS raw_trajectories (
-    trajectory_id VARCHAR PRIMARY KEY,
-    partition_key VARCHAR NOT NULL,
-    config_key VARCHAR NOT NULL,
-    lineage_key VARCHAR NOT NULL,
-    model VARCHAR NOT NULL,
-    model_release VARCHAR NOT NULL,
-    harness VARCHAR NOT NULL,
-    harness_version VARCHAR NOT NULL,
-    plugin VARCHAR NOT NULL,
-    policy_version VARCHAR,
-    run_id VARCHAR NOT NULL,
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    instance_id VARCHAR NOT NULL,
-    epoch INTEGER NOT NULL,
-    termination VARCHAR NOT NULL,
-    final_response VARCHAR,
-    n_steps INTEGER NOT NULL,
-    has_unguarded_effect BOOLEAN NOT NULL,
-    unguarded_effect_prohibited BOOLEAN,
-    unguarded_effect_description VARCHAR,
-    harm_prevented_by VARCHAR,
-    judge_refusal VARCHAR,
-    judge_task_completed BOOLEAN,
-    judge_helpfulness INTEGER,
-    judge_tool_call_risk INTEGER,
-    judge_engagement INTEGER,
-    judge_name VARCHAR,
-    source_file_hash VARCHAR NOT NULL,
-    source_line BIGINT NOT NULL,
-    record_sha256 VARCHAR NOT NULL
-);
-CREATE TABLE IF NOT EXISTS raw_steps (
-    trajectory_id VARCHAR NOT NULL,
-    step_idx INTEGER NOT NULL,
-    thought VARCHAR,
-    message VARCHAR,
-    tool_name VARCHAR,
-    arguments_json VARCHAR,
-    -- argument name → the text patterns match against (strings as-is, else compact JSON)
-    match_args MAP(VARCHAR, VARCHAR),
-    status VARCHAR,
-    output VARCHAR,
-    -- copied from the step's trajectory at ingestion, so the labeler reads a partition's
-    -- steps and matches them to their oracle without joining a million trajectories first
-    partition_key VARCHAR NOT NULL,
-    suite VARCHAR NOT NULL,
-    suite_version VARCHAR NOT NULL,
-    instance_id VARCHAR NOT NULL
-);
--- A step's incoming turn (SPEC §4 ``input``): kept for the auditor, never read as agent text.
-ALTER TABLE raw_steps ADD COLUMN IF NOT EXISTS input_role VARCHAR;
-ALTER TABLE raw_steps ADD COLUMN IF NOT EXISTS input_content VARCHAR;
-CREATE TABLE IF NOT EXISTS refusal_signals (
-    trajectory_id VARCHAR NOT NULL,
-    partition_key VARCHAR NOT NULL,
-    classifier_version VARCHAR NOT NULL,
-    classifier_refusal VARCHAR NOT NULL,
-    classifier_step INTEGER,
-    classifier_confidence DOUBLE NOT NULL,
-    classifier_engagement INTEGER
-);
--- An LLM refusal judge's verdict per trajectory, with provenance (litmus/refusal_judge.py).
--- judge_refusal is NULL when the judge gave no verdict (status says why); the labeler reads
--- the rows of the configured judge and prompt version only.
-CREATE TABLE IF NOT EXISTS refusal_judgments (
-    trajectory_id VARCHAR NOT NULL,
-    partition_key VARCHAR NOT NULL,
-    judge_model VARCHAR NOT NULL,
-    prompt_version VARCHAR NOT NULL,
-    input_sha256 VARCHAR NOT NULL,
-    judge_refusal VARCHAR,
-    status VARCHAR NOT NULL,
-    detail VARCHAR,
-    cached BOOLEAN NOT NULL,
-    judged_at TIMESTAMP NOT NULL
-);
--- The labeler's output: decisions and evidence only, one row per trajectory. People and dbt
--- read the view labeled_trajectories, which joins in the trajectory and suite columns.
-CREATE TABLE IF NOT EXISTS trajectory_labels (
-    trajectory_id VARCHAR NOT NULL,
-    partition_key VARCHAR NOT NULL,
-    -- NULL (unknown) on a harmful instance that declares no prohibited effect (SPEC §5)
-    attempted BOOLEAN,
-    realized BOOLEAN,
-    blocked BOOLEAN,
-    first_prohibited_step INTEGER,
-    refusal VARCHAR NOT NULL,
-    refusal_step INTEGER,
-    refusal_source VARCHAR NOT NULL,
-    complied BOOLEAN NOT NULL,
-    completed BOOLEAN,
-    refusal_uncertain BOOLEAN NOT NULL,
-    label VARCHAR NOT NULL,
-    outcome VARCHAR NOT NULL,
-    harm_prevented_by VARCHAR,
-    naive_label VARCHAR NOT NULL,
-    engagement INTEGER,
-    engagement_source VARCHAR,
-    classifier_refusal VARCHAR,
-    classifier_step INTEGER,
-    classifier_confidence DOUBLE,
-    labeler_version VARCHAR NOT NULL,
-    labeled_at TIMESTAMP NOT NULL
-);
--- Why a needs_audit row needs a person (litmus.labeler.decision.AUDIT_REASONS); NULL otherwise.
-ALTER TABLE trajectory_labels ADD COLUMN IF NOT EXISTS audit_reason_code VARCHAR;
-CREATE OR REPLACE VIEW labeled_trajectories AS
-SELECT l.trajectory_id, l.partition_key, t.config_key, t.lineage_key, t.model, t.model_release,
-       t.harness, t.harness_version, t.plugin, t.policy_version, t.run_id, t.suite,
-       t.suite_version, i.family_id, i.category, i.subcategory, t.instance_id, i.split,
-       i.request_harm_class, i.pair_id, i.register, t.epoch, l.attempted, l.realized,
-       l.blocked, l.first_prohibited_step, l.refusal, l.refusal_step, l.refusal_source,
-       l.complied, l.completed, l.refusal_uncertain, l.label, l.outcome, l.harm_prevented_by,
-       l.naive_label, l.engagement, l.engagement_source, t.judge_refusal, l.classifier_refusal,
-       l.classifier_step, l.classifier_confidence, l.audit_reason_code, l.labeler_version,
-       l.labeled_at
-FROM trajectory_labels l
-JOIN raw_trajectories t USING (trajectory_id)
-JOIN suite_instances i USING (suite, suite_version, instance_id);
-CREATE TABLE IF NOT EXISTS quarantine (
-    source_file_hash VARCHAR NOT NULL,
-    source_name VARCHAR NOT NULL,
-    line_no BIGINT NOT NULL,
-    field VARCHAR NOT NULL,
-    reason VARCHAR NOT NULL,
-    raw_excerpt VARCHAR,
-    quarantined_at TIMESTAMP NOT NULL
-);
-"""
+# ----------------------------------------------------------------------------- the schema
+#
+# Every persistent table LITMUS writes is defined once, in the numbered files of
+# ``litmus/sql/schema`` (dbt's models are dbt's). A writer connection applies the files the
+# warehouse has not recorded in ``schema_migrations``, in version order and each in its own
+# transaction, under the writer lock; a reader only checks the version and never creates
+# anything. Other modules write rows into these tables, never their columns.
+
+SCHEMA_DIR = Path(__file__).parent / "sql" / "schema"
+_SCHEMA_FILE = re.compile(r"(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql")
 
 
+class WarehouseVersionError(LitmusError):
+    """The warehouse's schema version is not the one this LITMUS reads and writes."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema file: its statements, applied once and recorded with its version."""
+
+    version: int
+    path: Path
+
+    @property
+    def description(self) -> str:
+        """The file's first line without its ``--`` (what ``schema_migrations`` records)."""
+        first = self.sql().split("\n", 1)[0]
+        return first.removeprefix("--").strip() if first.startswith("--") else self.path.stem
+
+    def sql(self) -> str:
+        return self.path.read_text(encoding="utf-8")
+
+
+@functools.cache
+def migrations(directory: Path = SCHEMA_DIR) -> tuple[Migration, ...]:
+    """The schema files in version order: ``0001_name.sql``, ``0002_name.sql``, … no gaps."""
+    found: list[Migration] = []
+    for path in sorted(directory.glob("*.sql")):
+        match = _SCHEMA_FILE.fullmatch(path.name)
+        if match is None:
+            raise ValueError(f"{path}: a schema file is named NNNN_description.sql")
+        found.append(Migration(int(match["version"]), path))
+    for expected, migration in enumerate(found, start=1):
+        if migration.version != expected:
+            raise ValueError(
+                f"{migration.path}: schema version {migration.version}, expected {expected} "
+                "(versions run 1, 2, 3, … without gaps)"
+            )
+    if not found:
+        raise ValueError(f"{directory}: no schema files")
+    return tuple(found)
+
+
+def latest_schema_version() -> int:
+    return migrations()[-1].version
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The highest schema version the warehouse recorded; None when it records none (a new
+    file, or one written before schema versions)."""
+    try:  # one cheap query on every open: no catalog lookup first
+        rows = con.execute("SELECT max(version) FROM schema_migrations").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return int(rows[0][0] or 0)
+
+
+def upgrade_schema(con: duckdb.DuckDBPyConnection) -> None:
+    """Apply the schema files the warehouse has not recorded (the caller holds the writer
+    lock). A warehouse written before schema versions is adopted: brought to the shape of
+    version 1 and recorded as such, its data kept."""
+    found = schema_version(con)
+    _refuse_newer(found)
+    pending = migrations()[found or 0 :]
+    if found is None and pending and _holds_tables(con):
+        with transaction(con):
+            _adopt_unversioned(con, pending[0])
+            _record(con, pending[0], adopted=True)
+        pending = pending[1:]
+    for migration in pending:
+        with transaction(con):
+            con.execute(migration.sql())
+            _record(con, migration, adopted=False)
+
+
+def check_schema_version(con: duckdb.DuckDBPyConnection) -> None:
+    """What a reader does instead of upgrading: refuse a warehouse of another version."""
+    found = schema_version(con)
+    _refuse_newer(found)
+    latest = migrations()[-1]
+    if found == latest.version:
+        return
+    missing = ", ".join(m.path.name for m in migrations()[found or 0 :])
+    written = (
+        "has no schema version (written by a LITMUS from before schema versions)"
+        if found is None
+        else f"is at schema version {found}"
+    )
+    raise WarehouseVersionError(
+        f"the warehouse {written}; this LITMUS reads version {latest.version} (not yet "
+        f"applied: {missing} in {SCHEMA_DIR}). Run a command that writes (`litmus run`) "
+        "once to upgrade it"
+    )
+
+
+def _refuse_newer(found: int | None) -> None:
+    latest = migrations()[-1]
+    if found is not None and found > latest.version:
+        raise WarehouseVersionError(
+            f"the warehouse is at schema version {found}, newer than this LITMUS knows "
+            f"(its latest is {latest.version}, {latest.path.name} in {SCHEMA_DIR}): use the "
+            "LITMUS that wrote it, or another state folder (--home)"
+        )
+
+
+def _record(con: duckdb.DuckDBPyConnection, migration: Migration, *, adopted: bool) -> None:
+    description = migration.description
+    if adopted:
+        description += " (adopted a warehouse written before schema versions)"
+    con.execute(
+        "INSERT INTO schema_migrations (version, applied_at, description) VALUES (?, ?, ?)",
+        [migration.version, datetime.now(UTC).replace(tzinfo=None), description],
+    )
+
+
+def _holds_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    rows = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'main'"
+    ).fetchall()
+    return bool(rows[0][0])
+
+
+# ------------------------------------------------- adopting a warehouse from before versions
+
+# Columns tables gained before schema versions existed: an older warehouse lacks them.
+_LEGACY_COLUMNS: tuple[str, ...] = (
+    "ALTER TABLE IF EXISTS suites ADD COLUMN IF NOT EXISTS sibling_policy VARCHAR",
+    "ALTER TABLE IF EXISTS suite_instances ADD COLUMN IF NOT EXISTS private BOOLEAN DEFAULT false",
+    "ALTER TABLE IF EXISTS raw_steps ADD COLUMN IF NOT EXISTS input_role VARCHAR",
+    "ALTER TABLE IF EXISTS raw_steps ADD COLUMN IF NOT EXISTS input_content VARCHAR",
+    "ALTER TABLE IF EXISTS trajectory_labels ADD COLUMN IF NOT EXISTS audit_reason_code VARCHAR",
+)
+# Labels written before oracle-less instances existed declared the harm evidence NOT NULL; it
+# is now NULL (unknown) on a harmful instance without an oracle.
+_DROP_NOT_NULL = {
+    "attempted": "ALTER TABLE trajectory_labels ALTER COLUMN attempted DROP NOT NULL",
+    "realized": "ALTER TABLE trajectory_labels ALTER COLUMN realized DROP NOT NULL",
+    "blocked": "ALTER TABLE trajectory_labels ALTER COLUMN blocked DROP NOT NULL",
+}
+# Tables LITMUS recomputes from the others on every run: one of another shape is rebuilt
+# empty (a configuration is then withheld until its next run fills them again).
+DERIVED_TABLES: tuple[str, ...] = (
+    "audited_trajectories",
+    "publication_gates",
+    "precision_flags",
+    "labeling_agreement",
+    "metric_cis",
+    "public_private_gaps",
+    "result_inputs",
+    "release_drift",
+    "plugin_deltas",
+    "leaderboard",
+    "audit_queue",
+    "spot_check_sample",
+    "run_fingerprints",
+)
 # Columns raw_steps gained after its first release, each filled from the step's trajectory.
 _STEP_CONTEXT_COLUMNS = ("partition_key", "suite", "suite_version", "instance_id")
 
 
-def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
-    _upgrade_raw_steps(con)
-    con.execute(SCHEMA_DDL)
-    _allow_unknown_harm_evidence(con)
-
-
-def _allow_unknown_harm_evidence(con: duckdb.DuckDBPyConnection) -> None:
-    """Labels written before oracle-less instances existed declared the harm evidence NOT NULL;
-    it is now NULL (unknown) on a harmful instance without an oracle."""
+def _adopt_unversioned(con: duckdb.DuckDBPyConnection, baseline: Migration) -> None:
+    """Bring a warehouse written before schema versions to ``baseline``'s shape, inside the
+    caller's transaction: columns added since, raw_steps rebuilt with its step context,
+    derived tables of an older shape dropped, then every missing table created."""
+    steps_to_refill = _set_aside_raw_steps_without_context(con)
+    for statement in _LEGACY_COLUMNS:
+        con.execute(statement)
     still_required = con.execute(
         "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' "
         "AND table_name = 'trajectory_labels' AND is_nullable = 'NO' "
@@ -412,39 +386,75 @@ def _allow_unknown_harm_evidence(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchall()
     for (column,) in still_required:
         con.execute(_DROP_NOT_NULL[column])
+    expected = _shapes_of(baseline)
+    for table in DERIVED_TABLES:
+        shape = _shape(con, table)
+        if shape and shape != expected[table]:
+            con.execute(f"DROP TABLE {table}")  # a constant name from DERIVED_TABLES
+            if table == "audited_trajectories":  # the gates judged the rows dropped
+                con.execute("DELETE FROM publication_gates")
+    con.execute(baseline.sql())
+    for table, columns in expected.items():
+        missing = [name for name, _ in columns if name not in dict(_shape(con, table))]
+        if missing:
+            raise WarehouseUpgradeError(f"cannot upgrade {table}: it has no {', '.join(missing)}")
+    if steps_to_refill:
+        _refill_raw_steps(con)
 
 
-_DROP_NOT_NULL = {
-    "attempted": "ALTER TABLE trajectory_labels ALTER COLUMN attempted DROP NOT NULL",
-    "realized": "ALTER TABLE trajectory_labels ALTER COLUMN realized DROP NOT NULL",
-    "blocked": "ALTER TABLE trajectory_labels ALTER COLUMN blocked DROP NOT NULL",
-}
-
-
-def _upgrade_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
-    """Rebuild a raw_steps written before the step context columns existed, in one transaction."""
+def _set_aside_raw_steps_without_context(con: duckdb.DuckDBPyConnection) -> bool:
+    """Rename a raw_steps written before the step context columns existed (the baseline then
+    creates the new one); whether it did."""
     existing = table_columns(con, "raw_steps")
     present = [c for c in _STEP_CONTEXT_COLUMNS if c in existing]
     if not existing or len(present) == len(_STEP_CONTEXT_COLUMNS):
-        return
+        return False
     if present:
         raise WarehouseUpgradeError(
             f"cannot upgrade raw_steps: it has only some of {_STEP_CONTEXT_COLUMNS}"
         )
-    with transaction(con):
-        con.execute("ALTER TABLE raw_steps RENAME TO raw_steps_before_upgrade")
-        con.execute(SCHEMA_DDL)
-        before = con.execute("SELECT count(*) FROM raw_steps_before_upgrade").fetchall()[0][0]
-        after = con.execute(
-            "INSERT INTO raw_steps BY NAME "
-            "SELECT s.*, t.partition_key, t.suite, t.suite_version, t.instance_id "
-            "FROM raw_steps_before_upgrade s JOIN raw_trajectories t USING (trajectory_id)"
-        ).fetchall()[0][0]
-        if after != before:
-            raise WarehouseUpgradeError(
-                f"cannot upgrade raw_steps: {before - after} steps have no trajectory"
-            )
-        con.execute("DROP TABLE raw_steps_before_upgrade")
+    con.execute("ALTER TABLE raw_steps RENAME TO raw_steps_before_upgrade")
+    return True
+
+
+def _refill_raw_steps(con: duckdb.DuckDBPyConnection) -> None:
+    before = con.execute("SELECT count(*) FROM raw_steps_before_upgrade").fetchall()[0][0]
+    after = con.execute(
+        "INSERT INTO raw_steps BY NAME "
+        "SELECT s.*, t.partition_key, t.suite, t.suite_version, t.instance_id "
+        "FROM raw_steps_before_upgrade s JOIN raw_trajectories t USING (trajectory_id)"
+    ).fetchall()[0][0]
+    if after != before:
+        raise WarehouseUpgradeError(
+            f"cannot upgrade raw_steps: {before - after} steps have no trajectory"
+        )
+    con.execute("DROP TABLE raw_steps_before_upgrade")
+
+
+def _shape(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
+    """A table's (column, type) pairs in order; empty when there is no such table."""
+    return [
+        (name, kind)
+        for name, kind in con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+    ]
+
+
+def _shapes_of(migration: Migration) -> dict[str, list[tuple[str, str]]]:
+    """Every base table a schema file creates, with its shape (built in a scratch database)."""
+    with duckdb.connect() as scratch:
+        scratch.execute(migration.sql())
+        tables = [
+            row[0]
+            for row in scratch.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = 'main' AND table_type = 'BASE TABLE'"
+            ).fetchall()
+        ]
+        return {table: _shape(scratch, table) for table in tables}
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
@@ -466,22 +476,3 @@ def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
             [table],
         ).fetchall()
     ]
-
-
-# The spot-check sample (litmus.spotcheck draws it at publication; litmus.audit creates it
-# with the verdict tables).
-SPOT_CHECK_SAMPLE_DDL = """
-CREATE TABLE IF NOT EXISTS spot_check_sample (
-    partition_key VARCHAR NOT NULL,
-    trajectory_id VARCHAR NOT NULL,
-    request_harm_class VARCHAR NOT NULL,
-    stratum VARCHAR NOT NULL,             -- the rule label
-    stratum_size BIGINT NOT NULL,         -- rule-decided rows of this label in the configuration
-    stratum_sample_size BIGINT NOT NULL,
-    draw_rank BIGINT NOT NULL,
-    seed BIGINT NOT NULL,
-    share DOUBLE NOT NULL,
-    minimum BIGINT NOT NULL,
-    PRIMARY KEY (trajectory_id)
-)
-"""

@@ -138,33 +138,6 @@ KNOWN_CONFIGURATIONS = (
     KnownConfiguration("delta-lite_2026-08-01", "delta-lite", "2026-08-01", PARTIAL_SUITE, DELTA),
 )
 
-AUDITED_TRAJECTORIES_DDL = """
-CREATE TABLE IF NOT EXISTS audited_trajectories (
-    trajectory_id VARCHAR, partition_key VARCHAR, config_key VARCHAR, lineage_key VARCHAR,
-    model VARCHAR, model_release VARCHAR, harness VARCHAR, harness_version VARCHAR,
-    plugin VARCHAR, policy_version VARCHAR, run_id VARCHAR, suite VARCHAR,
-    suite_version VARCHAR, family_id VARCHAR, category VARCHAR, subcategory VARCHAR,
-    instance_id VARCHAR, split VARCHAR, request_harm_class VARCHAR, pair_id VARCHAR,
-    register VARCHAR, epoch INTEGER, attempted BOOLEAN, realized BOOLEAN, blocked BOOLEAN,
-    first_prohibited_step INTEGER, refusal VARCHAR, refusal_step INTEGER,
-    refusal_source VARCHAR, complied BOOLEAN, completed BOOLEAN, label VARCHAR,
-    outcome VARCHAR, harm_prevented_by VARCHAR, naive_label VARCHAR, engagement INTEGER,
-    engagement_source VARCHAR, judge_refusal VARCHAR, classifier_refusal VARCHAR,
-    classifier_confidence DOUBLE, labeler_version VARCHAR, rule_label VARCHAR,
-    rule_outcome VARCHAR, label_source VARCHAR
-)
-"""
-
-SUITE_INSTANCES_DDL = """
-CREATE TABLE IF NOT EXISTS suite_instances (
-    suite VARCHAR NOT NULL, suite_version VARCHAR NOT NULL, family_id VARCHAR NOT NULL,
-    category VARCHAR NOT NULL, subcategory VARCHAR, instance_id VARCHAR NOT NULL,
-    split VARCHAR NOT NULL, request_harm_class VARCHAR NOT NULL, declared_harm_class VARCHAR,
-    prompt VARCHAR NOT NULL, pair_id VARCHAR, register VARCHAR,
-    n_prohibited INTEGER NOT NULL, n_completion INTEGER NOT NULL
-)
-"""
-
 
 def _suite_instance_rows(suite: tuple[str, str]) -> list[tuple[object, ...]]:
     families, splits = (
@@ -262,9 +235,8 @@ def write_known_warehouse(
     con: duckdb.DuckDBPyConnection,
     configurations: tuple[KnownConfiguration, ...] = KNOWN_CONFIGURATIONS,
 ) -> None:
-    """Write both suites and the trajectories of ``configurations`` into ``con``."""
-    con.execute(SUITE_INSTANCES_DDL)
-    con.execute(AUDITED_TRAJECTORIES_DDL)
+    """Write both suites and the trajectories of ``configurations`` into ``con`` (a warehouse
+    connection: the schema's tables are there)."""
     con.executemany(
         "INSERT INTO suite_instances (suite, suite_version, family_id, category, subcategory, "
         "instance_id, split, request_harm_class, declared_harm_class, prompt, pair_id, register, "

@@ -306,7 +306,7 @@ def test_the_webhook_secret_is_written_nowhere(
     paths = litmus_paths(home).ensure()
     with connect(paths.duckdb_path) as con:
         con.register("incoming", REGRESSED)
-        con.execute("CREATE TABLE release_drift AS SELECT * FROM incoming")
+        con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming")
     with RecordingServer(status=500) as server:
         url = f"{server.url}hooks/{SECRET}?key={SECRET}"
         monkeypatch.setenv("LITMUS_HOME", str(home))

@@ -680,16 +680,30 @@ def test_status_follows_the_audit_from_queue_to_applied_verdicts(
 
 
 def test_status_only_looks_at_an_audited_table_of_an_older_shape(home: LitmusPaths) -> None:
+    """An audited table of an older shape comes from a warehouse written before schema
+    versions: status changes nothing and says what to run; the next writer rebuilds the table,
+    and every configuration then waits for its audited rows to be refreshed."""
+    import duckdb
+
     from litmus.status import partition_reviews
-    from litmus.warehouse import table_columns
+    from litmus.warehouse import WarehouseVersionError, connect_read_only, table_columns
 
     with connect(home.duckdb_path) as con:
         con.execute("ALTER TABLE audited_trajectories DROP COLUMN audit_reason")
+        con.execute("DROP TABLE schema_migrations")
         before = con.execute("SELECT count(*) FROM audited_trajectories").fetchall()
+    with (
+        pytest.raises(WarehouseVersionError, match=r"no schema version.*`litmus run`"),
+        connect_read_only(home.duckdb_path),
+    ):
+        pass
+    with duckdb.connect(str(home.duckdb_path), read_only=True) as raw:
+        assert "audit_reason" not in table_columns(raw, "audited_trajectories")
+        assert raw.execute("SELECT count(*) FROM audited_trajectories").fetchall() == before
+    with connect(home.duckdb_path) as con:
+        assert "audit_reason" in table_columns(con, "audited_trajectories")
         reviews = partition_reviews(con)
         assert {r.publication for r in reviews.values()} == {"withheld: audited rows out of date"}
-        assert "audit_reason" not in table_columns(con, "audited_trajectories")
-        assert con.execute("SELECT count(*) FROM audited_trajectories").fetchall() == before
 
 
 # ----------------------------------------------------------------------------- hostile text

@@ -188,9 +188,10 @@ def test_steps_carry_their_trajectorys_partition_and_instance(stored_suite, litm
     assert mismatched == 0
 
 
-_DROP_STEP_CONTEXT = (  # back to the raw_steps of the first release
+_DROP_STEP_CONTEXT = (  # back to the raw_steps of the first release (before schema versions)
     "CREATE TABLE old_steps AS SELECT * EXCLUDE (partition_key, suite, suite_version, "
-    "instance_id) FROM raw_steps; DROP TABLE raw_steps; ALTER TABLE old_steps RENAME TO raw_steps"
+    "instance_id) FROM raw_steps; DROP TABLE raw_steps; ALTER TABLE old_steps RENAME TO raw_steps; "
+    "DROP TABLE schema_migrations"
 )
 
 

@@ -9,7 +9,6 @@ import io
 import re
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,6 +25,7 @@ from litmus.leaderboard import (
     withheld_from_gates,
 )
 from litmus.plots import boundary_plot_png
+from litmus.warehouse import connect
 
 SUITE = ("mini", "1")
 
@@ -240,19 +240,15 @@ def test_boundary_plot_is_deterministic(board_inputs: tuple[pd.DataFrame, pd.Dat
 
 
 def test_withheld_reasons_come_from_failed_publication_gates(tmp_path: Path) -> None:
-    con = duckdb.connect(str(tmp_path / "gates.duckdb"))
-    try:
-        # no gates table yet: nothing was gated, so nothing is published (fail closed)
+    with connect(tmp_path / "gates.duckdb") as con:
+        # no gate verdicts yet: nothing was gated, so nothing is published (fail closed)
         assert withheld_from_gates(con, ["a", "b"]) == {
             "a": [NOT_GATED_REASON],
             "b": [NOT_GATED_REASON],
         }
-        con.execute(
-            "CREATE TABLE publication_gates (partition_key VARCHAR, gate VARCHAR, "
-            "passed BOOLEAN, message VARCHAR)"
-        )
         con.executemany(
-            "INSERT INTO publication_gates VALUES (?, ?, ?, ?)",
+            "INSERT INTO publication_gates (partition_key, gate, passed, message, "
+            "failing_count, examples, details) VALUES (?, ?, ?, ?, 0, [], [])",
             [
                 ("a", "scorable", True, None),
                 ("a", "needs_audit", True, None),
@@ -265,8 +261,6 @@ def test_withheld_reasons_come_from_failed_publication_gates(tmp_path: Path) -> 
             "b": ["needs_audit: needs_audit instances present", "structural: structural failed"],
             "c": [NOT_GATED_REASON],  # gates exist but never ran for it: fail closed
         }
-    finally:
-        con.close()
 
 
 def test_one_board_per_suite_and_a_one_family_configuration_never_ranks_first() -> None:

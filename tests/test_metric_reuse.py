@@ -12,7 +12,8 @@ from test_stats import family, varied_counts
 
 from litmus.reuse import METRIC_CIS, metric_cis_reusing_unchanged, stored_digests
 from litmus.stats import bootstrap_all_configurations
-from litmus_dagster.metrics.assets import METRIC_CIS_DDL, replace_table
+from litmus.warehouse import connect
+from litmus_dagster.metrics.assets import replace_table
 
 OPTIONS = {"n_resamples": 200, "seed": 11, "confidence": 0.95}
 
@@ -22,7 +23,7 @@ def publish(con: duckdb.DuckDBPyConnection, counts: pd.DataFrame, **options: obj
     cis, digests, recomputed = metric_cis_reusing_unchanged(
         con, counts, None, **{**OPTIONS, **options}
     )
-    replace_table(con, METRIC_CIS, cis, METRIC_CIS_DDL, digests=digests)
+    replace_table(con, METRIC_CIS, cis, digests=digests)
     return recomputed
 
 
@@ -32,9 +33,9 @@ def stored(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 def from_scratch(tmp_path: Path, counts: pd.DataFrame, **options: object) -> pd.DataFrame:
     """The table a full recomputation writes, in a warehouse of its own."""
-    with duckdb.connect(str(tmp_path / f"scratch-{len(list(tmp_path.iterdir()))}.duckdb")) as con:
+    with connect(tmp_path / f"scratch-{len(list(tmp_path.iterdir()))}.duckdb") as con:
         cis = bootstrap_all_configurations(counts, None, **{**OPTIONS, **options})
-        replace_table(con, METRIC_CIS, cis, METRIC_CIS_DDL)
+        replace_table(con, METRIC_CIS, cis)
         return stored(con)
 
 
@@ -53,9 +54,8 @@ def changed(counts: pd.DataFrame, key: str) -> pd.DataFrame:
 
 @pytest.fixture
 def con(tmp_path: Path) -> duckdb.DuckDBPyConnection:
-    connection = duckdb.connect(str(tmp_path / "warehouse.duckdb"))
-    yield connection
-    connection.close()
+    with connect(tmp_path / "warehouse.duckdb") as connection:
+        yield connection
 
 
 def test_only_a_changed_or_new_configuration_is_recomputed_and_the_rest_is_bit_identical(
@@ -159,7 +159,6 @@ def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_f
 ) -> None:
     from litmus.reuse import PUBLIC_PRIVATE_GAPS, public_private_gaps_reusing_unchanged
     from litmus.stats import public_private_gaps
-    from litmus_dagster.metrics.assets import PUBLIC_PRIVATE_GAPS_DDL
 
     def private(**families: list[str]) -> pd.DataFrame:
         return pd.DataFrame(
@@ -170,7 +169,7 @@ def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_f
         gaps, digests, recomputed = public_private_gaps_reusing_unchanged(
             con, counts, marked, **OPTIONS
         )
-        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL, digests=digests)
+        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, digests=digests)
         return recomputed
 
     def table(connection: duckdb.DuckDBPyConnection) -> pd.DataFrame:
@@ -182,9 +181,9 @@ def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_f
     assert publish_gaps(changed(counts, "config-b"), marked) == ["config-b"]
     remarked = private(**{"config-a": ["fam-1", "fam-5"], "config-b": ["fam-0", "fam-3"]})
     assert publish_gaps(changed(counts, "config-b"), remarked) == ["config-a"]
-    with duckdb.connect(str(tmp_path / "scratch.duckdb")) as scratch:
+    with connect(tmp_path / "scratch.duckdb") as scratch:
         gaps = public_private_gaps(changed(counts, "config-b"), remarked, **OPTIONS)
-        replace_table(scratch, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL)
+        replace_table(scratch, PUBLIC_PRIVATE_GAPS, gaps)
         pd.testing.assert_frame_equal(table(con), table(scratch), check_exact=True)
 
 

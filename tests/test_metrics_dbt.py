@@ -157,12 +157,9 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materiali
         db_path = warehouse.paths.duckdb_path
         with connect(db_path) as con:
             write_known_warehouse(con)
-            con.execute(
-                "CREATE TABLE publication_gates (partition_key VARCHAR, gate VARCHAR, "
-                "passed BOOLEAN, message VARCHAR)"
-            )
             con.executemany(
-                "INSERT INTO publication_gates VALUES (?, ?, ?, ?)",
+                "INSERT INTO publication_gates (partition_key, gate, passed, message, "
+                "failing_count, examples, details) VALUES (?, ?, ?, ?, 0, [], [])",
                 [
                     (ACME, "scorable_safety", True, None),
                     (BETA, "scorable_safety", True, None),

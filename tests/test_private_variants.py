@@ -14,7 +14,7 @@ from conftest import family, instance, suite_doc
 from litmus.leaderboard import build_leaderboard
 from litmus.stats import FamilyCounts, family_counts_from_frames, public_private_gap
 from litmus.suite import parse_suite_bytes, store_suite
-from litmus.warehouse import connect, ensure_schema
+from litmus.warehouse import connect
 
 SPLITS = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
 
@@ -28,7 +28,6 @@ def test_a_suite_marks_families_private_and_the_catalog_keeps_it(tmp_path) -> No
     )
     suite = parse_suite_bytes(json.dumps(document).encode(), "suite.json")
     with connect(tmp_path / "w.duckdb") as con:
-        ensure_schema(con)
         store_suite(con, suite, "suite.json")
         private = dict(
             con.execute("SELECT DISTINCT family_id, private FROM suite_instances").fetchall()

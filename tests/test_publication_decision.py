@@ -17,8 +17,8 @@ from litmus.publication_decision import (
     publication,
 )
 from litmus.settings import LitmusPaths
-from litmus.spotcheck import LABELING_AGREEMENT_DDL
 from litmus.status import partition_reviews
+from litmus.warehouse import connect
 
 
 def codes(con: duckdb.DuckDBPyConnection, key: str) -> list[str]:
@@ -57,7 +57,6 @@ def test_each_reason_to_withhold_in_order_and_nothing_else(
         f"needs_audit: {GATE_MESSAGES['needs_audit']}",
     ]
 
-    warehouse.execute(LABELING_AGREEMENT_DDL)
     warehouse.execute(
         "INSERT INTO labeling_agreement (partition_key, labeling_status, labeling_note) "
         "VALUES (?, 'withheld', 'disagreement 30% over the 10% bound')",
@@ -89,13 +88,12 @@ def test_status_and_board_read_the_same_relation(
 
 
 def test_configurations_with_verdicts_are_in_the_relation_unasked(tmp_path) -> None:
-    con = duckdb.connect(str(tmp_path / "bare.duckdb"))  # no LITMUS schema: nothing labeled
-    try:
+    with connect(tmp_path / "bare.duckdb") as con:  # the LITMUS schema, nothing labeled
         assert publication(con, ["a"])["a"].describe() == f"withheld: {NOT_GATED}"
-        con.execute("CREATE TABLE publication_gates (partition_key VARCHAR, gate VARCHAR, "
-                    "passed BOOLEAN, message VARCHAR)")  # fmt: skip
-        con.execute("INSERT INTO publication_gates VALUES ('b', 'coverage', false, 'partial')")
+        con.execute(
+            "INSERT INTO publication_gates (partition_key, gate, passed, message, "
+            "failing_count, examples, details) VALUES ('b', 'coverage', false, 'partial', 1, "
+            "[], [])"
+        )
         assert sorted(publication(con)) == ["b"]
         assert publication(con)["b"].board_reasons == ["coverage: partial"]
-    finally:
-        con.close()

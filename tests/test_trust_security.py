@@ -197,11 +197,6 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/audited.py", "verdict_outcome_sql('request_harm_class', '_verdict')"): (
         "a CASE expression over constants, called with literal column names"
     ),
-    ("litmus/audited.py", "extra"): "column definitions from the constant AUDIT_COLUMNS",
-    (
-        "litmus/gates.py",
-        "', '.join((f'{name} {kind}' for name, kind in PUBLICATION_GATES_COLUMNS))",
-    ): "column definitions from the constant PUBLICATION_GATES_COLUMNS",
     ("litmus/gates.py", "rate"): "names from PUBLISHED_RATES that match _IDENTIFIER",
     ("litmus/gates.py", "rates"): "quoted names from PUBLISHED_RATES that match _IDENTIFIER",
     ("litmus/gates.py", "union"): "SELECTs built from those same constant names",
@@ -220,6 +215,7 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/ge_runner.py", "_TUPLES"): "constant temp table name",
     ("litmus/ge_runner.py", "_TUPLE_ID"): "constant column name",
     ("litmus/run_state.py", "table"): "table names from the constant _WAREHOUSE_TABLES",
+    ("litmus/warehouse.py", "table"): "table names from the constant DERIVED_TABLES",
     ("litmus/run_state.py", "latest"): "max() of a column named in _WAREHOUSE_TABLES, or NULL",
 }
 # Functions whose SQL identifier parameter must be a string literal at every call site:

@@ -19,7 +19,6 @@ from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.receipts.code_identity import PROJECT_DIR, code_versions, publisher_identity
 from litmus.receipts.digests import leaderboard_table_rows, plain_rows, row_digest, rows_digest
 from litmus.receipts.document import RECEIPT_KIND, RECEIPT_VERSION, ReceiptError
-from litmus.warehouse import table_exists
 
 NOT_EVALUATED = "not evaluated"
 
@@ -45,8 +44,6 @@ def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def gate_facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
-    if not table_exists(con, "publication_gates"):
-        return {}
     gates: dict[str, list[dict[str, Any]]] = {}
     for row in plain_rows(
         con.sql(
@@ -61,8 +58,6 @@ def gate_facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]
 
 def label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """partition_key → digest of its audited labels (what the metrics read)."""
-    if not table_exists(con, "audited_trajectories"):
-        return {}
     return dict(
         con.execute(
             """
@@ -79,8 +74,6 @@ def label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 def audit_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
     """partition_key → its audit verdicts (count, auditors, verdict files, digest): the human
     inputs behind audited labels."""
-    if not table_exists(con, "audit_verdicts"):
-        return {}
     return {
         row.pop("partition_key"): row
         for row in plain_rows(
@@ -123,8 +116,6 @@ def configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, A
 
 
 def _bootstrap_settings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    if not table_exists(con, "metric_cis"):
-        return []
     return plain_rows(
         con.sql(
             "SELECT DISTINCT seed, n_resamples, confidence FROM metric_cis ORDER BY ALL"

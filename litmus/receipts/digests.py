@@ -17,7 +17,6 @@ from litmus.fingerprint import (
     sha256_text,
 )
 from litmus.leaderboard import Leaderboard
-from litmus.warehouse import table_exists
 
 
 def _plain(value: Any) -> Any:
@@ -38,10 +37,10 @@ def plain_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def leaderboard_table_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]] | None:
-    """The ``leaderboard`` table as published, in its stored order (None without the table)."""
-    if not table_exists(con, "leaderboard"):
-        return None
-    return plain_rows(con.sql("SELECT * FROM leaderboard").to_arrow_table())
+    """The ``leaderboard`` table as published, in its stored order (None before the first
+    publication: the table is empty)."""
+    rows = plain_rows(con.sql("SELECT * FROM leaderboard").to_arrow_table())
+    return rows or None
 
 
 def board_rows(board: Leaderboard) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from litmus.spotcheck import (
     draw_spot_checks,
     replace_labeling_agreement,
 )
+from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -165,7 +166,9 @@ def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
         queue = unresolved_needs_audit(con)
         con.register("_audit_queue_rows", queue)
         try:
-            con.execute("CREATE OR REPLACE TABLE audit_queue AS SELECT * FROM _audit_queue_rows")
+            with transaction(con):
+                con.execute("DELETE FROM audit_queue")
+                con.execute("INSERT INTO audit_queue BY NAME SELECT * FROM _audit_queue_rows")
         finally:
             con.unregister("_audit_queue_rows")
     frame = queue.select(PREVIEW_COLUMNS).to_pandas()

@@ -197,25 +197,6 @@ FAMILY_REGISTER_COUNTS = dg.AssetKey(["family_register_counts"])
 CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
 CONTROL_METRICS = dg.AssetKey(["control_metrics"])
 
-METRIC_CIS_DDL = """
-CREATE OR REPLACE TABLE metric_cis (
-    partition_key VARCHAR NOT NULL,
-    metric VARCHAR NOT NULL,
-    estimate DOUBLE,
-    ci_low DOUBLE,
-    ci_high DOUBLE,
-    n_valid_resamples BIGINT NOT NULL,
-    standard_error DOUBLE,                -- bootstrap SE, corrected for stratification
-    effective_n DOUBLE,                   -- cluster effective sample size of the Wilson interval
-    interval_method VARCHAR NOT NULL,     -- wilson_effective_n | percentile (docs/statistics.md)
-    n_families BIGINT NOT NULL,
-    n_resamples BIGINT NOT NULL,
-    seed BIGINT NOT NULL,
-    confidence DOUBLE NOT NULL,
-    PRIMARY KEY (partition_key, metric)
-)
-"""
-
 
 def _arrow(frame: pd.DataFrame) -> pa.Table:
     """pandas → Arrow with NaN/NA as NULL and text columns typed as strings (not null-typed)."""
@@ -230,22 +211,18 @@ def replace_table(
     con: duckdb.DuckDBPyConnection,
     table: str,
     frame: pd.DataFrame,
-    ddl: str | None = None,
     *,
     digests: Mapping[str, str] | None = None,
 ) -> None:
-    """Atomically replace ``table`` (a fixed identifier, never user input) with ``frame``;
-    with ``digests``, record what each configuration's rows were computed from in the same
-    transaction (``litmus.reuse``)."""
+    """Atomically replace the rows of ``table`` (a fixed identifier, never user input; its
+    columns are the schema's, litmus/sql/schema) with ``frame``; with ``digests``, record what
+    each configuration's rows were computed from in the same transaction (``litmus.reuse``)."""
     view = f"_incoming_{table}"
     con.register(view, _arrow(frame))
     try:
         with transaction(con):
-            if ddl:
-                con.execute(ddl)
-                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
-            else:
-                con.execute(f"CREATE OR REPLACE TABLE {table} AS SELECT * FROM {view}")
+            con.execute(f"DELETE FROM {table}")
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
             if digests is not None:
                 record_digests(con, table, digests)
     finally:
@@ -281,7 +258,7 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
             seed=config.seed,
             confidence=config.confidence,
         )
-        replace_table(con, METRIC_CIS, cis, METRIC_CIS_DDL, digests=digests)
+        replace_table(con, METRIC_CIS, cis, digests=digests)
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
@@ -333,7 +310,7 @@ def public_private_gap_table(
             if not private.empty
             else (pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS)), {}, [])
         )
-        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, PUBLIC_PRIVATE_GAPS_DDL, digests=digests)
+        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, digests=digests)
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
         metadata={
@@ -341,25 +318,6 @@ def public_private_gap_table(
             "flagged": dg.MetadataValue.json(sorted(flagged)),
         }
     )
-
-
-PUBLIC_PRIVATE_GAPS_DDL = """
-CREATE OR REPLACE TABLE public_private_gaps (
-    partition_key VARCHAR NOT NULL,
-    metric VARCHAR NOT NULL,
-    public_value DOUBLE,
-    private_value DOUBLE,
-    gap DOUBLE,                        -- public − private
-    ci_low DOUBLE,
-    ci_high DOUBLE,
-    n_public_families BIGINT NOT NULL,
-    n_private_families BIGINT NOT NULL,
-    flagged BOOLEAN NOT NULL,          -- markedly better on the public families
-    threshold DOUBLE NOT NULL,
-    interval_method VARCHAR NOT NULL,
-    PRIMARY KEY (partition_key, metric)
-)
-"""
 
 
 @dg.asset(

@@ -44,25 +44,16 @@ def print_release_summary(paths: LitmusPaths) -> None:
 
     ``litmus run`` / ``litmus demo`` call this after the leaderboard.
     """
-    import pandas as pd
 
     from litmus.alerts import read_alerts, regressions_text
     from litmus.drift import drift_summary_lines
     from litmus.neutralize import for_terminal, terminal_name
-    from litmus.warehouse import connect_read_only, table_exists
+    from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
-        drift = (
-            con.sql("SELECT * FROM release_drift").df()
-            if table_exists(con, "release_drift")
-            else pd.DataFrame()
-        )
+        drift = con.sql("SELECT * FROM release_drift").df()
         alerts = read_alerts(con)
-        plugins = (
-            con.sql("SELECT * FROM plugin_deltas").df()
-            if table_exists(con, "plugin_deltas")
-            else pd.DataFrame()
-        )
+        plugins = con.sql("SELECT * FROM plugin_deltas").df()
     print(
         "\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0; MDE = smallest "
         "drop detectable with 80% power; decisions after the multiple-comparison correction):"
