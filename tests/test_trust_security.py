@@ -217,6 +217,16 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/run_state.py", "table"): "table names from the constant _WAREHOUSE_TABLES",
     ("litmus/warehouse.py", "table"): "table names from the constant DERIVED_TABLES",
     ("litmus/run_state.py", "latest"): "max() of a column named in _WAREHOUSE_TABLES, or NULL",
+    ("litmus/keys.py", "CONFIGURATION_KEYS_SQL"): "the module's constant configuration-key query",
+    ("litmus/fingerprint.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus/receipts/build.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus/status.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus_dagster/audit/cli.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus_dagster/gates/assets.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus/reuse.py", "result"): "a result table: the module's constants or a caller's literal",
+    ("litmus/reuse.py", "older"): "stored_pairs' column name: a literal at every caller",
+    ("litmus/reuse.py", "newer"): "stored_pairs' column name: a literal at every caller",
+    ("litmus/reuse.py", "', '.join(columns)"): "the callers' constant _PAIRED_COLUMNS names",
 }
 # Functions whose SQL identifier parameter must be a string literal at every call site:
 # (function, argument position) → the files that call it ("" for every file).

@@ -30,8 +30,6 @@ from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data
 from litmus.plots import boundary_plot_png
 from litmus.receipts import RECEIPT_FILE_NAME
 from litmus.reuse import (
-    METRIC_CIS,
-    PUBLIC_PRIVATE_GAPS,
     metric_cis_reusing_unchanged,
     public_private_gaps_reusing_unchanged,
     record_digests,
@@ -258,7 +256,7 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
             seed=config.seed,
             confidence=config.confidence,
         )
-        replace_table(con, METRIC_CIS, cis, digests=digests)
+        replace_table(con, "metric_cis", cis, digests=digests)
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
@@ -310,7 +308,7 @@ def public_private_gap_table(
             if not private.empty
             else (pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS)), {}, [])
         )
-        replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, digests=digests)
+        replace_table(con, "public_private_gaps", gaps, digests=digests)
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
         metadata={
