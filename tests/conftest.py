@@ -40,6 +40,25 @@ def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.Completed
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "costly(rank): a module that runs whole pipelines; scheduled first, by rank"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules marked ``costly`` (whole pipelines, the crash-loop chains) run first, in
+    the order of their ``rank`` (the costliest at 1), so that on two workers (``./dev.sh test``
+    hands out whole modules in collection order) no long module starts last while the other
+    worker sits idle. Within a module the order stays as written."""
+
+    def module_rank(item: pytest.Item) -> int:
+        marker = item.get_closest_marker("costly")
+        return marker.kwargs["rank"] if marker else sys.maxsize
+
+    items.sort(key=module_rank)
+
+
 @pytest.fixture
 def litmus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LitmusPaths:
     monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
