@@ -160,6 +160,21 @@ def clean_publication(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     return pickle.loads((folder / "published.pickle").read_bytes())
 
 
+def assert_is_a_real_call_site(point: str) -> None:
+    """A crash point named in CRASH_POINTS but never reached would make the loop test lie."""
+    project = Path(__file__).resolve().parents[1]
+    sources = [
+        path.read_text(encoding="utf-8")
+        for folder in ("litmus", "litmus_dagster")
+        for path in (project / folder).rglob("*.py")
+    ]
+    assert sum(source.count(f'crash_point("{point}")') for source in sources) == 1
+
+
+def points_of(chain: str) -> list[str]:
+    return [point for point, _ in CHAINS[chain]]
+
+
 def kill_at_each_point_then_rerun(
     chain: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
