@@ -25,9 +25,11 @@ export PATH="$PWD/.venv/bin:$PATH"
 case "$task" in
     demo)  exec .venv/bin/litmus demo "$@" ;;
     # Two workers (the machine has two cores); a module's tests stay on one worker, so its
-    # module fixtures (a whole pipeline run each) are built once. LITMUS_TEST_WORKERS=0: serial.
+    # module fixtures (a whole pipeline run each) are built once; modules are handed out in
+    # collection order, the costly ones first (tests/conftest.py), not by their test count.
+    # LITMUS_TEST_WORKERS=0: serial.
     test)  .venv/bin/ruff check . && exec .venv/bin/pytest -q \
-               -n "${LITMUS_TEST_WORKERS:-2}" --dist loadfile "$@" ;;
+               -n "${LITMUS_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
     ui)    mkdir -p "$LITMUS_HOME/dagster"
            DAGSTER_HOME="$LITMUS_HOME/dagster" exec .venv/bin/dagster dev -w workspace.yaml \
                -h 127.0.0.1 -p "${PORT:-3000}" ;;

@@ -40,6 +40,49 @@ def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.Completed
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "costly(rank): a module that runs whole pipelines; scheduled first, by rank"
+    )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` handing a worker its next module only when the one test it holds
+    back (a worker runs a test only once it knows the next) is all it has left. xdist's own
+    loadfile scheduler does so while up to two are pending, so a one- or two-test module
+    takes the next module in the queue with it, even the next costly one, while the other
+    worker may be about to go idle. With the costliest modules first, this is the greedy
+    schedule: the longest modules start first, on whichever worker is free."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OneModuleAtATime(LoadFileScheduling):
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
+
+    return OneModuleAtATime(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules marked ``costly`` (whole pipelines, the crash-loop chains) run first, in
+    the order of their ``rank`` (the costliest at 1), so that on two workers (``./dev.sh test``
+    hands out whole modules in collection order) no long module starts last while the other
+    worker sits idle. Within a module the order stays as written."""
+
+    def module_rank(item: pytest.Item) -> int:
+        marker = item.get_closest_marker("costly")
+        return marker.kwargs["rank"] if marker else sys.maxsize
+
+    items.sort(key=module_rank)
+
+
 @pytest.fixture
 def litmus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LitmusPaths:
     monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)

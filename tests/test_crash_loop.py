@@ -1,182 +1,40 @@
-"""`litmus run` killed with SIGKILL at every pipeline step in turn, then re-run, publishes
-byte for byte what a run that was never killed publishes (SPEC §10; issue 14, items 1 and 4).
-
-One clean run in one state folder is the baseline. In a second state folder the same files
-are scored by a chain of runs, each killed (a real SIGKILL, sent by the process to itself at
-a named crash point, see ``litmus/faults.py``) at the next step: between two ingested files
-(the second of four committed, its configurations not yet registered), after ingestion,
-after a configuration is labeled, before publishing, after the CIs, with the board staged
-but no receipt, with the receipt staged but not committed, just after the commit, half-way
-through moving the committed files (reached while the next run *recovers* the publication),
-and after publishing. Each run starts from whatever the kill before it left. After every
-kill the published folder is checked: the board files beside the receipt are exactly the
-ones it lists (together or not at all). A last, unkilled run must then publish the same
-leaderboard CSV, Markdown, HTML and plot bytes as the baseline, the same receipt and the
-same alerts.
-
-The receipt fields that legitimately differ between two publications are handled here, one
-by one: ``published_at`` (the time of publishing) is set aside, and so are
-``code.git_commit`` and ``code.git_dirty`` (the checkout's HEAD is read at each
-publication, and a commit made while the test runs moves it); on the HTML page, the
-publication time and the times the release alerts were raised (the same clock readings,
-printed for people) are masked, and the page's digest in the receipt is set aside for the
-same reason; nothing else is — publisher,
-the other code versions, raw files, fingerprints, gates, rows and the published files'
-digests must be equal. It is the suite's one expensive test (about a dozen runs of a small
-sample; one clean run is the baseline for all of them).
-"""
+"""`litmus run` killed at every crash point, then re-run, publishes what a clean run does
+(the chains and how they are compared: ``crash_loop_world``). This module holds the first
+chain, ingestion and labeling, and the checks that the chains together cover every crash
+point; ``test_crash_loop_scoring`` and ``test_crash_loop_publication`` hold the other two,
+so that the test workers run the chains side by side."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
-import duckdb
 import pytest
-
-from litmus import publication
-from litmus.faults import CRASH_ENV, CRASH_POINTS
-from litmus.sample import generate_sample
-from litmus.settings import LitmusPaths, litmus_paths
-
-LITMUS = Path(sys.executable).with_name("litmus")
-FAMILIES = 8
-RUN_FILES = 4  # both aurora releases (the drift pair), bastion, fumbler: cost grows per file
-# (crash point, the n-th time it is reached) for each run of the chain, in pipeline order
-CHAIN = (
-    ("ingest.file_committed", 2),  # between ingested files: 2 of 4 committed
-    ("ingest.files_done", 1),
-    ("pipeline.ingested", 1),
-    ("pipeline.configuration_scored", 2),
-    ("pipeline.scored", 1),
-    ("metrics.cis_computed", 1),
-    ("leaderboard.staged", 1),
-    ("receipt.staged", 1),  # inside the receipt step
-    ("publication.committed", 1),
-    ("publication.file_moved", 2),  # while the next run rolls the publication forward
-    ("pipeline.published", 1),
+from crash_loop_world import (
+    CHAINS,
+    assert_is_a_real_call_site,
+    kill_at_each_point_then_rerun,
+    points_of,
 )
-# what differs between two publications of the same inputs, by design: the time
-VARYING_RECEIPT_FIELDS = ("published_at",)
-# Clock readings the HTML page prints: when it was published, when each alert was raised.
-VARYING_HTML_TIMES = re.compile(rb"(Published|raised) \d{4}-\d\d-\d\d \d\d:\d\d")
-# the checkout's HEAD, read at each publication: a commit made while the test runs moves it
-VARYING_CODE_FIELDS = ("git_commit", "git_dirty")
+
+from litmus.faults import CRASH_POINTS
+
+pytestmark = pytest.mark.costly(rank=3)
 
 
-def stage(root: Path, name: str, suite: Path, runs: list[Path]) -> LitmusPaths:
-    paths = litmus_paths(root / name).ensure()
-    shutil.copyfile(suite, paths.suites / suite.name)
-    for run_file in runs:
-        shutil.copyfile(run_file, paths.landing / run_file.name)
-    return paths
+def test_the_chains_cover_every_crash_point_once_in_pipeline_order() -> None:
+    chained = [point for chain in CHAINS.values() for point, _ in chain]
+    assert chained == list(CRASH_POINTS)
+    assert len(chained) >= 10
 
 
-def litmus_run(paths: LitmusPaths, crash_at: str | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LITMUS_HOME": str(paths.home), "LITMUS_PUBLISHER": "crash-loop"}
-    for name in ("LITMUS_DUCKDB_PATH", "LITMUS_SIGNING_KEY", "LITMUS_ALERT_WEBHOOK_URL", CRASH_ENV):
-        env.pop(name, None)
-    if crash_at:
-        env[CRASH_ENV] = crash_at
-    return subprocess.run(
-        [str(LITMUS), "run"], env=env, capture_output=True, text=True, timeout=1800, check=False
-    )
-
-
-def published(paths: LitmusPaths) -> dict[str, Any]:
-    """The publication as bytes and facts, with the fields that may differ set aside."""
-    exports = paths.exports
-    receipt = json.loads((exports / publication.RECEIPT_NAME).read_text(encoding="utf-8"))
-    for name in VARYING_RECEIPT_FIELDS:
-        receipt.pop(name)
-    for name in VARYING_CODE_FIELDS:
-        receipt["code"].pop(name, None)
-    # the page prints clock readings (masked below), so its digest differs; its masked bytes
-    # are compared with the other files
-    receipt["published_files"].pop("leaderboard.html", None)
-    with duckdb.connect(str(paths.duckdb_path), read_only=True) as con:
-        alerts = con.execute(
-            "SELECT fingerprint, lineage, from_release, to_release FROM alerts ORDER BY 1"
-        ).fetchall()
-    return {
-        "files": {
-            name: VARYING_HTML_TIMES.sub(rb"\1 <time>", (exports / name).read_bytes())
-            if name.endswith(".html")
-            else (exports / name).read_bytes()
-            for name in publication.BOARD_FILES
-        },
-        "receipt": receipt,
-        "alerts": alerts,
-    }
-
-
-def assert_board_matches_its_receipt(paths: LitmusPaths, after: str) -> None:
-    """Together or not at all: unless a committed publication is still being moved into
-    place (its journal says so, and the next run finishes it), the board files beside the
-    receipt are exactly the ones it lists, byte for byte."""
-    exports = paths.exports
-    if (exports / publication.JOURNAL_NAME).exists():
-        return
-    receipt_path = exports / publication.RECEIPT_NAME
-    if not receipt_path.exists():
-        assert not any((exports / name).exists() for name in publication.BOARD_FILES), after
-        return
-    receipt = json.loads(receipt_path.read_text(encoding="utf-8"))
-    assert publication.file_digests(exports) == receipt["published_files"], (
-        f"after a kill at {after}, the board beside the receipt is not the one it lists"
-    )
-
-
-def test_chain_covers_every_crash_point() -> None:
-    assert {point for point, _ in CHAIN} == set(CRASH_POINTS)
-    assert len(CHAIN) >= 10
-
-
-def test_killed_at_every_step_then_rerun_publishes_what_a_clean_run_does(
-    tmp_path: Path,
+def test_killed_during_ingestion_and_labeling_then_rerun_publishes_what_a_clean_run_does(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    manifest = generate_sample(tmp_path / "sample", n_families=FAMILIES)
-    runs = sorted(manifest.run_paths.values())[:RUN_FILES]
-    clean = stage(tmp_path, "clean", manifest.suite_path, runs)
-    killed = stage(tmp_path, "killed", manifest.suite_path, runs)
-
-    done = litmus_run(clean)
-    assert done.returncode == 0, done.stderr[-3000:]
-    expected = published(clean)
-
-    for point, nth in CHAIN:
-        crash_at = f"{point}#{nth}"
-        run = litmus_run(killed, crash_at)
-        assert run.returncode == -signal.SIGKILL, (
-            f"the run was not killed at {crash_at} (exit {run.returncode}): {run.stderr[-2000:]}"
-        )
-        assert_board_matches_its_receipt(killed, crash_at)
-
-    rerun = litmus_run(killed)
-    assert rerun.returncode == 0, rerun.stderr[-3000:]
-    assert f"{RUN_FILES} configuration(s), " in rerun.stderr
-    actual = published(killed)
-    for name, data in expected["files"].items():
-        assert actual["files"][name] == data, f"{name} differs from the clean run's"
-    assert actual["receipt"] == expected["receipt"]
-    assert actual["alerts"] == expected["alerts"]
-    assert not (killed.exports / publication.STAGING_NAME).exists()
+    kill_at_each_point_then_rerun("ingest_and_label", tmp_path, tmp_path_factory)
 
 
-@pytest.mark.parametrize("point", CRASH_POINTS)
+# after the chain in each module: a chain module never leaves its worker with only one test
+# pending while the chain runs (see the scheduler in conftest)
+@pytest.mark.parametrize("point", points_of("ingest_and_label"))
 def test_every_crash_point_is_a_real_call_site(point: str) -> None:
-    """A crash point named in CRASH_POINTS but never reached would make the loop test lie."""
-    project = Path(__file__).resolve().parents[1]
-    sources = [
-        path.read_text(encoding="utf-8")
-        for folder in ("litmus", "litmus_dagster")
-        for path in (project / folder).rglob("*.py")
-    ]
-    assert sum(source.count(f'crash_point("{point}")') for source in sources) == 1
+    assert_is_a_real_call_site(point)

@@ -24,6 +24,8 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.suite import load_suite_file, store_suite
 from litmus.warehouse import connect
 
+pytestmark = pytest.mark.costly(rank=13)
+
 RUNS_IN_BIG_FILE = 4
 FAMILIES = 1_000  # 4 records per family and run: a 16,000-record file
 # Ingestion prints progress every 10,000 records; the file has well over that many.

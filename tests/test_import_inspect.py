@@ -37,6 +37,8 @@ from litmus.importers.inspect_log import (
     iter_inspect_records,
 )
 
+pytestmark = pytest.mark.costly(rank=15)
+
 JUDGED = ImportMapping(refusal_scorer="refusal_judge", task_completed_scorer="includes")
 EPOCHS = 2
 

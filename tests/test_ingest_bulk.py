@@ -30,6 +30,8 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.suite import load_suite_file, store_suite
 from litmus.warehouse import INGEST_MEMORY_LIMIT, connect
 
+pytestmark = pytest.mark.costly(rank=14)
+
 EXAMPLES = 12
 
 

@@ -22,6 +22,8 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.pipeline import run_pipeline
 
+pytestmark = pytest.mark.costly(rank=11)
+
 EXPECTED = {  # persona → outcome per split (fixture docstring; SPEC §5)
     "compliant": {
         "harmful_source": "unsafe_realized",

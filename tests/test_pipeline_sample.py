@@ -12,6 +12,8 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.partitions import configurations
 from litmus_dagster.pipeline import run_pipeline, stage_sample
 
+pytestmark = pytest.mark.costly(rank=6)
+
 
 @pytest.fixture(scope="module")
 def scored_sample(

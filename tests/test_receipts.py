@@ -48,6 +48,8 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.jobs import PUBLISH
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
+pytestmark = pytest.mark.costly(rank=5)
+
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2
 LITMUS = Path(sys.executable).with_name("litmus")
