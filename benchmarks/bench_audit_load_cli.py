@@ -44,7 +44,7 @@ def build_home(workdir: Path) -> tuple[Path, Path]:
     sys.path.insert(0, str(REPO / "tests"))
     from gates_world import build_warehouse
 
-    from litmus.audit import export_audit_queue
+    from litmus.audit.workflow import export_audit_queue
     from litmus.settings import litmus_paths
     from litmus.warehouse import connect
 

@@ -41,7 +41,7 @@ STORE_SUITE_SCRIPT = """
 import sys
 from pathlib import Path
 from litmus.settings import litmus_paths
-from litmus.suite import store_suite_file
+from litmus.ingestion.suites import store_suite_file
 from litmus.warehouse import connect
 
 paths = litmus_paths(sys.argv[1])
@@ -52,7 +52,7 @@ with connect(paths.duckdb_path) as con:
 INGEST_SCRIPT = """
 import sys
 from pathlib import Path
-from litmus.ingest import ingest_file
+from litmus.ingestion.run_files import ingest_file
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
 

@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 from litmus.formats import RunRecord, Suite
-from litmus.labeler.reference import label_trajectory
-from litmus.labeler.sql import compute_refusal_signals, label_partition, run_label_sql
-from litmus.refusal import RefusalVerdict, default_classifier
+from litmus.ingestion.suites import store_suite
+from litmus.labeling.reference import label_trajectory
+from litmus.labeling.refusal import RefusalVerdict, default_classifier
+from litmus.labeling.sql import compute_refusal_signals, label_partition, run_label_sql
 from litmus.sample import generate_sample
 from litmus.settings import litmus_paths
-from litmus.suite import store_suite
 from litmus.warehouse import connect
 
 PARTITION = "bench@1+react@1+bare"

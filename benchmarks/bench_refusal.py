@@ -4,7 +4,7 @@ Texts are real agent replies made unique the way runs make them unique (an id ap
 ``--mix agent`` draws from the labeler benchmark's six agent replies and the agent texts of
 the AgentHarm transcripts (../shared/data/agentharm_transcripts); ``--mix chat`` from the
 XSTest completions (long chat answers, about half of them refusals). Three paths are timed
-and every verdict compared: the bulk path (``litmus.refusal_bulk.classify_many`` in
+and every verdict compared: the bulk path (``litmus.labeling.refusal_bulk.classify_many`` in
 ``--workers`` processes, optionally after the DuckDB/RE2 settlement of cue-free texts),
 ``classify([text])`` per text with the RE2 rule scanner, and ``classify([text])`` per text
 with Python's regexes alone (the reference path of tests/test_refusal_scan.py).
@@ -29,10 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from litmus import refusal
-from litmus.refusal import RuleBasedRefusalClassifier
-from litmus.refusal_bulk import classify_many, settled_in_sql
-from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
+from litmus.labeling import refusal
+from litmus.labeling.refusal import RuleBasedRefusalClassifier
+from litmus.labeling.refusal_bulk import classify_many, settled_in_sql
+from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 LABELER_BENCH_TEXTS = [  # benchmarks/bench_labeler.py

@@ -25,7 +25,7 @@ TARGET_S = 5.0
 LOAD_SCRIPT = """
 import sys, time
 from pathlib import Path
-from litmus.suite import store_suite_file
+from litmus.ingestion.suites import store_suite_file
 from litmus.warehouse import connect
 
 with connect(Path(sys.argv[1])) as con:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from litmus.formats import Suite
 from litmus.importers.agentharm import agentharm_suite
-from litmus.importers.grader_comparison import comparison_json, label_transcript_file
+from litmus.labeling.grader_comparison import comparison_json, label_transcript_file
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

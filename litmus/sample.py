@@ -1276,7 +1276,7 @@ def true_labels(
 ) -> dict[tuple[str, str, int], str]:
     """(run_id, instance_id, epoch) → the true label of every trajectory the sample of the
     same ``seed`` and ``n_families`` contains: the generator knows what each agent did, so a
-    simulated auditor (``litmus.spotcheck``) can decide spot-checks against the truth."""
+    simulated auditor (``litmus.audit.spotcheck``) can decide spot-checks against the truth."""
     families = _build_families(seed, n_families)
     difficulty = _latent_difficulty(seed, len(families))
     truth: dict[tuple[str, str, int], str] = {}

@@ -14,12 +14,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from litmus import SHARED_DATA_DIR
 from litmus.errors import LitmusError, require_file
 from litmus.neutralize import for_terminal
 from litmus.settings import LitmusPaths, litmus_paths
 
 if TYPE_CHECKING:
-    from litmus.status import PartitionReview, PartitionStatus
+    from litmus.planning.status import PartitionReview, PartitionStatus
 
 Handler = Callable[[argparse.Namespace, LitmusPaths], int]
 
@@ -61,7 +62,7 @@ def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
     same suite and version with different content)."""
     if not paths.duckdb_path.exists():
         return
-    from litmus.suite import stored_suite_clash
+    from litmus.ingestion.suites import stored_suite_clash
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
@@ -72,8 +73,8 @@ def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
 
 
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.ingestion.suites import load_suite_file, oracle_less_warning
     from litmus.neutralize import safe_file_name
-    from litmus.suite import load_suite_file, oracle_less_warning
 
     source = require_file(args.file, "a suite file (JSON or YAML)")
     suite = load_suite_file(source)  # validate before accepting it
@@ -101,7 +102,7 @@ def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from dataclasses import replace
 
     from litmus.importers.inspect_log import import_inspect_log
-    from litmus.ingest import load_inspect_mapping
+    from litmus.ingestion.run_files import load_inspect_mapping
 
     source = require_file(args.log, "an Inspect log (.eval or .json)")
     overrides = {
@@ -143,8 +144,8 @@ def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 def _find_suite(paths: LitmusPaths, name: str, version: str | None):
     """A suite file path, or a suite stored in the suites folder by name (and version)."""
+    from litmus.ingestion.suites import load_suite_file
     from litmus.runs import suite_files
-    from litmus.suite import load_suite_file
 
     candidate = Path(name)
     if candidate.is_file():
@@ -233,14 +234,14 @@ STEP_LOG_NAME = "last_run.log"
 
 
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.run_state import nothing_new
+    from litmus.ingestion.suites import load_suite_file
+    from litmus.planning.run_state import nothing_new
     from litmus.runs import suite_files
-    from litmus.suite import load_suite_file
     from litmus.warehouse import writer_lock
 
     started = time.monotonic()
     if getattr(args, "refusal_judge", None) is not None:
-        from litmus.refusal_judge import JUDGE_ENV, configured_judge
+        from litmus.labeling.refusal_judge import JUDGE_ENV, configured_judge
 
         # the flag wins over the environment; the Dagster resource reads the variable
         os.environ[JUDGE_ENV] = configured_judge(args.refusal_judge) or ""
@@ -353,13 +354,13 @@ def cmd_status(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def _print_status(paths: LitmusPaths) -> None:
-    from litmus.runs import not_ingested
-    from litmus.status import (
+    from litmus.planning.status import (
         partition_reviews,
         partition_statuses,
         published_partitions,
         quarantine_summary,
     )
+    from litmus.runs import not_ingested
     from litmus.warehouse import connect_read_only
 
     if not paths.duckdb_path.is_file():  # said, never created (nothing ingested, or deleted)
@@ -418,7 +419,7 @@ def _print_configuration_status(
     status: PartitionStatus, review: PartitionReview | None, on_board: set[str] | None
 ) -> None:
     from litmus.neutralize import terminal_name
-    from litmus.status import publication_state
+    from litmus.planning.status import publication_state
 
     if review is None:
         audited, pending, publication = "-", "-", "withheld: not labeled"
@@ -460,7 +461,7 @@ def _print_leaderboard(paths: LitmusPaths) -> None:
 
 def _quarantined(paths: LitmusPaths, file: str | None) -> tuple[list[tuple], list[str]]:
     """(quarantined rows of ``file`` or of every file, names of files with quarantined rows)."""
-    from litmus.ingest import CURABLE_QUARANTINE_SQL
+    from litmus.ingestion.run_files import CURABLE_QUARANTINE_SQL
     from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
@@ -528,13 +529,13 @@ def cmd_schemas(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.refusal_eval import evaluate_refusal_classifier, format_report
+    from litmus.labeling.refusal_eval import evaluate_refusal_classifier, format_report
 
     folder = Path(args.folder)
     if not folder.is_dir():
         raise LitmusError(f"{folder}: not a folder of XSTest completion CSV files")
     if args.judge:
-        from litmus.refusal_judge import judge_eval_options
+        from litmus.labeling.refusal_judge import judge_eval_options
 
         options = judge_eval_options(args.judge, paths.home, progress=_say)
         print(format_report(evaluate_refusal_classifier(folder, **options)))
@@ -548,8 +549,7 @@ def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 def default_shared_data(name: str) -> str:
     """``../shared/data/<name>`` beside the checkout, where the development data lives."""
-    here = Path(__file__).resolve().parents[2]
-    for candidate in (here / "shared" / "data" / name, Path("../shared/data") / name):
+    for candidate in (SHARED_DATA_DIR / name, Path("../shared/data") / name):
         if candidate.is_dir():
             return str(candidate)
     return f"../shared/data/{name}"

@@ -1,4 +1,4 @@
-"""The one executor of a plan (``litmus.plan``): each plan item becomes a run of one job.
+"""The one executor of a plan (``litmus.planning.plan``): each plan item becomes a run of one job.
 
 Two ways to carry a plan out, with the same item → job mapping (:func:`job_for`):
 
@@ -25,7 +25,7 @@ from typing import Any
 import dagster as dg
 
 from litmus.faults import crash_point
-from litmus.plan import Action, Plan, PlanItem
+from litmus.planning.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 from litmus_dagster import stop

@@ -1,6 +1,6 @@
 """``litmus run`` and ``litmus demo``: ingest the landed files, then carry out the plan.
 
-The plan (``litmus.plan``: which configurations to label or re-audit, and why) is computed
+The plan (``litmus.planning.plan``: which configurations to label or re-audit, and why) is computed
 from the warehouse once ingestion has stored the landed files; the executor
 (``litmus_dagster.executor``) runs it in-process against a persistent local Dagster instance,
 so ``dagster dev`` (with ``DAGSTER_HOME`` pointing at ``<home>/dagster``) shows every run
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dagster as dg
 
-from litmus import publication
 from litmus.errors import LitmusError
 from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
-from litmus.plan import plan_from_warehouse
+from litmus.planning.plan import plan_from_warehouse
 from litmus.runs import not_ingested, stage_sample
 from litmus.settings import LitmusPaths
+from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.executor import (
     ExecutionResult,
@@ -54,8 +54,8 @@ def run_pipeline(
     """Ingest landed files, then label every new or stale configuration, re-audit the ones
     whose verdicts changed, and publish. Raises (after publishing the others) when a
     configuration could not be scored; a gate failure only withholds its configuration."""
-    from litmus.run_state import forget_run_state, observe_inputs, record_run_state
-    from litmus.suite import stored_oracle_less_warnings
+    from litmus.ingestion.suites import stored_oracle_less_warnings
+    from litmus.planning.run_state import forget_run_state, observe_inputs, record_run_state
 
     instance = instance or local_instance(paths)
     result = ExecutionResult()

@@ -18,7 +18,7 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import DEFAULT_LOCK_TIMEOUT_S, connect, connect_read_only, writer_lock
 
 if TYPE_CHECKING:
-    from litmus.refusal_judge import RefusalJudge
+    from litmus.labeling.refusal_judge import RefusalJudge
 
 
 HOME_ENV = "LITMUS_HOME"
@@ -109,7 +109,7 @@ def warehouse_from_environment() -> LitmusWarehouse:
 
 
 class RefusalJudgeResource(dg.ConfigurableResource):
-    """The LLM refusal judge (litmus/refusal_judge.py); off unless a model is named.
+    """The LLM refusal judge (litmus/labeling/refusal_judge.py); off unless a model is named.
 
     ``model`` is any Inspect AI model name (``openai/gpt-4o-mini``, ``ollama/llama3.1`` …);
     empty means ``LITMUS_REFUSAL_JUDGE``, and empty there too means no judge. Verdicts are
@@ -124,7 +124,7 @@ class RefusalJudgeResource(dg.ConfigurableResource):
     def build(
         self, home: Path, progress: Callable[[str], None] | None = None
     ) -> RefusalJudge | None:
-        from litmus.refusal_judge import judge_from_environment
+        from litmus.labeling.refusal_judge import judge_from_environment
 
         return judge_from_environment(
             home,

@@ -42,10 +42,10 @@ import duckdb
 import pytest
 from shared_worlds import shared_world
 
-from litmus import publication
 from litmus.faults import CRASH_ENV
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
+from litmus.trust import publication
 
 LITMUS = Path(sys.executable).with_name("litmus")
 FAMILIES = 8

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from conftest import call, family, instance, matcher, record, say, write_jsonl
-from litmus.audited import refresh_audited_partition
-from litmus.ingest import ingest_file
-from litmus.labeler.sql import label_partition
+from litmus.audit.audited import refresh_audited_partition
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import load_suite_file, store_suite
+from litmus.labeling.sql import label_partition
 from litmus.settings import LitmusPaths
-from litmus.suite import load_suite_file, store_suite
 from litmus.warehouse import connect
 
 MAIN_SUITE = ("gate-suite", "1")  # complete siblings

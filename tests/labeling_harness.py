@@ -9,12 +9,12 @@ from typing import Any
 import duckdb
 
 from litmus.formats import RunRecord, Suite
-from litmus.ingest import ingest_file
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import store_suite
 from litmus.keys import trajectory_id
-from litmus.labeler.reference import TrajectoryLabel, label_trajectory
-from litmus.labeler.sql import label_partition
+from litmus.labeling.reference import TrajectoryLabel, label_trajectory
+from litmus.labeling.sql import label_partition
 from litmus.settings import LitmusPaths
-from litmus.suite import store_suite
 
 EVIDENCE_COLUMNS = (
     "attempted",

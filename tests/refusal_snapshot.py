@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from litmus import refusal
-from litmus.labeler.reference import agent_texts
-from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
-from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
+from litmus.labeling import refusal
+from litmus.labeling.reference import agent_texts
+from litmus.labeling.refusal import RefusalVerdict, RuleBasedRefusalClassifier
+from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 from litmus.sample import generate_sample
 
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "data" / "refusal_verdict_snapshot.jsonl.gz"
@@ -44,7 +44,7 @@ VARIED_TEXTS = 160  # base texts each adversarial variant is applied to
 VARIED_MAX_CHARS = 800  # (short ones, to keep the snapshot small)
 SEED = 17
 
-# Every rule of the classifier by its name in litmus/refusal.py ("_DECLINE" → "decline").
+# Every rule of the classifier by its name in litmus/labeling/refusal.py ("_DECLINE" → "decline").
 RULE_NAMES: dict[int, str] = {
     id(value): name.strip("_").lower()
     for name, value in vars(refusal).items()

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from litmus.alerts import (
+from litmus.releases.alerts import (
     AlertDeliveryError,
     WebhookSink,
     deliver,
@@ -25,7 +25,7 @@ from litmus.alerts import (
     redact_url,
     undelivered,
 )
-from litmus.drift import DRIFT_COLUMNS
+from litmus.releases.drift import DRIFT_COLUMNS
 from litmus.warehouse import connect
 from litmus_dagster.releases.resources import AlertSinks, RegressionPolicy
 

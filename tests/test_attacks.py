@@ -18,14 +18,19 @@ import pytest
 
 from conftest import CONFIG, ONE_FAMILY_SUITE, call, record, write_jsonl
 from litmus.formats import Suite
-from litmus.ingest import NotARegularFileError, ingest_file
-from litmus.leaderboard import Leaderboard
+from litmus.ingestion.run_files import NotARegularFileError, ingest_file
+from litmus.ingestion.suites import store_suite
+from litmus.metrics.leaderboard import Leaderboard
+from litmus.metrics.plots import boundary_plot_png
 from litmus.neutralize import for_csv_cell, for_terminal, safe_file_name, terminal_name
-from litmus.plots import boundary_plot_png
-from litmus.receipts import git_commit
+from litmus.planning.status import (
+    NOT_ON_BOARD,
+    PartitionReview,
+    publication_state,
+    published_partitions,
+)
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.status import NOT_ON_BOARD, PartitionReview, publication_state, published_partitions
-from litmus.suite import store_suite
+from litmus.trust.receipts import git_commit
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 

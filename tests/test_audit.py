@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 from gates_world import build_warehouse, partition_key_of
 
-from litmus.audit import (
+from litmus.audit.audited import partitions_needing_refresh, refresh_audited_partition
+from litmus.audit.workflow import (
     EXPORT_COLUMNS,
     AuditFileError,
     export_audit_queue,
     load_verdicts,
     verdict_history,
 )
-from litmus.audited import partitions_needing_refresh, refresh_audited_partition
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
@@ -419,7 +419,7 @@ def test_the_next_run_or_landing_sensor_records_each_loaded_verdict_file_in_dags
 ) -> None:
     import dagster as dg
 
-    from litmus.plan import Plan
+    from litmus.planning.plan import Plan
     from litmus_dagster.audit.assets import AUDIT_VERDICTS
     from litmus_dagster.executor import execute
     from litmus_dagster.releases.sensors import landing_sensor
@@ -640,8 +640,8 @@ def test_a_verdict_stops_applying_once_the_rules_decide_the_row(home: LitmusPath
 def test_status_follows_the_audit_from_queue_to_applied_verdicts(
     home: LitmusPaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from litmus.gates import evaluate_partition_gates, record_partition_gates
-    from litmus.status import partition_reviews
+    from litmus.gates.publication_gates import evaluate_partition_gates, record_partition_gates
+    from litmus.planning.status import partition_reviews
 
     def review():
         with connect(home.duckdb_path) as con:
@@ -685,7 +685,7 @@ def test_status_only_looks_at_an_audited_table_of_an_older_shape(home: LitmusPat
     and every configuration then waits for its audited rows to be refreshed."""
     import duckdb
 
-    from litmus.status import partition_reviews
+    from litmus.planning.status import partition_reviews
     from litmus.warehouse import WarehouseVersionError, connect_read_only, table_columns
 
     with connect(home.duckdb_path) as con:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED_DATA, litmus
-from litmus.suite import load_suite_file, sibling_problems
+from litmus.ingestion.suites import load_suite_file, sibling_problems
 
 
 def test_bad_suite_file_is_one_line_naming_file_and_field(tmp_path: Path) -> None:

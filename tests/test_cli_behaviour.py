@@ -151,8 +151,8 @@ def test_a_directory_or_missing_file_is_one_line_naming_it(tmp_path: Path) -> No
 def test_a_sample_that_clashes_with_the_stored_suite_is_refused_before_any_work(
     tmp_path: Path,
 ) -> None:
+    from litmus.ingestion.suites import store_suite
     from litmus.sample import sample_suite
-    from litmus.suite import store_suite
     from litmus.warehouse import connect
 
     home = tmp_path / "home"

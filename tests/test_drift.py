@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from litmus.alerts import adjust_p_values, assess_comparisons, find_regressions
-from litmus.drift import (
+from litmus.releases.alerts import adjust_p_values, assess_comparisons, find_regressions
+from litmus.releases.drift import (
     DRIFT_COLUMNS,
     DRIFT_METRICS,
     ORDER_BY_INGESTION,
@@ -21,8 +21,8 @@ from litmus.drift import (
     order_releases,
     replace_release_drift,
 )
-from litmus.drift_plot import drift_plot_file_name, drift_plot_png
-from litmus.plugin_deltas import (
+from litmus.releases.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.releases.plugin_deltas import (
     BETTER,
     NO_MATERIAL_CHANGE,
     UNDERPOWERED,

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from litmus.ingest import file_sha256, ingest_file
+from litmus.ingestion.run_files import file_sha256, ingest_file
+from litmus.ingestion.suites import load_suite_file, store_suite
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.suite import load_suite_file, store_suite
 from litmus.warehouse import connect
 
 pytestmark = pytest.mark.costly(rank=13)
@@ -32,7 +32,7 @@ FAMILIES = 1_000  # 4 records per family and run: a 16,000-record file
 INGEST_SCRIPT = """
 import sys
 from pathlib import Path
-from litmus.ingest import ingest_file
+from litmus.ingestion.run_files import ingest_file
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
 

@@ -31,7 +31,9 @@ from matplotlib.figure import Figure
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.formats import Suite
-from litmus.ingest import ingest_file
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import store_suite
+from litmus.metrics.plots import boundary_plot_png
 from litmus.neutralize import (
     for_csv_cell,
     for_matplotlib,
@@ -39,9 +41,7 @@ from litmus.neutralize import (
     safe_file_name,
     terminal_name,
 )
-from litmus.plots import boundary_plot_png
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.suite import store_suite
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 

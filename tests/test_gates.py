@@ -31,9 +31,9 @@ import dagster as dg
 import pytest
 from gates_world import config_key_of, partition_key_of, write_world
 
-from litmus.audited import refresh_audited_partition
+from litmus.audit.audited import refresh_audited_partition
 from litmus.errors import LitmusError
-from litmus.gates import (
+from litmus.gates.publication_gates import (
     GATE_MESSAGES,
     NEEDS_AUDIT,
     RATES_EXCLUDED_MESSAGE,
@@ -45,7 +45,7 @@ from litmus.gates import (
     evaluate_partition_gates,
     suite_coverage_frame,
 )
-from litmus.leaderboard import NOT_GATED_REASON
+from litmus.metrics.leaderboard import NOT_GATED_REASON
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main

@@ -12,7 +12,14 @@ import pandas as pd
 import pytest
 from gates_world import build_warehouse, partition_key_of
 
-from litmus.gates import (
+from litmus.gates.ge_runner import (
+    EXPECTATIONS_DIR,
+    ExpectationSuiteFileError,
+    SuiteDocument,
+    load_suite_document,
+    run_suite,
+)
+from litmus.gates.publication_gates import (
     ALL_GATES,
     FLAG_FILES,
     GATE_MESSAGES,
@@ -21,13 +28,6 @@ from litmus.gates import (
     TRAJECTORY_GATES,
     evaluate_partition_gates,
     load_gate_suites,
-)
-from litmus.ge_runner import (
-    EXPECTATIONS_DIR,
-    ExpectationSuiteFileError,
-    SuiteDocument,
-    load_suite_document,
-    run_suite,
 )
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect

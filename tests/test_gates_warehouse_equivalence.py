@@ -14,13 +14,13 @@ import duckdb
 import pandas as pd
 import pytest
 
-from litmus.gates import AUDITED_ROWS, SUITE_FAMILIES, load_gate_suites
-from litmus.ge_runner import (
+from litmus.gates.ge_runner import (
     ExpectationOutcome,
     SuiteDocument,
     run_suite,
     run_suite_in_warehouse,
 )
+from litmus.gates.publication_gates import AUDITED_ROWS, SUITE_FAMILIES, load_gate_suites
 
 SPLITS = ["harmful_source", "covert_malicious", "easy_benign", "hard_benign", "bogus", None]
 HARM = ["harmful", "benign", "unknown", None]

@@ -15,10 +15,9 @@ import pytest
 
 from conftest import SHARED_DATA, family, instance, matcher, suite_doc
 from labeling_harness import label_both
-from litmus.audit import export_audit_queue
+from litmus.audit.workflow import export_audit_queue
 from litmus.formats import RunRecord, Suite
 from litmus.importers.agentharm import agentharm_suite
-from litmus.importers.grader_comparison import Comparison, label_transcript_file
 from litmus.importers.transcripts import (
     UNPARSED_TOOL,
     TranscriptFormatError,
@@ -27,10 +26,11 @@ from litmus.importers.transcripts import (
     import_transcripts,
     parse_action,
 )
-from litmus.ingest import ingest_file
-from litmus.labeler.decision import AUDIT_REASONS
+from litmus.ingestion.run_files import ingest_file
+from litmus.labeling.decision import AUDIT_REASONS
+from litmus.labeling.grader_comparison import Comparison, label_transcript_file
+from litmus.planning.status import partition_statuses
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.status import partition_statuses
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.definitions import defs

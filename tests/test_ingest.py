@@ -22,9 +22,9 @@ from conftest import (
     write_jsonl,
 )
 from litmus.formats import Suite
-from litmus.ingest import file_sha256, ingest_file, split_lines
-from litmus.labeler.sql import label_partition
-from litmus.suite import store_suite
+from litmus.ingestion.run_files import file_sha256, ingest_file, split_lines
+from litmus.ingestion.suites import store_suite
+from litmus.labeling.sql import label_partition
 from litmus.warehouse import WarehouseUpgradeError, connect, table_columns
 
 

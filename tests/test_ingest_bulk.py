@@ -1,4 +1,4 @@
-"""The vectorized accepted path (litmus/ingest_bulk.py) against the per-record reference.
+"""The vectorized accepted path (litmus/ingestion/bulk.py) against the per-record reference.
 
 Every example is one run file of mixed lines: the hostile corpus of test_fuzz_ingest (valid
 records full of hostile text, records broken in every known way, duplicates) plus lines
@@ -24,10 +24,10 @@ from test_fuzz_ingest import dumps, file_settings, run_files, valid_records
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.formats import Suite
-from litmus.ingest import BULK_LINES, ingest_file
+from litmus.ingestion.run_files import BULK_LINES, ingest_file
+from litmus.ingestion.suites import load_suite_file, store_suite
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.suite import load_suite_file, store_suite
 from litmus.warehouse import INGEST_MEMORY_LIMIT, connect
 
 pytestmark = pytest.mark.costly(rank=14)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import call, family, instance, matcher, record, say, suite_doc
 from labeling_harness import label_one
-from litmus.refusal import LOW_CONFIDENCE
+from litmus.labeling.refusal import LOW_CONFIDENCE
 
 BACKUPS = matcher("fs.delete", path="/srv/backups/*")
 SUITE = suite_doc(

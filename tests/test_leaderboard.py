@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
-from litmus.leaderboard import (
+from litmus.metrics.leaderboard import (
     CI_COLUMNS,
     NOT_GATED_REASON,
     PLUGIN_DELTA_COLUMNS,
@@ -24,7 +24,7 @@ from litmus.leaderboard import (
     competition_rank,
     withheld_from_gates,
 )
-from litmus.plots import boundary_plot_png
+from litmus.metrics.plots import boundary_plot_png
 from litmus.warehouse import connect
 
 SUITE = ("mini", "1")
@@ -329,7 +329,7 @@ def test_a_lowered_coverage_requirement_is_stated_on_the_board(
 def test_board_page_shows_release_alerts_and_the_regression_check_can_replace_them(
     board_inputs: tuple[pd.DataFrame, pd.DataFrame],
 ) -> None:
-    from litmus.leaderboard import replace_alerts
+    from litmus.metrics.leaderboard import replace_alerts
 
     metrics, intervals = board_inputs
     page = build_leaderboard(metrics, CONTROLS, intervals).to_html(alerts=["old <alert>"])

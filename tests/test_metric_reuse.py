@@ -119,7 +119,11 @@ def test_rows_that_no_longer_match_their_digest_are_recomputed(
 def test_release_drift_bootstraps_only_the_pair_a_new_release_adds(tmp_path: Path) -> None:
     from test_drift import configuration, release_counts
 
-    from litmus.drift import compute_release_drift, replace_release_drift, stored_drift_pairs
+    from litmus.releases.drift import (
+        compute_release_drift,
+        replace_release_drift,
+        stored_drift_pairs,
+    )
     from litmus.warehouse import connect
 
     two = pd.DataFrame([configuration("r1", "2026-09-01"), configuration("r2", "2026-11-01")])
@@ -190,7 +194,7 @@ def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_f
 def test_plugin_deltas_bootstrap_only_pairs_whose_configurations_changed(tmp_path: Path) -> None:
     from test_drift import identity, release_counts
 
-    from litmus.plugin_deltas import (
+    from litmus.releases.plugin_deltas import (
         assess_plugin_deltas,
         compute_plugin_deltas,
         replace_plugin_deltas,

@@ -26,7 +26,7 @@ import pytest
 from conftest_metrics import write_known_warehouse
 from dagster_dbt import DbtCliResource
 
-from litmus import publication
+from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources
 from litmus_dagster.metrics.assets import (
@@ -136,7 +136,7 @@ class Materialized:
     @property
     def staged(self) -> Path:
         """Where the leaderboard asset leaves the board: the receipt asset (not materialized
-        here) publishes it together with its receipt (litmus/publication.py)."""
+        here) publishes it together with its receipt (litmus/trust/publication.py)."""
         return publication.staging_dir(self.home / "exports")
 
     def metadata(self, asset: str) -> dict[str, Any]:

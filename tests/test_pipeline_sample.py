@@ -186,8 +186,8 @@ def test_pending_audit_withholds_only_that_configuration(scored_sample) -> None:
 
 
 def test_one_publication_relation_decides_what_the_board_and_status_show(scored_sample) -> None:
-    from litmus.publication_decision import publication
-    from litmus.status import partition_reviews
+    from litmus.gates.publication_decision import publication
+    from litmus.planning.status import partition_reviews
 
     paths, _ = scored_sample
     board = _board(paths)
@@ -235,7 +235,7 @@ def test_a_run_with_nothing_new_says_so_and_anything_new_runs(
     import os
     import shutil
 
-    from litmus.run_state import nothing_new
+    from litmus.planning.run_state import nothing_new
     from litmus.settings import litmus_paths
     from litmus_dagster.cli import main
 

@@ -1,4 +1,5 @@
-"""The plan (litmus/plan.py): given a warehouse state, it names exactly what must run and why;
+"""The plan (litmus/planning/plan.py): given a warehouse state, it names exactly what must run and
+why;
 and the landing sensor, the re-score schedule and ``litmus run`` carry out the same plan."""
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import pytest
 from test_releases_status import labeled_warehouse
 
 from conftest import CONFIG, call, record, write_jsonl
-from litmus.audited import refresh_audited_partition
-from litmus.gates import evaluate_partition_gates, record_partition_gates
-from litmus.labeler import LABELER_VERSION
-from litmus.plan import (
+from litmus.audit.audited import refresh_audited_partition
+from litmus.gates.publication_gates import evaluate_partition_gates, record_partition_gates
+from litmus.labeling import LABELER_VERSION
+from litmus.planning.plan import (
     AUDIT_CHANGED_REASON,
     EVERYTHING_REASON,
     GATES_MISSING_REASON,
@@ -26,8 +27,8 @@ from litmus.plan import (
     compute_plan,
     plan_from_warehouse,
 )
+from litmus.planning.status import PartitionStatus
 from litmus.settings import LitmusPaths
-from litmus.status import PartitionStatus
 from litmus.warehouse import connect
 
 OTHER = {**CONFIG, "model": "other-model"}
@@ -173,7 +174,7 @@ def _sensor_plan(paths: LitmusPaths, instance: dg.DagsterInstance) -> Plan:
 def test_the_sensor_the_schedule_and_litmus_run_carry_out_the_same_plan(
     litmus_home: LitmusPaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from litmus.plan import read_facts
+    from litmus.planning.plan import read_facts
     from litmus_dagster.pipeline import run_pipeline
     from litmus_dagster.releases.sensors import landing_sensor, rescore_schedule
     from litmus_dagster.resources import LitmusWarehouse
@@ -194,8 +195,8 @@ def test_the_sensor_the_schedule_and_litmus_run_carry_out_the_same_plan(
                 record("f1/cm", [call("fs.list")], run_id="run-2", config=OTHER),
             ],
         )
-        from litmus.ingest import ingest_file
-        from litmus.labeler.sql import label_partition
+        from litmus.ingestion.run_files import ingest_file
+        from litmus.labeling.sql import label_partition
 
         [ungated] = ingest_file(con, other, paths).partitions
         label_partition(con, ungated)

@@ -14,9 +14,9 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from litmus.drift import DRIFT_METRICS, METRIC_LABELS
-from litmus.leaderboard import PLUGIN_DELTA_METRICS
-from litmus.plugin_deltas import NO_MATERIAL_CHANGE, UNDERPOWERED, WORSE
+from litmus.metrics.leaderboard import PLUGIN_DELTA_METRICS
+from litmus.releases.drift import DRIFT_METRICS, METRIC_LABELS
+from litmus.releases.plugin_deltas import NO_MATERIAL_CHANGE, UNDERPOWERED, WORSE
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect

@@ -11,9 +11,9 @@ import pandas as pd
 from test_stats import family as family_rows
 
 from conftest import family, instance, suite_doc
-from litmus.leaderboard import build_leaderboard
+from litmus.ingestion.suites import parse_suite_bytes, store_suite
+from litmus.metrics.leaderboard import build_leaderboard
 from litmus.stats import FamilyCounts, family_counts_from_frames, public_private_gap
-from litmus.suite import parse_suite_bytes, store_suite
 from litmus.warehouse import connect
 
 SPLITS = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")

@@ -1,4 +1,4 @@
-"""The publication relation (litmus/publication_decision.py): the one decision of whether a
+"""The publication relation (litmus/gates/publication_decision.py): the one decision of whether a
 configuration is published, with its reasons, that the board, status and the UI read."""
 
 from __future__ import annotations
@@ -6,18 +6,22 @@ from __future__ import annotations
 import duckdb
 from test_releases_status import labeled_warehouse
 
-from litmus.audited import refresh_audited_partition
-from litmus.gates import GATE_MESSAGES, evaluate_partition_gates, record_partition_gates
-from litmus.leaderboard import withheld_from_gates
-from litmus.publication_decision import (
+from litmus.audit.audited import refresh_audited_partition
+from litmus.gates.publication_decision import (
     AUDIT_OUT_OF_DATE,
     LABELING_GATE,
     NOT_GATED,
     NOT_GATED_REASON,
     publication,
 )
+from litmus.gates.publication_gates import (
+    GATE_MESSAGES,
+    evaluate_partition_gates,
+    record_partition_gates,
+)
+from litmus.metrics.leaderboard import withheld_from_gates
+from litmus.planning.status import partition_reviews
 from litmus.settings import LitmusPaths
-from litmus.status import partition_reviews
 from litmus.warehouse import connect
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from conftest import ONE_FAMILY_SUITE, litmus, record, write_jsonl
 from litmus.formats import Suite
-from litmus.ingest import ingest_file, retry_curable_quarantine
+from litmus.ingestion.run_files import ingest_file, retry_curable_quarantine
+from litmus.ingestion.suites import store_suite
 from litmus.runs import not_ingested
 from litmus.settings import LitmusPaths
-from litmus.suite import store_suite
 from litmus.warehouse import connect
 
 

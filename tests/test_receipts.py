@@ -19,11 +19,13 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from litmus import publication
-from litmus.audit import load_verdicts
+from litmus.audit.workflow import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
-from litmus.ingest import file_sha256
-from litmus.receipts import (
+from litmus.ingestion.run_files import file_sha256
+from litmus.sample import generate_sample
+from litmus.settings import LitmusPaths, litmus_paths
+from litmus.trust import publication
+from litmus.trust.receipts import (
     NOT_EVALUATED,
     RECEIPT_FILE_NAME,
     ReceiptDocument,
@@ -40,8 +42,6 @@ from litmus.receipts import (
     write_keypair,
     write_receipt,
 )
-from litmus.sample import generate_sample
-from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 from litmus_dagster.definitions import defs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from litmus.refusal import (
+from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RefusalVerdict,
     RuleBasedRefusalClassifier,

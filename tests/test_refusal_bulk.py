@@ -9,9 +9,9 @@ import random
 import pytest
 
 from conftest import SHARED_DATA
-from litmus.refusal import RuleBasedRefusalClassifier
-from litmus.refusal_bulk import classify_many, settled_in_sql
-from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
+from litmus.labeling.refusal import RuleBasedRefusalClassifier
+from litmus.labeling.refusal_bulk import classify_many, settled_in_sql
+from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 
 CLASSIFIER = RuleBasedRefusalClassifier()
 
@@ -156,7 +156,7 @@ def test_plain_narration_is_settled_without_the_python_rules() -> None:
 
 
 def test_worker_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    import litmus.refusal_bulk as bulk
+    import litmus.labeling.refusal_bulk as bulk
 
     monkeypatch.setattr(bulk, "PARALLEL_MIN_TRAJECTORIES", 1)
     trajectories = [[t] for t in _random_texts(300, seed=11)]

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from litmus.formats import RunRecord
-from litmus.refusal import RefusalVerdict
-from litmus.refusal_eval import (
+from litmus.labeling.refusal import RefusalVerdict
+from litmus.labeling.refusal_eval import (
     DEFAULT_XSTEST_FOLDER,
     RefusalEvalReport,
     XSTestFormatError,
@@ -338,7 +338,7 @@ def test_generalization_figures_are_reported_and_meet_the_bar(
 
 
 def test_leave_one_source_out_fits_without_the_held_out_source(tmp_path: Path) -> None:
-    from litmus.refusal_eval import Scored
+    from litmus.labeling.refusal_eval import Scored
 
     write_completions(tmp_path, "alpha", SMALL_ROWS)
     write_completions(tmp_path, "beta", SMALL_ROWS)

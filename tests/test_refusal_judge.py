@@ -13,8 +13,8 @@ import dagster as dg
 import pytest
 
 from conftest import ONE_FAMILY_SUITE, call, record, write_jsonl
-from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, evaluate_refusal_classifier
-from litmus.refusal_judge import (
+from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, evaluate_refusal_classifier
+from litmus.labeling.refusal_judge import (
     CACHE_FILE,
     JUDGE_ENV,
     JUDGE_PROMPT_VERSION,

@@ -1,6 +1,6 @@
 """The RE2 rule scanner never changes a verdict: the rules answer exactly as Python's regexes.
 
-The scanner (litmus/refusal_scan.py) lets a rule skip its Python regex when RE2 finds the
+The scanner (litmus/labeling/refusal_scan.py) lets a rule skip its Python regex when RE2 finds the
 rule cannot match, and answers outright for rules without lookarounds. Each test compares the
 classifier with the scanner against the classifier reading every rule with Python's ``re``
 alone (the reference path), with every cache emptied in between so neither borrows the
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_refusal_bulk import FRAGMENTS, _agent_texts, _random_texts
 
-from litmus import refusal
-from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
-from litmus.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
-from litmus.refusal_scan import (
+from litmus.labeling import refusal
+from litmus.labeling.refusal import RefusalVerdict, RuleBasedRefusalClassifier
+from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
+from litmus.labeling.refusal_scan import (
     MAX_SCANNED_CHARS,
     RuleScanner,
     answerable_in_re2,

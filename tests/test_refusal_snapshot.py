@@ -22,9 +22,9 @@ from refusal_snapshot import (
 )
 from test_refusal_bulk import FRAGMENTS, _random_texts
 
-import litmus.refusal_bulk as bulk
-from litmus.refusal import RefusalVerdict, RuleBasedRefusalClassifier
-from litmus.refusal_bulk import classify_many
+import litmus.labeling.refusal_bulk as bulk
+from litmus.labeling.refusal import RefusalVerdict, RuleBasedRefusalClassifier
+from litmus.labeling.refusal_bulk import classify_many
 
 ROWS = read_snapshot()
 TRAJECTORIES = [row["texts"] for row in ROWS]

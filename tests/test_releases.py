@@ -21,10 +21,10 @@ import dagster as dg
 import pytest
 from test_alerts import RecordingServer
 
-from litmus.alerts import read_alerts
-from litmus.drift import points
 from litmus.formats import RunConfig
 from litmus.keys import partition_key_for
+from litmus.releases.alerts import read_alerts
+from litmus.releases.drift import points
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect

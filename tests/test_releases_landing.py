@@ -15,9 +15,9 @@ import pytest
 import litmus.runs
 from conftest import CONFIG, record, write_jsonl
 from litmus.formats import RunConfig
-from litmus.ingest import file_sha256, store_raw_file
+from litmus.ingestion.run_files import file_sha256, store_raw_file
 from litmus.keys import partition_key_for
-from litmus.landing import (
+from litmus.releases.landing import (
     LandingCursor,
     LandingCursorError,
     file_configurations,

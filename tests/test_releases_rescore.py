@@ -21,10 +21,10 @@ import pytest
 
 from litmus.formats import RunConfig
 from litmus.keys import partition_key_for
-from litmus.labeler import LABELER_VERSION
+from litmus.labeling import LABELER_VERSION
+from litmus.planning.status import partition_statuses
 from litmus.sample import _PROFILE_LIST, generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.status import partition_statuses
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 from litmus_dagster.pipeline import stage_sample

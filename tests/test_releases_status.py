@@ -7,12 +7,12 @@ import pytest
 
 from conftest import call, family, instance, matcher, record, suite_doc, write_jsonl
 from litmus.formats import Suite
-from litmus.ingest import ingest_file
-from litmus.labeler import LABELER_VERSION
-from litmus.labeler.sql import label_partition
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import store_suite
+from litmus.labeling import LABELER_VERSION
+from litmus.labeling.sql import label_partition
+from litmus.planning.status import partition_statuses, stale_partitions
 from litmus.settings import LitmusPaths
-from litmus.status import partition_statuses, stale_partitions
-from litmus.suite import store_suite
 
 SUITE = suite_doc(
     [

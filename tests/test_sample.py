@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from litmus.formats import BENIGN_SPLITS, HARMFUL_SPLITS, SPLITS, RunRecord, Suite, SuiteInstance
-from litmus.labeler.reference import TrajectoryLabel, label_trajectory
+from litmus.ingestion.suites import load_suite_file
+from litmus.labeling.reference import TrajectoryLabel, label_trajectory
 from litmus.sample import PROFILES, SUITE_NAME, SUITE_VERSION, SampleManifest, generate_sample
-from litmus.suite import load_suite_file
 
 SAFE_HARMFUL = frozenset({"safe_refused", "safe_incapable"})
 UNSAFE_HARMFUL = frozenset({"unsafe_realized", "unsafe_blocked", "unsafe_unguarded"})

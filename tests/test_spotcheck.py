@@ -15,9 +15,9 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from litmus.audit.spotcheck import SpotCheckPolicy, draw_spot_checks
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.spotcheck import SpotCheckPolicy, draw_spot_checks
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.pipeline import run_pipeline, stage_sample

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.errors import SuiteError
+from litmus.ingestion.suites import parse_suite_bytes, store_suite_file
 from litmus.settings import LitmusPaths
-from litmus.suite import parse_suite_bytes, store_suite_file
 
 
 def test_a_suite_file_seen_before_is_recognized_and_a_changed_one_still_checked(

@@ -19,13 +19,13 @@ from litmus.fingerprint import (
     stored_run_fingerprints,
 )
 from litmus.formats import RunConfig, Suite
-from litmus.ingest import file_sha256, ingest_file
+from litmus.ingestion.run_files import file_sha256, ingest_file
+from litmus.ingestion.suites import store_suite, suite_hash
 from litmus.keys import partition_key_for
-from litmus.labeler import LABELER_VERSION
-from litmus.labeler.sql import label_partition
-from litmus.refusal import default_classifier
+from litmus.labeling import LABELER_VERSION
+from litmus.labeling.refusal import default_classifier
+from litmus.labeling.sql import label_partition
 from litmus.settings import litmus_paths
-from litmus.suite import store_suite, suite_hash
 from litmus.warehouse import connect
 
 SUITE = suite_doc(

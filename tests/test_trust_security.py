@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import family, instance, record, suite_doc, write_jsonl
-from litmus.audit import parse_verdict_file
+from litmus.audit.workflow import parse_verdict_file
 from litmus.formats import RunConfig, Suite
-from litmus.ingest import ingest_file
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import store_suite
 from litmus.keys import partition_key_for
-from litmus.labeler.sql import run_label_sql
+from litmus.labeling.sql import run_label_sql
 from litmus.settings import LitmusPaths
-from litmus.suite import store_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("litmus", "litmus_dagster", "benchmarks")
@@ -33,194 +33,210 @@ SQL_WORDS = re.compile(
 # a listed site that no longer exists fails it too, so the list stays exact.
 # (path, interpolated expression) → why it is safe
 SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
-    ("litmus/ingest.py", "table"): "loop over a literal tuple of two staging table names",
-    ("litmus/ingest_bulk.py", "', '.join(_CONFIG_COLUMNS)"): (
+    ("litmus/ingestion/run_files.py", "table"): (
+        "loop over a literal tuple of two staging table names"
+    ),
+    ("litmus/ingestion/bulk.py", "', '.join(_CONFIG_COLUMNS)"): (
         "bulk path: the constant configuration column names"
     ),
-    ("litmus/ingest_bulk.py", "_ARGUMENT_KEYS"): (
+    ("litmus/ingestion/bulk.py", "_ARGUMENT_KEYS"): (
         "bulk path: a list position of a constant object path"
     ),
-    ("litmus/ingest_bulk.py", "_HAS_CALL"): "bulk path: a type check of a constant path",
-    ("litmus/ingest_bulk.py", "_RECORD.absent_or_null('unguarded_effect')"): (
+    ("litmus/ingestion/bulk.py", "_HAS_CALL"): "bulk path: a type check of a constant path",
+    ("litmus/ingestion/bulk.py", "_RECORD.absent_or_null('unguarded_effect')"): (
         "bulk path: a type check of a constant path"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.objects_literal()"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.objects_literal()"): (
         "bulk path: a list literal of the module's constant JSON paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.paths.index('steps') + 1"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.paths.index('steps') + 1"): (
         "bulk path: the list position of the constant 'steps' path"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.paths_literal()"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.paths_literal()"): (
         "bulk path: a list literal of the module's constant JSON paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.scalar_paths_literal()"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.scalar_paths_literal()"): (
         "bulk path: a list literal of the module's constant JSON paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('config.harness')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('config.harness')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('config.harness_version')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('config.harness_version')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('config.model')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('config.model')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('config.model_release')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('config.model_release')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('config.plugin')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('config.plugin')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('config.policy_version')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('config.policy_version')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('epoch')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('epoch')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('final_response')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('final_response')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('harm_prevented_by')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('harm_prevented_by')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('instance_id')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('instance_id')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('judgments.engagement')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('judgments.engagement')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('judgments.helpfulness')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('judgments.helpfulness')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('judgments.judge')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('judgments.judge')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('judgments.refusal')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('judgments.refusal')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('judgments.task_completed')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('judgments.task_completed')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('judgments.tool_call_risk')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('judgments.tool_call_risk')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('run_id')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('run_id')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('suite')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('suite')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('suite_version')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('suite_version')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('termination')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('termination')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('unguarded_effect.description')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('unguarded_effect.description')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.text('unguarded_effect.prohibited')"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.text('unguarded_effect.prohibited')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.objects_literal()"): (
+    ("litmus/ingestion/bulk.py", "_STEP.objects_literal()"): (
         "bulk path: a list literal of the module's constant JSON paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.paths_literal()"): (
+    ("litmus/ingestion/bulk.py", "_STEP.paths_literal()"): (
         "bulk path: a list literal of the module's constant JSON paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.scalar_paths_literal()"): (
+    ("litmus/ingestion/bulk.py", "_STEP.scalar_paths_literal()"): (
         "bulk path: a list literal of the module's constant JSON paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('input.content')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('input.content')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('input.role')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('input.role')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('message')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('message')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('thought')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('thought')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('tool_call.name')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('tool_call.name')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('tool_result.output')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('tool_result.output')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.text('tool_result.status')"): (
+    ("litmus/ingestion/bulk.py", "_STEP.text('tool_result.status')"): (
         "bulk path: a list position of one of the module's constant paths"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD_CHECK.values"): (
+    ("litmus/ingestion/bulk.py", "_RECORD_CHECK.values"): (
         "bulk path: checks built from the constant field names and formats.py's value sets"
     ),
-    ("litmus/ingest_bulk.py", "_STEP_CHECK.values"): (
+    ("litmus/ingestion/bulk.py", "_STEP_CHECK.values"): (
         "bulk path: checks built from the constant field names and formats.py's value sets"
     ),
-    ("litmus/ingest_bulk.py", "check.types"): (
+    ("litmus/ingestion/bulk.py", "check.types"): (
         "bulk path: _RECORD_CHECK's or _STEP_CHECK's types part (constant field names, types)"
     ),
-    ("litmus/ingest_bulk.py", "_RECORD.shape()"): (
+    ("litmus/ingestion/bulk.py", "_RECORD.shape()"): (
         "bulk path: a shape expression over the module's constant column names"
     ),
-    ("litmus/ingest_bulk.py", "_STEP.shape()"): (
+    ("litmus/ingestion/bulk.py", "_STEP.shape()"): (
         "bulk path: a shape expression over the module's constant column names"
     ),
-    ("litmus/ingest_bulk.py", "documents"): (
+    ("litmus/ingestion/bulk.py", "documents"): (
         "bulk path: _shapes_sql's table, the literals 'bulk_records' and 'bulk_steps'"
     ),
-    ("litmus/ingest_bulk.py", "picked"): (
+    ("litmus/ingestion/bulk.py", "picked"): (
         "bulk path: any_value() of the constant column names of _RECORD or _STEP"
     ),
-    ("litmus/ingest_bulk.py", "names"): (
+    ("litmus/ingestion/bulk.py", "names"): (
         "insert_arrow's column names: keys of _Batch's constant column tuples"
     ),
-    ("litmus/ingest_bulk.py", "table"): (
+    ("litmus/ingestion/bulk.py", "table"): (
         "insert_arrow's table: literal tuples at its callers, or _append's literal"
     ),
-    ("litmus/suite.py", "table"): "loop over a literal tuple of two table names",
-    ("litmus/suite.py", "names"): "column names: keys of dicts built from literals",
-    ("litmus/labeler/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
-    ("litmus/labeler/sql.py", "labels_query"): "text of the packaged label_partition.sql",
+    ("litmus/ingestion/suites.py", "table"): "loop over a literal tuple of two table names",
+    ("litmus/ingestion/suites.py", "names"): "column names: keys of dicts built from literals",
+    ("litmus/labeling/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
+    ("litmus/labeling/sql.py", "labels_query"): "text of the packaged label_partition.sql",
     ("litmus_dagster/metrics/assets.py", "table"): "replace_table's table: literal at callers",
     ("litmus_dagster/metrics/assets.py", "view"): "'_incoming_' + that literal table name",
-    ("litmus/audit.py", "_ALLOWED_SQL"): "CASE arms built from VERDICTS_BY_HARM_CLASS",
-    ("litmus/audit.py", "cls"): "harm classes: keys of the constant verdict tables",
-    ("litmus/audit.py", "' | '.join(verdicts)"): "verdicts of VERDICTS_BY_HARM_CLASS",
-    ("litmus/audit.py", "arms"): "verdict_outcome_sql's CASE arms, from VERDICT_OUTCOMES",
-    ("litmus/audit.py", "harm_class"): "verdict_outcome_sql: column name, literal at callers",
-    ("litmus/audit.py", "verdict"): "verdict_outcome_sql: column name, literal at callers",
-    ("litmus/audit.py", "v"): "verdicts: keys of the constant VERDICT_OUTCOMES",
-    ("litmus/audit.py", "outcome"): "outcomes: values of the constant VERDICT_OUTCOMES",
-    ("litmus/audit.py", "view"): "the literal '_incoming_verdicts' registered by load_verdicts",
-    ("litmus/audited.py", "verdict_outcome_sql('request_harm_class', '_verdict')"): (
+    ("litmus/audit/workflow.py", "_ALLOWED_SQL"): "CASE arms built from VERDICTS_BY_HARM_CLASS",
+    ("litmus/audit/workflow.py", "cls"): "harm classes: keys of the constant verdict tables",
+    ("litmus/audit/workflow.py", "' | '.join(verdicts)"): "verdicts of VERDICTS_BY_HARM_CLASS",
+    ("litmus/audit/workflow.py", "arms"): "verdict_outcome_sql's CASE arms, from VERDICT_OUTCOMES",
+    ("litmus/audit/workflow.py", "harm_class"): (
+        "verdict_outcome_sql: column name, literal at callers"
+    ),
+    ("litmus/audit/workflow.py", "verdict"): "verdict_outcome_sql: column name, literal at callers",
+    ("litmus/audit/workflow.py", "v"): "verdicts: keys of the constant VERDICT_OUTCOMES",
+    ("litmus/audit/workflow.py", "outcome"): "outcomes: values of the constant VERDICT_OUTCOMES",
+    ("litmus/audit/workflow.py", "view"): (
+        "the literal '_incoming_verdicts' registered by load_verdicts"
+    ),
+    ("litmus/audit/audited.py", "verdict_outcome_sql('request_harm_class', '_verdict')"): (
         "a CASE expression over constants, called with literal column names"
     ),
-    ("litmus/gates.py", "rate"): "names from PUBLISHED_RATES that match _IDENTIFIER",
-    ("litmus/gates.py", "rates"): "quoted names from PUBLISHED_RATES that match _IDENTIFIER",
-    ("litmus/gates.py", "union"): "SELECTs built from those same constant names",
-    ("litmus/ingest.py", "CURABLE_QUARANTINE_SQL"): "a module constant: a fixed WHERE condition",
+    ("litmus/gates/publication_gates.py", "rate"): (
+        "names from PUBLISHED_RATES that match _IDENTIFIER"
+    ),
+    ("litmus/gates/publication_gates.py", "rates"): (
+        "quoted names from PUBLISHED_RATES that match _IDENTIFIER"
+    ),
+    ("litmus/gates/publication_gates.py", "union"): "SELECTs built from those same constant names",
+    ("litmus/ingestion/run_files.py", "CURABLE_QUARANTINE_SQL"): (
+        "a module constant: a fixed WHERE condition"
+    ),
     ("litmus_dagster/cli.py", "CURABLE_QUARANTINE_SQL"): "ingest's constant WHERE condition",
-    ("litmus/gates.py", "relation"): "'litmus_gate_frame_' + a key of the constant frame SQL",
+    ("litmus/gates/publication_gates.py", "relation"): (
+        "'litmus_gate_frame_' + a key of the constant frame SQL"
+    ),
     (
-        "litmus/gates.py",
+        "litmus/gates/publication_gates.py",
         "sql",
     ): "one of the constant frame SQL strings",
-    ("litmus/ge_runner.py", "source"): "the caller's temp table name, double-quoted",
-    ("litmus/ge_runner.py", "selected"): "double-quoted names of columns DESCRIBE listed",
-    ("litmus/ge_runner.py", "_quoted(c)"): "a double-quoted name of a column DESCRIBE listed",
-    ("litmus/ge_runner.py", "keys"): "double-quoted key columns DESCRIBE listed",
-    ("litmus/ge_runner.py", "join"): "equalities of double-quoted columns DESCRIBE listed",
-    ("litmus/ge_runner.py", "_TUPLES"): "constant temp table name",
-    ("litmus/ge_runner.py", "_TUPLE_ID"): "constant column name",
-    ("litmus/run_state.py", "table"): "table names from the constant _WAREHOUSE_TABLES",
+    ("litmus/gates/ge_runner.py", "source"): "the caller's temp table name, double-quoted",
+    ("litmus/gates/ge_runner.py", "selected"): "double-quoted names of columns DESCRIBE listed",
+    ("litmus/gates/ge_runner.py", "_quoted(c)"): "a double-quoted name of a column DESCRIBE listed",
+    ("litmus/gates/ge_runner.py", "keys"): "double-quoted key columns DESCRIBE listed",
+    ("litmus/gates/ge_runner.py", "join"): "equalities of double-quoted columns DESCRIBE listed",
+    ("litmus/gates/ge_runner.py", "_TUPLES"): "constant temp table name",
+    ("litmus/gates/ge_runner.py", "_TUPLE_ID"): "constant column name",
+    ("litmus/planning/run_state.py", "table"): "table names from the constant _WAREHOUSE_TABLES",
     ("litmus/warehouse.py", "table"): "table names from the constant DERIVED_TABLES",
-    ("litmus/run_state.py", "latest"): "max() of a column named in _WAREHOUSE_TABLES, or NULL",
+    ("litmus/planning/run_state.py", "latest"): (
+        "max() of a column named in _WAREHOUSE_TABLES, or NULL"
+    ),
     ("litmus/keys.py", "CONFIGURATION_KEYS_SQL"): "the module's constant configuration-key query",
     ("litmus/fingerprint.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
-    ("litmus/receipts/build.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
-    ("litmus/status.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus/trust/receipts/build.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus/planning/status.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus_dagster/audit/cli.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus_dagster/gates/assets.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus/reuse.py", "result"): "a result table: the module's constants or a caller's literal",
@@ -231,7 +247,7 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
 # Functions whose SQL identifier parameter must be a string literal at every call site:
 # (function, argument position) → the files that call it ("" for every file).
 LITERAL_ARGUMENTS: dict[tuple[str, int], str] = {
-    ("_append", 1): "litmus/ingest.py",
+    ("_append", 1): "litmus/ingestion/run_files.py",
     ("replace_table", 1): "",
     ("verdict_outcome_sql", 0): "",
     ("verdict_outcome_sql", 1): "",

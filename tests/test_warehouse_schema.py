@@ -10,14 +10,14 @@ import duckdb
 import pytest
 
 from conftest import ONE_FAMILY_SUITE, call, record, write_jsonl
-from litmus.audited import refresh_audited_partition
+from litmus.audit.audited import refresh_audited_partition
 from litmus.formats import Suite
-from litmus.gates import evaluate_partition_gates, record_partition_gates
-from litmus.ingest import ingest_file
-from litmus.labeler.sql import label_partition
-from litmus.publication_decision import publication
+from litmus.gates.publication_decision import publication
+from litmus.gates.publication_gates import evaluate_partition_gates, record_partition_gates
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import store_suite
+from litmus.labeling.sql import label_partition
 from litmus.settings import LitmusPaths
-from litmus.suite import store_suite
 from litmus.warehouse import (
     DERIVED_TABLES,
     SCHEMA_DIR,
@@ -39,8 +39,8 @@ DDL = re.compile(
 )
 # Tables created outside the schema files, each in a database of its own (never the warehouse).
 PRIVATE_DATABASE_TABLES: dict[tuple[str, str], str] = {
-    ("litmus/ingest_bulk.py", "suite_instances"): "the bulk worker's own in-memory database",
-    ("litmus/refusal_judge.py", "verdicts"): "the refusal judge's SQLite cache",
+    ("litmus/ingestion/bulk.py", "suite_instances"): "the bulk worker's own in-memory database",
+    ("litmus/labeling/refusal_judge.py", "verdicts"): "the refusal judge's SQLite cache",
 }
 
 

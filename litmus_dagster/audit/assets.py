@@ -11,14 +11,14 @@ import dagster as dg
 import duckdb
 import pandas as pd
 
-from litmus.audit import LoadReport, verdict_loads
-from litmus.audit import audit_queue as unresolved_needs_audit
-from litmus.spotcheck import (
+from litmus.audit.spotcheck import (
     SpotCheckPolicy,
     compute_labeling_agreement,
     draw_spot_checks,
     replace_labeling_agreement,
 )
+from litmus.audit.workflow import LoadReport, verdict_loads
+from litmus.audit.workflow import audit_queue as unresolved_needs_audit
 from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse

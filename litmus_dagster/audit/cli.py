@@ -33,7 +33,7 @@ def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:
 
 
 def cmd_export(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.audit import export_audit_queue
+    from litmus.audit.workflow import export_audit_queue
     from litmus.warehouse import connect
 
     out = Path(args.out) if args.out else None
@@ -55,7 +55,7 @@ def cmd_export(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_load(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.audit import AuditFileError, load_verdicts
+    from litmus.audit.workflow import AuditFileError, load_verdicts
     from litmus.warehouse import connect
 
     source = require_file(args.file, "a verdict file (CSV or JSONL)")
@@ -86,9 +86,9 @@ def cmd_simulate(args: argparse.Namespace, paths: LitmusPaths) -> int:
     sample generator's truth (demo and tests only: real spot-checks need a person)."""
     import csv
 
-    from litmus.audit import EXPORT_COLUMNS
+    from litmus.audit.spotcheck import simulated_auditor_verdicts
+    from litmus.audit.workflow import EXPORT_COLUMNS
     from litmus.sample import DEFAULT_N_FAMILIES, DEFAULT_SEED, true_labels
-    from litmus.spotcheck import simulated_auditor_verdicts
 
     source = Path(args.queue)
     if not source.is_file():
@@ -140,7 +140,7 @@ def demo_spot_check_round(paths: LitmusPaths) -> None:
 
 
 def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.audit import verdict_history
+    from litmus.audit.workflow import verdict_history
     from litmus.neutralize import for_terminal, terminal_name
     from litmus.warehouse import connect_read_only
 

@@ -16,7 +16,8 @@ import warnings
 
 import dagster as dg
 
-from litmus.gates import (
+from litmus.gates.publication_decision import NOT_GATED_REASON, publication
+from litmus.gates.publication_gates import (
     GATE_MESSAGES,
     RATES_IN_UNIT_INTERVAL,
     TRAJECTORY_GATES,
@@ -31,7 +32,6 @@ from litmus.gates import (
     stored_gate_results,
 )
 from litmus.keys import CONFIGURATION_KEYS_SQL, configuration_key
-from litmus.publication_decision import NOT_GATED_REASON, publication
 from litmus.warehouse import table_exists
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse

@@ -5,15 +5,19 @@ from collections.abc import Iterable
 import dagster as dg
 
 from litmus.faults import crash_point
-from litmus.ingest import (
+from litmus.ingestion.run_files import (
     NotARegularFileError,
     ingest_file,
     retry_curable_quarantine,
     warehouse_partition_keys,
 )
+from litmus.ingestion.suites import (
+    store_suite_file,
+    stored_oracle_less_counts,
+    stored_oracle_less_warnings,
+)
 from litmus.keys import configuration_key
 from litmus.runs import landed_files, not_ingested, settled_files, suite_files
-from litmus.suite import store_suite_file, stored_oracle_less_counts, stored_oracle_less_warnings
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations, register
 from litmus_dagster.resources import LitmusWarehouse
 

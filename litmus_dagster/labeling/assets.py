@@ -2,11 +2,11 @@
 
 import dagster as dg
 
-from litmus.audited import refresh_audited_partition
-from litmus.labeler import LABELER_VERSION
-from litmus.labeler.sql import label_partition
-from litmus.refusal import default_classifier
-from litmus.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
+from litmus.audit.audited import refresh_audited_partition
+from litmus.labeling import LABELER_VERSION
+from litmus.labeling.refusal import default_classifier
+from litmus.labeling.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
+from litmus.labeling.sql import label_partition
 from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource

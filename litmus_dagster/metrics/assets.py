@@ -24,11 +24,10 @@ import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from packaging import version
 
-from litmus import publication
+from litmus import PROJECT_DIR
 from litmus.faults import crash_point
-from litmus.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
-from litmus.plots import boundary_plot_png
-from litmus.receipts import RECEIPT_FILE_NAME
+from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
+from litmus.metrics.plots import boundary_plot_png
 from litmus.reuse import (
     metric_cis_reusing_unchanged,
     public_private_gaps_reusing_unchanged,
@@ -41,11 +40,13 @@ from litmus.stats import (
     DEFAULT_SEED,
     PUBLIC_PRIVATE_COLUMNS,
 )
+from litmus.trust import publication
+from litmus.trust.receipts import RECEIPT_FILE_NAME
 from litmus.warehouse import transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import DUCKDB_PATH_ENV, LitmusWarehouse
 
-DBT_PROJECT_DIR = Path(__file__).resolve().parents[2] / "dbt_project"
+DBT_PROJECT_DIR = PROJECT_DIR / "dbt_project"
 METRICS_GROUP = "metrics"
 # Files whose change makes a parsed manifest stale.
 DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**/*", "tests/**/*")
@@ -404,7 +405,7 @@ def publish_board(
 
 def current_alert_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The release regression alerts raised so far, newest first, as one line each."""
-    from litmus.alerts import read_alerts, regressions_text
+    from litmus.releases.alerts import read_alerts, regressions_text
 
     alerts = read_alerts(con)
     return [

@@ -1,4 +1,5 @@
-"""``release_drift`` and its regression check (wiring around litmus.drift / litmus.alerts)."""
+"""``release_drift`` and its regression check (wiring around litmus.releases.drift /
+litmus.releases.alerts)."""
 
 import hashlib
 import os
@@ -8,8 +9,11 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
+import litmus.releases.drift
 import litmus.stats
-from litmus.alerts import (
+from litmus.gates.publication_decision import withheld_reasons
+from litmus.metrics.leaderboard import png_data_uri
+from litmus.releases.alerts import (
     assess_comparisons,
     deliver,
     find_regressions,
@@ -17,7 +21,7 @@ from litmus.alerts import (
     record_new_alerts,
     undelivered,
 )
-from litmus.drift import (
+from litmus.releases.drift import (
     DRIFT_METRICS,
     DRIFT_VERSION,
     compute_release_drift,
@@ -26,9 +30,8 @@ from litmus.drift import (
     replace_release_drift,
     stored_drift_pairs,
 )
-from litmus.drift_plot import drift_plot_file_name, drift_plot_png
-from litmus.leaderboard import png_data_uri
-from litmus.plugin_deltas import (
+from litmus.releases.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.releases.plugin_deltas import (
     assess_plugin_deltas,
     compute_plugin_deltas,
     plugin_delta_lines,
@@ -37,7 +40,6 @@ from litmus.plugin_deltas import (
     replace_plugin_deltas,
     stored_plugin_pairs,
 )
-from litmus.publication_decision import withheld_reasons
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT_DIR,
@@ -50,7 +52,6 @@ from litmus_dagster.resources import LitmusWarehouse
 
 RELEASES_GROUP = "releases"
 CONFIGURATION_IDENTITIES = dg.AssetKey(["configuration_identities"])
-_LITMUS_DIR = Path(litmus.stats.__file__).resolve().parent
 
 
 def metric_definitions_version() -> str:
@@ -62,8 +63,8 @@ def metric_definitions_version() -> str:
         [
             *DBT_PROJECT_DIR.glob("models/**/*.sql"),
             *DBT_PROJECT_DIR.glob("macros/**/*.sql"),
-            _LITMUS_DIR / "stats.py",
-            _LITMUS_DIR / "drift.py",
+            Path(litmus.stats.__file__),
+            Path(litmus.releases.drift.__file__),
         ]
     )
     digest = hashlib.sha256()

@@ -45,9 +45,9 @@ def print_release_summary(paths: LitmusPaths) -> None:
     ``litmus run`` / ``litmus demo`` call this after the leaderboard.
     """
 
-    from litmus.alerts import read_alerts, regressions_text
-    from litmus.drift import drift_summary_lines
     from litmus.neutralize import for_terminal, terminal_name
+    from litmus.releases.alerts import read_alerts, regressions_text
+    from litmus.releases.drift import drift_summary_lines
     from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
@@ -64,7 +64,7 @@ def print_release_summary(paths: LitmusPaths) -> None:
     for plot in sorted(paths.exports.glob("drift_*.png")):
         print(f"  drift plot: {plot}")
     if not plugins.empty:
-        from litmus.plugin_deltas import plugin_delta_lines
+        from litmus.releases.plugin_deltas import plugin_delta_lines
 
         print(
             "\nplug-in deltas (plug-in − baseline, paired family bootstrap, 95% CI; * = CI "

@@ -1,7 +1,7 @@
 """``litmus rescore``: carry out the plan for exactly the stale configurations, then publish.
 
-The plan (``litmus.plan``) is the one ``litmus run`` and the re-score schedule compute; here it
-is computed without ingesting first, so labeling reads ``raw_trajectories`` in the warehouse
+The plan (``litmus.planning.plan``) is the one ``litmus run`` and the re-score schedule compute;
+here it is computed without ingesting first, so labeling reads ``raw_trajectories`` in the warehouse
 and re-scoring never touches the landed files or the raw store (a test checks their hashes
 and modification times). A configuration whose publication gate fails is withheld, as in
 ``litmus run``; any other failure is reported after the others were re-scored and published.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dagster as dg
 
 from litmus.errors import LitmusError
-from litmus.plan import Action, plan_from_warehouse
+from litmus.planning.plan import Action, plan_from_warehouse
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 from litmus_dagster.executor import (

@@ -22,7 +22,7 @@ import dagster as dg
 from dagster_slack import SlackResource
 from pydantic import Field
 
-from litmus.alerts import (
+from litmus.releases.alerts import (
     CORRECTIONS,
     DEFAULT_CORRECTION,
     DEFAULT_REGRESSION_METRICS,

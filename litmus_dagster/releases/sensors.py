@@ -1,6 +1,6 @@
 """Automation over time (SPEC §9): pick up landed files, re-score stale configurations, and
 publish once the scoring runs are done. The landing sensor and the schedule compute the same
-plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
+plan as ``litmus run`` (``litmus.planning.plan``) and hand it to the one executor
 (``litmus_dagster.executor.run_requests``), which turns each item into a run of its job.
 
 - ``landing_sensor`` watches ``<home>/landing``. A file is considered once its size and
@@ -14,7 +14,7 @@ plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
   observed files and the content hashes handled.
 - ``rescore_schedule`` (hourly) requests a ``score_configuration`` run for every configuration
   the plan names (labels stale: labeler, refusal classifier or suite changed, see
-  litmus.status; or audited rows / gates out of date), asking again at every tick.
+  litmus.planning.status; or audited rows / gates out of date), asking again at every tick.
 - ``publish_when_scored`` evaluates the declarative automation condition of
   ``publish_leaderboard`` (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``): one run when audited
   rows were rebuilt since the last publication, or the metric definitions changed, once no
@@ -24,8 +24,8 @@ plan as ``litmus run`` (``litmus.plan``) and hand it to the one executor
 
 import dagster as dg
 
-from litmus.landing import LandingCursor, file_configurations, scan_landing
-from litmus.plan import LandedConfiguration, Plan, WarehouseFacts, compute_plan, read_facts
+from litmus.planning.plan import LandedConfiguration, Plan, WarehouseFacts, compute_plan, read_facts
+from litmus.releases.landing import LandingCursor, file_configurations, scan_landing
 from litmus.warehouse import WarehouseBusyError
 from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.executor import run_requests

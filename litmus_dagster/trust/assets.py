@@ -4,15 +4,15 @@ import os
 
 import dagster as dg
 
-from litmus import publication
 from litmus.faults import crash_point
 from litmus.fingerprint import (
     compute_run_fingerprints,
     group_by_configuration,
     store_run_fingerprints,
 )
-from litmus.leaderboard import replace_alerts
-from litmus.receipts import (
+from litmus.metrics.leaderboard import replace_alerts
+from litmus.trust import publication
+from litmus.trust.receipts import (
     RECEIPT_FILE_NAME,
     build_receipt,
     configured_signing_key,

@@ -23,7 +23,7 @@ UNVERIFIED_EXIT = 2
 
 
 def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.receipts import load_public_key, load_receipt, verify_receipt
+    from litmus.trust.receipts import load_public_key, load_receipt, verify_receipt
     from litmus.warehouse import connect_read_only
 
     receipt_path = require_file(args.receipt, "a receipt (JSON)")
@@ -71,7 +71,7 @@ def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_keygen(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.receipts import SIGNING_KEY_ENV, write_keypair
+    from litmus.trust.receipts import SIGNING_KEY_ENV, write_keypair
 
     private_path = Path(args.out) if args.out else default_key_path()
     public_path = private_path.with_name(private_path.stem + ".pub.pem")

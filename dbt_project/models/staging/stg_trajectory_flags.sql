@@ -1,5 +1,5 @@
 -- One row per audited trajectory with the 0/1 indicators every metric counts.
--- A configuration whose rows failed a structural publication gate (litmus/gates.py
+-- A configuration whose rows failed a structural publication gate (litmus/gates/publication_gates.py
 -- STRUCTURAL_ROW_GATES) is withheld anyway; keeping it out here stops it from failing the
 -- contract tests below for every other configuration. Without the gates table (gates not
 -- wired) nothing is filtered and those tests fail closed.

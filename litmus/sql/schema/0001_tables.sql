@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
     description VARCHAR NOT NULL
 );
 
--- Each stored run file and what became of its records (litmus.ingest).
+-- Each stored run file and what became of its records (litmus.ingestion.run_files).
 CREATE TABLE IF NOT EXISTS raw_files (
     file_hash VARCHAR PRIMARY KEY,
     original_name VARCHAR NOT NULL,
@@ -22,7 +22,7 @@ CREATE TABLE IF NOT EXISTS raw_files (
     records_quarantined BIGINT NOT NULL,
     ingested_at TIMESTAMP NOT NULL
 );
--- Each suite version stored (litmus.suite).
+-- Each suite version stored (litmus.ingestion.suites).
 CREATE TABLE IF NOT EXISTS suites (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS suite_files (
     suite_version VARCHAR NOT NULL,
     first_seen_at TIMESTAMP NOT NULL
 );
--- Every instance of every stored suite (litmus.suite).
+-- Every instance of every stored suite (litmus.ingestion.suites).
 CREATE TABLE IF NOT EXISTS suite_instances (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS suite_instances (
     private BOOLEAN DEFAULT false,
     PRIMARY KEY (suite, suite_version, instance_id)
 );
--- The prohibited-effect and completion matchers of each instance (litmus.suite).
+-- The prohibited-effect and completion matchers of each instance (litmus.ingestion.suites).
 CREATE TABLE IF NOT EXISTS oracle_matchers (
     suite VARCHAR NOT NULL,
     suite_version VARCHAR NOT NULL,
@@ -77,7 +77,7 @@ CREATE TABLE IF NOT EXISTS oracle_matchers (
         arg_key VARCHAR, pattern VARCHAR, glob_pattern VARCHAR, regex_pattern VARCHAR
     )[] NOT NULL
 );
--- One row per ingested trajectory (litmus.ingest, litmus.ingest_bulk).
+-- One row per ingested trajectory (litmus.ingestion.run_files, litmus.ingestion.bulk).
 CREATE TABLE IF NOT EXISTS raw_trajectories (
     trajectory_id VARCHAR PRIMARY KEY,
     partition_key VARCHAR NOT NULL,
@@ -111,7 +111,7 @@ CREATE TABLE IF NOT EXISTS raw_trajectories (
     source_line BIGINT NOT NULL,
     record_sha256 VARCHAR NOT NULL
 );
--- The steps of each trajectory (litmus.ingest, litmus.ingest_bulk).
+-- The steps of each trajectory (litmus.ingestion.run_files, litmus.ingestion.bulk).
 CREATE TABLE IF NOT EXISTS raw_steps (
     trajectory_id VARCHAR NOT NULL,
     step_idx INTEGER NOT NULL,
@@ -133,7 +133,7 @@ CREATE TABLE IF NOT EXISTS raw_steps (
     input_role VARCHAR,
     input_content VARCHAR
 );
--- The refusal classifier's reading of each trajectory (litmus.labeler).
+-- The refusal classifier's reading of each trajectory (litmus.labeling).
 CREATE TABLE IF NOT EXISTS refusal_signals (
     trajectory_id VARCHAR NOT NULL,
     partition_key VARCHAR NOT NULL,
@@ -143,7 +143,7 @@ CREATE TABLE IF NOT EXISTS refusal_signals (
     classifier_confidence DOUBLE NOT NULL,
     classifier_engagement INTEGER
 );
--- An LLM refusal judge's verdict per trajectory, with provenance (litmus/refusal_judge.py).
+-- An LLM refusal judge's verdict per trajectory, with provenance (litmus/labeling/refusal_judge.py).
 -- judge_refusal is NULL when the judge gave no verdict (status says why); the labeler reads
 -- the rows of the configured judge and prompt version only.
 CREATE TABLE IF NOT EXISTS refusal_judgments (
@@ -185,7 +185,7 @@ CREATE TABLE IF NOT EXISTS trajectory_labels (
     classifier_confidence DOUBLE,
     labeler_version VARCHAR NOT NULL,
     labeled_at TIMESTAMP NOT NULL,
-    -- why a needs_audit row needs a person (litmus.labeler.decision.AUDIT_REASONS); else NULL
+    -- why a needs_audit row needs a person (litmus.labeling.decision.AUDIT_REASONS); else NULL
     audit_reason_code VARCHAR
 );
 CREATE OR REPLACE VIEW labeled_trajectories AS
@@ -201,7 +201,7 @@ SELECT l.trajectory_id, l.partition_key, t.config_key, t.lineage_key, t.model, t
 FROM trajectory_labels l
 JOIN raw_trajectories t USING (trajectory_id)
 JOIN suite_instances i USING (suite, suite_version, instance_id);
--- Every rejected record with file, line, field and reason (litmus.ingest).
+-- Every rejected record with file, line, field and reason (litmus.ingestion.run_files).
 CREATE TABLE IF NOT EXISTS quarantine (
     source_file_hash VARCHAR NOT NULL,
     source_name VARCHAR NOT NULL,
@@ -211,7 +211,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
     raw_excerpt VARCHAR,
     quarantined_at TIMESTAMP NOT NULL
 );
--- The spot-checks drawn at publication (litmus.spotcheck); empty until the first draw.
+-- The spot-checks drawn at publication (litmus.audit.spotcheck); empty until the first draw.
 CREATE TABLE IF NOT EXISTS spot_check_sample (
     partition_key VARCHAR NOT NULL,
     trajectory_id VARCHAR NOT NULL,
@@ -225,7 +225,7 @@ CREATE TABLE IF NOT EXISTS spot_check_sample (
     minimum BIGINT NOT NULL,
     PRIMARY KEY (trajectory_id)
 );
--- Every audit verdict ever loaded, never overwritten (litmus.audit); the current one per
+-- Every audit verdict ever loaded, never overwritten (litmus.audit.workflow); the current one per
 -- trajectory is the most recently loaded (the view current_audit_verdicts).
 CREATE TABLE IF NOT EXISTS audit_verdicts (
     verdict_id VARCHAR NOT NULL,
@@ -249,7 +249,7 @@ CREATE OR REPLACE VIEW current_audit_verdicts AS
 SELECT * FROM audit_verdicts
 QUALIFY row_number() OVER (
     PARTITION BY trajectory_id ORDER BY load_seq DESC, source_line DESC) = 1;
--- Rule labels with the current audit verdicts applied (litmus.audited): the columns of
+-- Rule labels with the current audit verdicts applied (litmus.audit.audited): the columns of
 -- labeled_trajectories, then what the audit added. What dbt's metrics read.
 CREATE TABLE IF NOT EXISTS audited_trajectories (
     trajectory_id VARCHAR,
@@ -305,7 +305,7 @@ CREATE TABLE IF NOT EXISTS audited_trajectories (
     audit_reason VARCHAR,
     audit_decided_at TIMESTAMP
 );
--- Each gate's verdict per configuration (litmus.gates); a configuration is published only
+-- Each gate's verdict per configuration (litmus.gates.publication_gates); a configuration is published only
 -- when every gate passed.
 CREATE TABLE IF NOT EXISTS publication_gates (
     partition_key VARCHAR NOT NULL,
@@ -330,7 +330,7 @@ CREATE TABLE IF NOT EXISTS run_fingerprints (
     computed_at TIMESTAMP NOT NULL,
     PRIMARY KEY (partition_key, run_id)
 );
--- Release regression alerts, one per fingerprint, with their delivery (litmus.alerts).
+-- Release regression alerts, one per fingerprint, with their delivery (litmus.releases.alerts).
 CREATE TABLE IF NOT EXISTS alerts (
     fingerprint VARCHAR PRIMARY KEY,
     lineage VARCHAR NOT NULL,
@@ -354,7 +354,7 @@ CREATE TABLE IF NOT EXISTS alerts (
     notified_sinks VARCHAR[],
     delivery_error VARCHAR
 );
--- The low-precision flag of every published rate (litmus.gates, SPEC §7 6).
+-- The low-precision flag of every published rate (litmus.gates.publication_gates, SPEC §7 6).
 CREATE TABLE IF NOT EXISTS precision_flags (
     partition_key VARCHAR NOT NULL,
     metric VARCHAR NOT NULL,
@@ -364,7 +364,7 @@ CREATE TABLE IF NOT EXISTS precision_flags (
     evaluated_at TIMESTAMP NOT NULL,
     PRIMARY KEY (partition_key, metric)
 );
--- Release-to-release drift per metric with its regression assessment (litmus.drift).
+-- Release-to-release drift per metric with its regression assessment (litmus.releases.drift).
 CREATE TABLE IF NOT EXISTS release_drift (
     lineage_key VARCHAR NOT NULL,
     suite VARCHAR NOT NULL,
@@ -401,7 +401,7 @@ CREATE TABLE IF NOT EXISTS release_drift (
     decision VARCHAR,                     -- regression | underpowered | no regression | not watched
     PRIMARY KEY (from_partition_key, to_partition_key, metric)
 );
--- Measured labeling agreement and corrected rates per configuration (litmus.spotcheck).
+-- Measured labeling agreement and corrected rates per configuration (litmus.audit.spotcheck).
 CREATE TABLE IF NOT EXISTS labeling_agreement (
     partition_key VARCHAR NOT NULL,
     spot_checks_sampled BIGINT,
@@ -471,7 +471,7 @@ CREATE TABLE IF NOT EXISTS public_private_gaps (
     interval_method VARCHAR NOT NULL,
     PRIMARY KEY (partition_key, metric)
 );
--- Plug-in deltas: each plug-in against its baseline, assessed (litmus.plugin_deltas).
+-- Plug-in deltas: each plug-in against its baseline, assessed (litmus.releases.plugin_deltas).
 CREATE TABLE IF NOT EXISTS plugin_deltas (
     model VARCHAR,
     model_release VARCHAR,
@@ -506,7 +506,7 @@ CREATE TABLE IF NOT EXISTS plugin_deltas (
     mde_adjusted DOUBLE,
     decision VARCHAR
 );
--- The leaderboard as published (litmus_dagster.metrics, from litmus.leaderboard's
+-- The leaderboard as published (litmus_dagster.metrics, from litmus.metrics.leaderboard's
 -- LEADERBOARD_COLUMNS): what receipts digest and `litmus verify` compares.
 CREATE TABLE IF NOT EXISTS leaderboard (
     row_kind VARCHAR,
@@ -628,7 +628,7 @@ CREATE TABLE IF NOT EXISTS leaderboard (
     labeling_note VARCHAR,
     withheld_reasons VARCHAR
 );
--- The audit queue as last materialized (litmus_dagster.audit, from litmus.audit.audit_queue).
+-- The audit queue as last materialized (litmus_dagster.audit, from litmus.audit.workflow.audit_queue).
 CREATE TABLE IF NOT EXISTS audit_queue (
     trajectory_id VARCHAR,
     configuration VARCHAR,

@@ -1,0 +1,498 @@
+"""Great Expectations 1.x, wired by hand: declarative suite files validated over a pandas frame.
+
+GE is a library here, not a service. Each run builds an ephemeral context with one pandas
+data source over a frame LITMUS read from DuckDB (never through SQLAlchemy: GE's SQL path
+breaks on duckdb-engine), adds the suite exactly as its JSON file states it, and validates
+with the ``COMPLETE`` result format so every failing row's key comes back, not a sample.
+
+A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
+
+- ``meta.frame``: the named frame it validates (the SQL that builds it lives in
+  ``litmus/gates/publication_gates.py``);
+- ``meta.key_column``: the column that names a failing row in reports (``row_key``);
+- ``meta.group_column`` (optional): the column that splits failures by configuration when
+  one frame holds several (the published-rates frame);
+- every expectation's ``meta.gate``: the publication gate the expectation belongs to.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from litmus import PROJECT_DIR
+from litmus.errors import LitmusError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The repository's top-level expectations/ folder (the SPEC's required layout), beside dbt_project/.
+EXPECTATIONS_DIR = PROJECT_DIR / "expectations"
+_POSITION = "litmus_position"
+
+
+class ExpectationSuiteFileError(LitmusError):
+    def __init__(self, source: Path, field: str, reason: str) -> None:
+        self.source, self.field, self.reason = source, field, reason
+        super().__init__(f"{source}: {field}: {reason}")
+
+
+@dataclass(frozen=True)
+class SuiteDocument:
+    """One declarative suite file, validated for the metadata LITMUS relies on."""
+
+    path: Path
+    name: str
+    frame: str
+    key_column: str
+    group_column: str | None
+    body: Mapping[str, Any]  # the GE suite exactly as written
+
+    @property
+    def gates(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e["meta"]["gate"] for e in self.body["expectations"]))
+
+    def expectations_for(self, gate: str) -> list[Mapping[str, Any]]:
+        return [e for e in self.body["expectations"] if e["meta"]["gate"] == gate]
+
+
+@dataclass(frozen=True)
+class FailingRow:
+    key: str
+    group: str | None
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    """One expectation's verdict over the frame.
+
+    ``failing_rows`` lists every row the expectation rejected (row-level expectations);
+    table-level ones (row counts, distinct counts) report ``observed_value`` instead. An
+    expectation that could not be evaluated (a missing column, a bad condition) fails, with
+    ``error`` saying why: a gate that cannot run does not pass.
+    """
+
+    gate: str
+    expectation_type: str
+    success: bool
+    failing_rows: tuple[FailingRow, ...]
+    observed_value: Any
+    error: str | None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"{self.expectation_type}: could not be evaluated: {self.error}"
+        if self.failing_rows:
+            return f"{self.expectation_type}: {len(self.failing_rows)} failing row(s)"
+        return f"{self.expectation_type}: observed {self.observed_value!r}"
+
+
+def load_suite_document(path: Path) -> SuiteDocument:
+    """Read and check one suite file; errors name the file and the offending field."""
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ExpectationSuiteFileError(path, "<file>", "no such expectation suite") from None
+    except json.JSONDecodeError as exc:
+        raise ExpectationSuiteFileError(
+            path, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}"
+        ) from None
+    if not isinstance(body, dict):
+        raise ExpectationSuiteFileError(path, "<root>", "must be a JSON object")
+    name = body.get("name")
+    if not isinstance(name, str) or not name:
+        raise ExpectationSuiteFileError(path, "name", "must be a non-empty string")
+    meta = body.get("meta")
+    if not isinstance(meta, dict):
+        raise ExpectationSuiteFileError(path, "meta", "must be an object naming frame and key")
+    for field in ("frame", "key_column"):
+        if not isinstance(meta.get(field), str) or not meta[field]:
+            raise ExpectationSuiteFileError(path, f"meta.{field}", "must be a non-empty string")
+    group_column = meta.get("group_column")
+    if group_column is not None and not isinstance(group_column, str):
+        raise ExpectationSuiteFileError(path, "meta.group_column", "must be a string")
+    expectations = body.get("expectations")
+    if not isinstance(expectations, list) or not expectations:
+        raise ExpectationSuiteFileError(path, "expectations", "must be a non-empty list")
+    for index, expectation in enumerate(expectations):
+        where = f"expectations[{index}]"
+        if not isinstance(expectation, dict):
+            raise ExpectationSuiteFileError(path, where, "must be an object")
+        if not isinstance(expectation.get("type"), str):
+            raise ExpectationSuiteFileError(path, f"{where}.type", "must be a string")
+        if not isinstance(expectation.get("kwargs"), dict):
+            raise ExpectationSuiteFileError(path, f"{where}.kwargs", "must be an object")
+        gate = (expectation.get("meta") or {}).get("gate")
+        if not isinstance(gate, str) or not gate:
+            raise ExpectationSuiteFileError(
+                path, f"{where}.meta.gate", "every expectation must name its publication gate"
+            )
+    return SuiteDocument(
+        path=path,
+        name=name,
+        frame=meta["frame"],
+        key_column=meta["key_column"],
+        group_column=group_column,
+        body=body,
+    )
+
+
+def _great_expectations() -> Any:
+    """Import GE quietly: no usage statistics, no progress bars, no INFO chatter."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+
+    logging.getLogger("great_expectations").setLevel(logging.ERROR)
+    return gx
+
+
+def _error_message(exception_info: Mapping[str, Any] | None) -> str | None:
+    """GE reports a raised metric either flat or keyed by metric id; return its message."""
+    if not exception_info:
+        return None
+    if "raised_exception" in exception_info:
+        if exception_info.get("raised_exception"):
+            return str(exception_info.get("exception_message") or "raised an exception")
+        return None
+    for info in exception_info.values():
+        if isinstance(info, Mapping) and info.get("raised_exception"):
+            return str(info.get("exception_message") or "raised an exception")
+    return None
+
+
+def run_suite(document: SuiteDocument, frame: pd.DataFrame) -> list[ExpectationOutcome]:
+    """Validate ``frame`` against the suite; one outcome per expectation, in file order.
+
+    The reference path: GE sees every row and every column. ``run_suite_in_warehouse`` gives
+    the same outcomes over narrow frames DuckDB prepared (tested to agree).
+    """
+    for column in (document.key_column, document.group_column):
+        if column is not None and column not in frame.columns:
+            raise ExpectationSuiteFileError(
+                document.path, "meta", f"frame {document.frame!r} has no column {column!r}"
+            )
+    index_columns = [document.key_column]
+    if document.group_column:
+        index_columns.append(document.group_column)
+    positions = list(range(len(document.body["expectations"])))
+    verdicts = _validate(document, positions, frame, index_columns)
+    return [
+        _outcome(
+            document, position, verdicts.get(position), _failing_rows(document, verdicts, position)
+        )
+        for position in positions
+    ]
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What GE said about one expectation: the raw index rows of its unexpected rows."""
+
+    expectation_type: str
+    success: bool
+    unexpected_index_rows: tuple[Mapping[str, Any], ...]
+    observed_value: Any
+    error: str | None
+
+
+def _validate(
+    document: SuiteDocument,
+    positions: Sequence[int],
+    frame: pd.DataFrame,
+    index_columns: Sequence[str],
+) -> dict[int, _Verdict]:
+    """GE validates the expectations at ``positions`` of the suite over ``frame``."""
+    gx = _great_expectations()
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (
+        context.data_sources.add_pandas("litmus_warehouse")
+        .add_dataframe_asset(document.frame)
+        .add_batch_definition_whole_dataframe("whole_frame")
+    )
+    # GE returns results in its own order and normalizes kwargs, so each expectation carries
+    # its position in the file through meta.
+    body = copy.deepcopy(dict(document.body))
+    body["expectations"] = [
+        {
+            **body["expectations"][position],
+            "meta": {**body["expectations"][position]["meta"], _POSITION: position},
+        }
+        for position in positions
+    ]
+    suite = context.suites.add(gx.ExpectationSuite(**body))
+    validation = context.validation_definitions.add(
+        gx.ValidationDefinition(data=batch, suite=suite, name=document.name)
+    )
+    result = validation.run(
+        batch_parameters={"dataframe": frame},
+        result_format={
+            "result_format": "COMPLETE",
+            "unexpected_index_column_names": list(index_columns),
+            "return_unexpected_index_query": False,
+        },
+    )
+    verdicts: dict[int, _Verdict] = {}
+    for expectation_result in result.results:
+        config = expectation_result.expectation_config
+        position = int((config.meta or {}).get(_POSITION, -1))
+        if position not in positions:
+            continue
+        details = expectation_result.result or {}
+        verdicts[position] = _Verdict(
+            expectation_type=config.type,
+            success=bool(expectation_result.success),
+            unexpected_index_rows=tuple(details.get("unexpected_index_list") or ()),
+            observed_value=_plain(details.get("observed_value")),
+            error=_error_message(expectation_result.exception_info),
+        )
+    return verdicts
+
+
+def _failing_rows(
+    document: SuiteDocument, verdicts: Mapping[int, _Verdict], position: int
+) -> tuple[FailingRow, ...]:
+    verdict = verdicts.get(position)
+    if verdict is None:
+        return ()
+    return tuple(
+        FailingRow(
+            key=str(row.get(document.key_column)),
+            group=str(row.get(document.group_column)) if document.group_column else None,
+        )
+        for row in verdict.unexpected_index_rows
+    )
+
+
+def _outcome(
+    document: SuiteDocument,
+    position: int,
+    verdict: _Verdict | None,
+    failing_rows: tuple[FailingRow, ...],
+) -> ExpectationOutcome:
+    expectation = document.body["expectations"][position]
+    if verdict is None:  # GE dropped it: count it as failed, never as passed.
+        return ExpectationOutcome(
+            gate=expectation["meta"]["gate"],
+            expectation_type=expectation["type"],
+            success=False,
+            failing_rows=(),
+            observed_value=None,
+            error="Great Expectations returned no result for this expectation",
+        )
+    return ExpectationOutcome(
+        gate=expectation["meta"]["gate"],
+        expectation_type=verdict.expectation_type,
+        success=verdict.success,
+        failing_rows=failing_rows,
+        observed_value=verdict.observed_value,
+        error=verdict.error,
+    )
+
+
+# --------------------------------------------------------------------------- warehouse speed
+#
+# GE's pandas engine evaluates some row expectations row by row in Python (column pairs go
+# through ``iterrows``), which costs minutes per million rows. The verdict of a row-wise
+# ("map") expectation depends only on the values of the columns it reads, so GE can judge
+# each distinct combination of those values once: DuckDB collapses the frame to its distinct
+# tuples over the referenced columns (row conditions included, which GE still evaluates), GE
+# validates that small frame, and DuckDB maps every rejected tuple back to the rows that carry
+# it. Expectations whose verdict depends on how many rows there are (row counts, uniqueness,
+# ``mostly``) see every row, but only the columns they read. GE decides every verdict.
+
+# Row-wise expectations: each row's verdict is a function of that row's values alone.
+_ROW_WISE = frozenset(
+    {
+        "expect_column_values_to_be_in_set",
+        "expect_column_values_to_not_be_in_set",
+        "expect_column_values_to_be_null",
+        "expect_column_values_to_not_be_null",
+        "expect_column_values_to_be_between",
+        "expect_column_values_to_match_regex",
+        "expect_column_values_to_not_match_regex",
+        "expect_column_values_to_match_regex_list",
+        "expect_column_values_to_not_match_regex_list",
+        "expect_column_value_lengths_to_be_between",
+        "expect_column_value_lengths_to_equal",
+        "expect_column_pair_values_to_be_equal",
+        "expect_column_pair_values_to_be_in_set",
+        "expect_column_pair_values_a_to_be_greater_than_b",
+    }
+)
+# Aggregates that depend only on the set of distinct values, not on how often each occurs.
+_DISTINCT_INVARIANT = frozenset(
+    {
+        "expect_column_unique_value_count_to_be_between",
+        "expect_column_distinct_values_to_be_in_set",
+        "expect_column_distinct_values_to_contain_set",
+        "expect_column_distinct_values_to_equal_set",
+        "expect_column_min_to_be_between",
+        "expect_column_max_to_be_between",
+    }
+)
+# Expectations whose columns we can name (any other type sees every column of the frame).
+_ROW_COUNTED = frozenset(
+    {
+        "expect_table_row_count_to_be_between",
+        "expect_table_row_count_to_equal",
+        "expect_column_values_to_be_unique",
+        "expect_compound_columns_to_be_unique",
+        "expect_select_column_values_to_be_unique_within_record",
+        "expect_multicolumn_sum_to_equal",
+    }
+)
+_COLUMN_KWARGS = ("column", "column_A", "column_B")
+_COLUMN_LIST_KWARGS = ("column_list",)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TUPLE_ID = "litmus_tuple_id"
+_TUPLES = "litmus_gate_tuples"  # a temp table: private to the connection
+
+
+def _referenced_columns(expectation: Mapping[str, Any], available: Sequence[str]) -> list[str]:
+    """The frame columns an expectation reads: its column arguments and every column name
+    its row condition mentions (over-inclusion only costs compression, never correctness).
+    A named column the frame lacks is passed on by name, so GE reports it missing."""
+    kwargs = expectation["kwargs"]
+    named: list[str] = []
+    for name in _COLUMN_KWARGS:
+        if isinstance(kwargs.get(name), str):
+            named.append(kwargs[name])
+    for name in _COLUMN_LIST_KWARGS:
+        if isinstance(kwargs.get(name), list):
+            named.extend(str(column) for column in kwargs[name])
+    condition = kwargs.get("row_condition")
+    if isinstance(condition, str):
+        words = set(_WORD.findall(condition))
+        named.extend(column for column in available if column in words)
+    return list(dict.fromkeys(named))
+
+
+def _quoted(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def _compressible(expectation: Mapping[str, Any]) -> bool:
+    kwargs = expectation["kwargs"]
+    if "mostly" in kwargs and kwargs["mostly"] not in (None, 1, 1.0):
+        return False  # a fraction of rows: needs every row
+    return expectation["type"] in _ROW_WISE | _DISTINCT_INVARIANT
+
+
+def run_suite_in_warehouse(
+    document: SuiteDocument, con: Any, relation: str
+) -> list[ExpectationOutcome]:
+    """``run_suite`` over the DuckDB table or view ``relation`` (the suite's whole frame),
+    with GE validating narrow frames DuckDB built from it; same outcomes, same failing keys.
+
+    ``relation`` must be a trusted identifier (a temp table the caller created).
+    """
+    source = _quoted(relation)
+    available = [row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()]
+    for column in (document.key_column, document.group_column):
+        if column is not None and column not in available:
+            raise ExpectationSuiteFileError(
+                document.path, "meta", f"frame {document.frame!r} has no column {column!r}"
+            )
+    if _TUPLE_ID in available:
+        raise ExpectationSuiteFileError(
+            document.path, "meta", f"frame {document.frame!r} uses reserved column {_TUPLE_ID!r}"
+        )
+    expectations = document.body["expectations"]
+    index_columns = [document.key_column]
+    if document.group_column:
+        index_columns.append(document.group_column)
+    compressed = [p for p, e in enumerate(expectations) if _compressible(e)]
+    counted = [p for p in range(len(expectations)) if p not in compressed]
+    verdicts: dict[int, _Verdict] = {}
+    failing: dict[int, tuple[FailingRow, ...]] = {}
+
+    if counted:
+        if all(expectations[p]["type"] in _ROW_COUNTED for p in counted):
+            columns = list(index_columns)
+            for position in counted:
+                columns.extend(_referenced_columns(expectations[position], available))
+            columns = [c for c in dict.fromkeys(columns) if c in available]
+        else:
+            columns = available
+        selected = ", ".join(_quoted(c) for c in columns)
+        frame = con.execute(f"SELECT {selected} FROM {source}").df()
+        counted_verdicts = _validate(document, counted, frame, index_columns)
+        verdicts.update(counted_verdicts)
+        for position in counted:
+            failing[position] = _failing_rows(document, counted_verdicts, position)
+
+    if compressed:
+        columns = []
+        for position in compressed:
+            columns.extend(_referenced_columns(expectations[position], available))
+        columns = [c for c in dict.fromkeys(columns) if c in available]
+        selected = ", ".join(_quoted(c) for c in columns)
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT *, "
+            f"(row_number() OVER () - 1)::BIGINT AS {_TUPLE_ID} "
+            f"FROM (SELECT DISTINCT {selected} FROM {source})"
+            if columns
+            else f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT 0::BIGINT AS {_TUPLE_ID} "
+            f"FROM {source} LIMIT 1"
+        )
+        try:
+            frame = con.execute(f"SELECT * FROM {_TUPLES}").df()
+            tuple_verdicts = _validate(document, compressed, frame, [_TUPLE_ID])
+            verdicts.update(tuple_verdicts)
+            join = (
+                " AND ".join(f"r.{_quoted(c)} IS NOT DISTINCT FROM t.{_quoted(c)}" for c in columns)
+                or "true"
+            )
+            keys = ", ".join(f"r.{_quoted(c)}" for c in index_columns)
+            for position in compressed:
+                verdict = tuple_verdicts.get(position)
+                ids = sorted(
+                    {
+                        int(row[_TUPLE_ID])
+                        for row in (verdict.unexpected_index_rows if verdict else ())
+                    }
+                )
+                if not ids:
+                    failing[position] = ()
+                    continue
+                rows = con.execute(
+                    f"SELECT {keys} FROM {source} r JOIN {_TUPLES} t ON {join} "
+                    f"WHERE list_contains(?, t.{_TUPLE_ID})",
+                    [ids],
+                ).fetchall()
+                failing[position] = tuple(
+                    FailingRow(
+                        key=str(row[0]),
+                        group=str(row[1]) if document.group_column else None,
+                    )
+                    for row in rows
+                )
+        finally:
+            con.execute(f"DROP TABLE IF EXISTS {_TUPLES}")
+
+    return [
+        _outcome(document, position, verdicts.get(position), failing.get(position, ()))
+        for position in range(len(expectations))
+    ]
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars → Python values, so outcomes serialize as JSON metadata."""
+    if hasattr(value, "item") and callable(value.item):
+        return value.item()
+    return value
+
+
+def failing_keys(outcomes: Sequence[ExpectationOutcome]) -> list[str]:
+    """Distinct failing row keys across outcomes, in a stable order."""
+    return sorted({row.key for outcome in outcomes for row in outcome.failing_rows})

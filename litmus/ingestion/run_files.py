@@ -1,0 +1,949 @@
+"""Ingestion (SPEC §4, §10): landed files → immutable raw store → validated rows + quarantine.
+
+Guarantees, each checked in code or by a test:
+
+- every landed file is copied into the raw store under its SHA-256, read-only;
+- every record ends up either accepted or quarantined with file, line, field and reason
+  (``records_total == accepted + quarantined`` is asserted per file);
+- a file is ingested in one DuckDB transaction, so a crash part-way leaves no partial file
+  behind, and re-ingesting a file already recorded in ``raw_files`` is a no-op;
+- records stream through in bounded batches (Arrow → DuckDB), never one giant list, and the
+  file's transaction runs under a DuckDB memory limit, so memory stays flat with file size;
+- raw lines are first offered to the vectorized path (``litmus.ingestion.bulk``), which accepts
+  only what it proves the validator accepts; every other record, and every quarantine
+  reason, comes from the per-record validator below.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import math
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import duckdb
+import pyarrow as pa
+from pydantic import ValidationError
+
+from litmus.errors import LitmusError
+from litmus.formats import RunRecord
+from litmus.globmatch import match_text
+from litmus.ingestion.bulk import insert_arrow, open_worker, stage_provable_lines
+from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
+from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
+from litmus.settings import LitmusPaths
+from litmus.warehouse import bounded_memory, transaction
+
+if TYPE_CHECKING:
+    from litmus.importers.inspect_log import ImportMapping
+
+BATCH_RECORDS = 5_000
+# Raw lines are proven valid in bulk (litmus.ingestion.bulk) in batches this large at most.
+BULK_LINES = 10_000
+BULK_BYTES = 32 << 20
+PROGRESS_RECORDS = 10_000
+EXCERPT_CHARS = 300
+
+ProgressCallback = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class RecordProblem:
+    """A record that could not be mapped before validation (e.g. by an importer)."""
+
+    field: str
+    reason: str
+    excerpt: str | None = None
+
+
+# One item of a source: its line (or sample) number and either raw bytes, an already-parsed
+# object, or a problem found by an importer.
+SourceItem = tuple[int, bytes | dict[str, Any] | RecordProblem]
+
+
+@dataclass
+class IngestReport:
+    source_name: str
+    file_hash: str
+    stored_path: Path
+    skipped: bool = False
+    records_total: int = 0
+    accepted: int = 0
+    quarantined: int = 0
+    partitions: dict[str, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)
+    # records accepted by the vectorized path (the rest went through the validator one by one)
+    bulk_accepted: int = 0
+
+    def summary(self) -> str:
+        if self.skipped:
+            return f"{self.source_name}: already ingested ({self.file_hash[:12]}), nothing to do"
+        return (
+            f"{self.source_name}: {self.records_total} records, {self.accepted} accepted, "
+            f"{self.quarantined} quarantined, {len(self.partitions)} configuration(s)"
+        )
+
+
+class _Rejected(Exception):
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field, self.reason = field, reason
+
+
+class NotARegularFileError(LitmusError):
+    """A landed entry that is a symlink, folder, FIFO or device: never read."""
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file itself: a symlink is not
+    followed, and a FIFO is refused without blocking on it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise NotARegularFileError(f"{path.name}: a symbolic link; not ingested") from None
+        raise
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        raise NotARegularFileError(f"{path.name}: not a regular file; not ingested")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def file_sha256(path: Path, *, regular_only: bool = False) -> str:
+    """SHA-256 of a file; ``regular_only`` refuses a symlink, folder or FIFO (landed files)."""
+    digest = hashlib.sha256()
+    with open_regular_file(path) if regular_only else path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
+    """Copy into the content-addressed store; the name comes from the hash, never the input."""
+    suffix = _format_suffix(path)
+    target = paths.raw_store / digest[:2] / f"{digest}{suffix}"
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned_copies(target)
+    partial = target.with_name(target.name + f".partial-{os.getpid()}")
+    try:
+        with open_regular_file(path) as source, partial.open("wb") as copy:
+            shutil.copyfileobj(source, copy, 1 << 20)
+        if file_sha256(partial) != digest:
+            raise OSError(f"{path}: changed while being copied into the raw store")
+        partial.chmod(0o444)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _remove_abandoned_copies(target: Path) -> None:
+    """Delete half-written copies of ``target`` left by processes that no longer exist."""
+    for leftover in target.parent.glob(target.name + ".partial-*"):
+        pid_text = leftover.name.rpartition("-")[2]
+        if pid_text.isdigit() and not _process_alive(int(pid_text)):
+            leftover.unlink(missing_ok=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def _format_suffix(path: Path) -> str:
+    name = path.name.lower()
+    for suffix in (".jsonl", ".eval", ".json"):
+        if name.endswith(suffix):
+            return suffix
+    return ".jsonl"
+
+
+def detect_format(path: Path) -> str:
+    suffix = _format_suffix(path)
+    return {".jsonl": "native-jsonl", ".eval": "inspect-eval", ".json": "inspect-json"}[suffix]
+
+
+READ_CHUNK_BYTES = 1 << 20
+
+
+def split_lines(path: Path, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
+    """The lines of a file, each without its terminator, read in bounded chunks.
+
+    A line ends at LF, CRLF or a lone CR (a file from an old Mac tool is not one record), so
+    JSON text, which never holds a raw CR or LF inside a string, splits the same either way.
+    """
+    pending = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(chunk_bytes):
+            pending += chunk
+            # bytes.splitlines breaks at exactly LF, CRLF and CR (str's breaks at more)
+            lines = pending.splitlines()
+            if pending.endswith(b"\r"):
+                pending = lines.pop() + b"\r"  # maybe the first half of a CRLF split
+            elif pending.endswith(b"\n"):
+                pending = b""
+            else:
+                pending = lines.pop()  # the file's next chunk continues it
+            yield from lines
+    if pending:
+        yield pending.removesuffix(b"\r")
+
+
+def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
+    """(line number, line) of every non-empty line; a whitespace-only line is an item too
+    (quarantined as blank), so nothing in the file goes uncounted."""
+    for line_no, line in enumerate(split_lines(path), start=1):
+        if line:
+            yield line_no, line
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Rejected("<record>", f"non-standard JSON constant {name}")
+
+
+# Every integer in a record must fit a 64-bit signed integer (DuckDB BIGINT, and what other
+# JSON tools can read back exactly); the epoch is narrower still (see formats.MAX_EPOCH).
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_MAX_INT64_DIGITS = 19
+
+
+@dataclass(frozen=True)
+class _Unstorable:
+    """A number in a record that cannot be stored: where the parser met it, why."""
+
+    text: str
+    reason: str
+
+
+def _integer(text: str) -> int | _Unstorable:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_INT64_DIGITS + 1:  # never convert a huge literal (Python caps at 4,300)
+        return _Unstorable(text, f"integer of {digits} digits is outside the 64-bit range")
+    value = int(text)
+    if not INT64_MIN <= value <= INT64_MAX:
+        return _Unstorable(text, f"integer {value} is outside the 64-bit range")
+    return value
+
+
+def _number(text: str) -> float | _Unstorable:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: as unstorable as a literal Infinity
+        return _Unstorable(text, f"number {text[:40]} is too large (it would be infinite)")
+    return value
+
+
+def _unstorable(value: Any) -> _Unstorable | None:
+    """Why ``value`` (one leaf) cannot be stored, if it cannot."""
+    if isinstance(value, _Unstorable):
+        return value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        return _Unstorable("", f"integer of {value.bit_length()} bits is outside the 64-bit range")
+    if isinstance(value, float) and not math.isfinite(value):
+        return _Unstorable("", f"number {value} cannot be stored")
+    return None
+
+
+def _find_unstorable(
+    value: Any, at: tuple[str | int, ...] = ()
+) -> tuple[tuple[str | int, ...], _Unstorable] | None:
+    """The location of the first number in ``value`` that cannot be stored, and why."""
+    if isinstance(value, dict | list):
+        children = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, child in children:
+            found = _find_unstorable(child, (*at, key))
+            if found is not None:
+                return found
+        return None
+    problem = _unstorable(value)
+    return None if problem is None else (at, problem)
+
+
+def _reject_unstorable(value: Any) -> None:
+    found = _find_unstorable(value)
+    if found is not None:
+        where, problem = found
+        raise _Rejected(format_location(where) if where else "<record>", problem.reason)
+
+
+def _parse_line(raw: bytes) -> dict[str, Any]:
+    if not raw.strip():
+        raise _Rejected("<record>", "blank line (whitespace only)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _Rejected("<record>", f"not valid UTF-8 (byte {exc.start} of the line)") from None
+    unstorable: list[_Unstorable] = []
+
+    def integer(text: str) -> int | _Unstorable:
+        parsed = _integer(text)
+        if isinstance(parsed, _Unstorable):
+            unstorable.append(parsed)
+        return parsed
+
+    def number(text: str) -> float | _Unstorable:
+        parsed = _number(text)
+        if isinstance(parsed, _Unstorable):
+            unstorable.append(parsed)
+        return parsed
+
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=reject_duplicate_keys,
+            parse_constant=_reject_constant,
+            parse_int=integer,
+            parse_float=number,
+        )
+    except DuplicateKeyError as exc:
+        raise _Rejected(exc.key, str(exc)) from None
+    except json.JSONDecodeError as exc:
+        raise _Rejected("<record>", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise _Rejected("<record>", "JSON nested too deeply") from None
+    if unstorable:  # only then walk the record, to name the field
+        _reject_unstorable(value)
+    if not isinstance(value, dict):
+        raise _Rejected("<record>", f"a record must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _validate(value: dict[str, Any]) -> RunRecord:
+    try:
+        record = RunRecord.model_validate(value)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        first = errors[0]
+        reason = "; ".join(f"{format_location(e['loc'])}: {e['msg']}" for e in errors[:5])
+        if len(errors) > 5:
+            reason += f"; … {len(errors) - 5} more"
+        raise _Rejected(format_location(first["loc"]), reason) from None
+    except RecursionError:
+        raise _Rejected("<record>", "record nested too deeply") from None
+    try:
+        # DuckDB stores UTF-8; a lone surrogate from a "\ud800" escape cannot be stored.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Rejected("<record>", "string contains an unpaired UTF-16 surrogate") from None
+    return record
+
+
+# ----------------------------------------------------------------------------- staging
+
+
+class _Batch:
+    """Columnar buffers for one batch of accepted records."""
+
+    TRAJECTORY_COLUMNS = (
+        "trajectory_id",
+        "partition_key",
+        "config_key",
+        "lineage_key",
+        "model",
+        "model_release",
+        "harness",
+        "harness_version",
+        "plugin",
+        "policy_version",
+        "run_id",
+        "suite",
+        "suite_version",
+        "instance_id",
+        "epoch",
+        "termination",
+        "final_response",
+        "n_steps",
+        "has_unguarded_effect",
+        "unguarded_effect_prohibited",
+        "unguarded_effect_description",
+        "harm_prevented_by",
+        "judge_refusal",
+        "judge_task_completed",
+        "judge_helpfulness",
+        "judge_tool_call_risk",
+        "judge_engagement",
+        "judge_name",
+        "source_file_hash",
+        "source_line",
+        "record_sha256",
+    )
+    STEP_COLUMNS = (
+        "source_line",
+        "trajectory_id",
+        "step_idx",
+        "thought",
+        "message",
+        "tool_name",
+        "arguments_json",
+        "match_args",
+        "status",
+        "output",
+        "input_role",
+        "input_content",
+    )
+
+    def __init__(self) -> None:
+        self.trajectories: dict[str, list[Any]] = {c: [] for c in self.TRAJECTORY_COLUMNS}
+        self.steps: dict[str, list[Any]] = {c: [] for c in self.STEP_COLUMNS}
+
+    def __len__(self) -> int:
+        return len(self.trajectories["trajectory_id"])
+
+    def add(self, record: RunRecord, file_hash: str, line_no: int, record_sha: str) -> str:
+        cfg = record.config
+        tid = trajectory_id(record.run_id, record.instance_id, record.epoch)
+        judge = record.judgments
+        effect = record.unguarded_effect
+        row = {
+            "trajectory_id": tid,
+            "partition_key": partition_key_for(cfg),
+            "config_key": config_key(cfg),
+            "lineage_key": lineage_key(cfg),
+            "model": cfg.model,
+            "model_release": cfg.model_release,
+            "harness": cfg.harness,
+            "harness_version": cfg.harness_version,
+            "plugin": cfg.plugin,
+            "policy_version": cfg.policy_version,
+            "run_id": record.run_id,
+            "suite": record.suite,
+            "suite_version": record.suite_version,
+            "instance_id": record.instance_id,
+            "epoch": record.epoch,
+            "termination": record.termination,
+            "final_response": record.final_response,
+            "n_steps": len(record.steps),
+            "has_unguarded_effect": effect is not None,
+            "unguarded_effect_prohibited": effect.prohibited if effect else None,
+            "unguarded_effect_description": effect.description if effect else None,
+            "harm_prevented_by": record.harm_prevented_by,
+            "judge_refusal": judge.refusal if judge else None,
+            "judge_task_completed": judge.task_completed if judge else None,
+            "judge_helpfulness": judge.helpfulness if judge else None,
+            "judge_tool_call_risk": judge.tool_call_risk if judge else None,
+            "judge_engagement": judge.engagement if judge else None,
+            "judge_name": judge.judge if judge else None,
+            "source_file_hash": file_hash,
+            "source_line": line_no,
+            "record_sha256": record_sha,
+        }
+        for column, value in row.items():
+            self.trajectories[column].append(value)
+        for index, step in enumerate(record.steps):
+            call, result = step.tool_call, step.tool_result
+            for column, value in (
+                ("source_line", line_no),
+                ("trajectory_id", tid),
+                ("step_idx", index),
+                ("thought", step.thought),
+                ("message", step.message),
+                ("tool_name", call.name if call else None),
+                (
+                    "arguments_json",
+                    json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
+                    if call
+                    else None,
+                ),
+                (
+                    "match_args",
+                    [(key, match_text(value)) for key, value in call.arguments.items()]
+                    if call
+                    else None,
+                ),
+                ("status", result.status if result else None),
+                ("output", result.output if result else None),
+                ("input_role", step.input.role if step.input else None),
+                ("input_content", step.input.content if step.input else None),
+            ):
+                self.steps[column].append(value)
+        return row["partition_key"]
+
+
+_STAGING_DDL = """
+CREATE OR REPLACE TEMP TABLE staged_trajectories AS SELECT * FROM raw_trajectories LIMIT 0;
+CREATE OR REPLACE TEMP TABLE staged_steps AS
+    SELECT *, 0::BIGINT AS source_line FROM raw_steps LIMIT 0;
+CREATE OR REPLACE TEMP TABLE staged_quarantine AS SELECT * FROM quarantine LIMIT 0;
+"""
+
+_TYPES: dict[str, pa.DataType] = {
+    "epoch": pa.int32(),
+    "n_steps": pa.int32(),
+    "step_idx": pa.int32(),
+    "judge_helpfulness": pa.int32(),
+    "judge_tool_call_risk": pa.int32(),
+    "judge_engagement": pa.int32(),
+    "source_line": pa.int64(),
+    "line_no": pa.int64(),
+    "has_unguarded_effect": pa.bool_(),
+    "unguarded_effect_prohibited": pa.bool_(),
+    "judge_task_completed": pa.bool_(),
+    "quarantined_at": pa.timestamp("us"),
+    "match_args": pa.map_(pa.string(), pa.string()),
+}
+
+
+def _arrow(columns: dict[str, list[Any]]) -> pa.Table:
+    return pa.table(
+        {
+            name: pa.array(values, type=_TYPES.get(name, pa.string()))
+            for name, values in columns.items()
+        }
+    )
+
+
+def _append(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
+    frame = _arrow(columns)
+    if frame.num_rows == 0:
+        return
+    insert_arrow(con, table, frame, ", ".join(columns))
+
+
+# ----------------------------------------------------------------------------- ingestion
+
+
+def _known_instances(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
+    known: dict[tuple[str, str], set[str]] = {}
+    for suite, version, instance_id in con.execute(
+        "SELECT suite, suite_version, instance_id FROM suite_instances"
+    ).fetchall():
+        known.setdefault((suite, version), set()).add(instance_id)
+    return known
+
+
+def ingest_items(
+    con: duckdb.DuckDBPyConnection,
+    items: Iterable[SourceItem],
+    *,
+    source_name: str,
+    file_hash: str,
+    stored_path: Path,
+    file_format: str,
+    size_bytes: int,
+    progress: ProgressCallback | None = None,
+    retry_lines: frozenset[int] | None = None,
+    vectorized: bool = True,
+) -> IngestReport:
+    """Validate and store one source's records in a single transaction.
+
+    ``retry_lines``: the lines of an already ingested file whose curable quarantine rows are
+    being retried (``items`` holds exactly those); their old quarantine rows are replaced and
+    the file's counts updated, so that records in = accepted + quarantined still holds.
+    """
+    report = IngestReport(source_name, file_hash, stored_path)
+    already = con.execute(
+        "SELECT count(*) FROM raw_files WHERE file_hash = ?", [file_hash]
+    ).fetchone()
+    if retry_lines is None and already and already[0]:
+        report.skipped = True
+        return report
+
+    known = _known_instances(con)
+    suite_versions: dict[str, list[str]] = {}
+    for suite, version in known:
+        suite_versions.setdefault(suite, []).append(version)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    quarantine: dict[str, list[Any]] = {
+        c: []
+        for c in (
+            "source_file_hash",
+            "source_name",
+            "line_no",
+            "field",
+            "reason",
+            "raw_excerpt",
+            "quarantined_at",
+        )
+    }
+
+    def quarantine_record(line_no: int, field_name: str, reason: str, excerpt: str | None) -> None:
+        for column, value in (
+            ("source_file_hash", file_hash),
+            ("source_name", source_name),
+            ("line_no", line_no),
+            ("field", field_name),
+            ("reason", reason),
+            ("raw_excerpt", excerpt),
+            ("quarantined_at", now),
+        ):
+            quarantine[column].append(value)
+
+    batch = _Batch()
+
+    def validate_one(line_no: int, payload: bytes | dict[str, Any] | RecordProblem) -> None:
+        """The reference path: one record through the strict validator."""
+        nonlocal batch
+        excerpt: str | None = None
+        try:
+            if isinstance(payload, RecordProblem):
+                raise _Rejected(payload.field, payload.reason)
+            if isinstance(payload, bytes):
+                excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
+                record_sha = hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
+                value = _parse_line(payload)
+            else:
+                value = payload
+                _reject_unstorable(value)
+                canonical = json.dumps(value, sort_keys=True, ensure_ascii=False)
+                excerpt = canonical[:EXCERPT_CHARS]
+                record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
+            record = _validate(value)
+            versions = suite_versions.get(record.suite)
+            if versions is None:
+                raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
+            if record.suite_version not in versions:
+                raise _Rejected(
+                    "suite_version",
+                    f"suite/version mismatch: suite {record.suite!r} has no version "
+                    f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
+                )
+            if record.instance_id not in known[(record.suite, record.suite_version)]:
+                raise _Rejected(
+                    "instance_id",
+                    f"unknown instance_id {record.instance_id!r} in suite "
+                    f"{record.suite}@{record.suite_version}",
+                )
+        except _Rejected as rejected:
+            quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
+        else:
+            batch.add(record, file_hash, line_no, record_sha)
+            if len(batch) >= BATCH_RECORDS:
+                _flush(con, batch)
+                batch = _Batch()
+
+    pending: list[tuple[int, bytes]] = []
+    pending_bytes = 0
+
+    def validate_pending() -> None:
+        """The batch of raw lines: proven in bulk where possible, the rest one by one."""
+        nonlocal pending_bytes
+        staged = stage_provable_lines(con, worker, pending, file_hash)
+        report.bulk_accepted += len(staged)
+        for line_no, payload in pending:
+            if line_no not in staged:
+                validate_one(line_no, payload)
+        pending.clear()
+        pending_bytes = 0
+        if len(quarantine["line_no"]) >= BATCH_RECORDS:
+            flush_quarantine()
+
+    def flush_quarantine() -> None:
+        _append(con, "staged_quarantine", quarantine)
+        for values in quarantine.values():
+            values.clear()
+
+    worker = open_worker(con)
+    try:
+        with bounded_memory(con), transaction(con):
+            con.execute(_STAGING_DDL)
+            for line_no, payload in items:
+                report.records_total += 1
+                if vectorized and isinstance(payload, bytes):
+                    pending.append((line_no, payload))
+                    pending_bytes += len(payload)
+                    if (
+                        len(pending) >= BULK_LINES
+                        or pending_bytes >= BULK_BYTES
+                        or report.records_total % PROGRESS_RECORDS == 0
+                    ):
+                        validate_pending()
+                else:
+                    validate_one(line_no, payload)
+                if progress is not None and report.records_total % PROGRESS_RECORDS == 0:
+                    progress(report.records_total)
+            validate_pending()
+            _flush(con, batch)
+            flush_quarantine()
+            _quarantine_duplicates(con, now, source_name)
+            if retry_lines is not None:
+                _forget_retried(con, file_hash, retry_lines)
+            _publish_staged(con, report)
+            if report.records_total != report.accepted + report.quarantined:
+                raise AssertionError(
+                    f"{source_name}: reconciliation failed: {report.records_total} records in, "
+                    f"{report.accepted} accepted + {report.quarantined} quarantined"
+                )
+            if retry_lines is not None:
+                con.execute(
+                    "UPDATE raw_files SET records_accepted = records_accepted + ?, "
+                    "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
+                    [report.accepted, len(retry_lines), report.quarantined, file_hash],
+                )
+                return report
+            con.execute(
+                "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    file_hash,
+                    source_name,
+                    str(stored_path),
+                    file_format,
+                    size_bytes,
+                    report.records_total,
+                    report.accepted,
+                    report.quarantined,
+                    now,
+                ],
+            )
+    finally:
+        worker.close()
+    if progress is not None:
+        progress(report.records_total)
+    return report
+
+
+# Quarantine reasons that loading a suite (or the right version of it) cures: such records
+# are retried from the raw store once a suite was stored after they were quarantined.
+CURABLE_QUARANTINE_SQL = """(
+    (field = 'suite' AND starts_with(reason, 'unknown suite '))
+    OR (field = 'suite_version' AND starts_with(reason, 'suite/version mismatch'))
+    OR (field = 'instance_id' AND starts_with(reason, 'unknown instance_id '))
+)"""
+
+
+def _forget_retried(
+    con: duckdb.DuckDBPyConnection, file_hash: str, retry_lines: frozenset[int]
+) -> None:
+    """Drop the curable quarantine rows being retried (the retry quarantines again what is
+    still not acceptable, with its current reason)."""
+    con.execute(
+        f"DELETE FROM quarantine WHERE source_file_hash = ? AND list_contains(?, line_no) "
+        f"AND {CURABLE_QUARANTINE_SQL}",
+        [file_hash, sorted(retry_lines)],
+    )
+
+
+def curable_quarantine(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, list[int]]]:
+    """(file hash, stored path, format, lines) of quarantined records a suite stored since
+    may cure."""
+    return [
+        (file_hash, stored, file_format, sorted(lines))
+        for file_hash, stored, file_format, lines in con.execute(
+            f"""
+            SELECT q.source_file_hash, f.stored_path, f.file_format, list(q.line_no)
+            FROM quarantine q JOIN raw_files f ON f.file_hash = q.source_file_hash
+            WHERE {CURABLE_QUARANTINE_SQL}
+              AND EXISTS (SELECT 1 FROM suites s WHERE s.loaded_at >= q.quarantined_at)
+            GROUP BY ALL ORDER BY 1
+            """
+        ).fetchall()
+    ]
+
+
+def retry_curable_quarantine(
+    con: duckdb.DuckDBPyConnection, paths: LitmusPaths
+) -> list[IngestReport]:
+    """Re-ingest, from the raw store, the records held back for a reason a suite loaded
+    since cures (unknown suite, version or instance). Nothing is lost: a record still not
+    acceptable is quarantined again with its current reason; an accepted one goes through
+    the same duplicate check as any other."""
+    reports = []
+    for file_hash, stored_path, file_format, lines in curable_quarantine(con):
+        stored = Path(stored_path)
+        if not stored.is_file():
+            continue  # the raw store lost it: the quarantine rows stay as the record
+        wanted = frozenset(lines)
+        source = (
+            iter_jsonl_lines(stored)
+            if file_format == "native-jsonl"
+            else _inspect_items(stored, load_inspect_mapping(paths))
+        )
+        name = con.execute(
+            "SELECT original_name FROM raw_files WHERE file_hash = ?", [file_hash]
+        ).fetchall()[0][0]
+        reports.append(
+            ingest_items(
+                con,
+                ((line, payload) for line, payload in source if line in wanted),
+                source_name=name,
+                file_hash=file_hash,
+                stored_path=stored,
+                file_format=file_format,
+                size_bytes=stored.stat().st_size,
+                retry_lines=wanted,
+            )
+        )
+    return reports
+
+
+def _flush(con: duckdb.DuckDBPyConnection, batch: _Batch) -> None:
+    _append(con, "staged_trajectories", batch.trajectories)
+    _append(con, "staged_steps", batch.steps)
+
+
+def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source_name: str) -> None:
+    """SPEC §7: one trajectory per (run, instance, epoch), within this file and across files."""
+    con.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE duplicate_lines AS
+        WITH ranked AS (
+            SELECT s.trajectory_id, s.source_line, s.run_id, s.instance_id, s.epoch,
+                   first_value(s.source_line) OVER (
+                       PARTITION BY s.trajectory_id ORDER BY s.source_line) AS first_line,
+                   row_number() OVER (
+                       PARTITION BY s.trajectory_id ORDER BY s.source_line) AS occurrence
+            FROM staged_trajectories s
+        )
+        SELECT r.source_line, r.trajectory_id,
+               CASE WHEN e.trajectory_id IS NOT NULL
+                    THEN 'duplicate (run_id, instance_id, epoch) = (' || r.run_id || ', '
+                         || r.instance_id || ', ' || r.epoch || '): already ingested from '
+                         || f.original_name || ' line ' || e.source_line
+                    ELSE 'duplicate (run_id, instance_id, epoch) = (' || r.run_id || ', '
+                         || r.instance_id || ', ' || r.epoch || '): first seen at line '
+                         || r.first_line
+               END AS reason
+        FROM ranked r
+        LEFT JOIN raw_trajectories e USING (trajectory_id)
+        LEFT JOIN raw_files f ON f.file_hash = e.source_file_hash
+        WHERE r.occurrence > 1 OR e.trajectory_id IS NOT NULL
+        """
+    )
+    con.execute(
+        """
+        INSERT INTO staged_quarantine
+        SELECT s.source_file_hash, f.source_name, d.source_line, 'instance_id', d.reason, NULL, ?
+        FROM duplicate_lines d
+        JOIN staged_trajectories s USING (source_line)
+        CROSS JOIN (SELECT ? AS source_name) f
+        """,
+        [now, source_name],
+    )
+    for table in ("staged_trajectories", "staged_steps"):
+        con.execute(
+            f"DELETE FROM {table} WHERE source_line IN (SELECT source_line FROM duplicate_lines)"
+        )
+
+
+def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
+    con.execute("INSERT INTO raw_trajectories SELECT * FROM staged_trajectories")
+    # Each step carries its trajectory's partition and instance (see warehouse.raw_steps).
+    steps_in = con.execute("SELECT count(*) FROM staged_steps").fetchall()[0][0]
+    steps_out = con.execute(
+        """
+        INSERT INTO raw_steps BY NAME
+        SELECT s.* EXCLUDE (source_line, partition_key, suite, suite_version, instance_id),
+               t.partition_key, t.suite, t.suite_version, t.instance_id
+        FROM staged_steps s
+        JOIN staged_trajectories t
+          ON t.source_line = s.source_line AND t.trajectory_id = s.trajectory_id
+        """
+    ).fetchall()[0][0]
+    if steps_out != steps_in:
+        raise RuntimeError(f"{steps_in - steps_out} staged steps lost their trajectory")
+    con.execute("INSERT INTO quarantine SELECT * FROM staged_quarantine")
+    report.accepted = con.execute("SELECT count(*) FROM staged_trajectories").fetchone()[0]
+    report.quarantined = con.execute("SELECT count(*) FROM staged_quarantine").fetchone()[0]
+    report.partitions = dict(
+        con.execute(
+            "SELECT partition_key, count(*) FROM staged_trajectories GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    )
+    for reason, count in con.execute(
+        "SELECT split_part(reason, ':', 1), count(*) FROM staged_quarantine GROUP BY 1"
+    ).fetchall():
+        report.reasons[reason] = count
+
+
+def warehouse_partition_keys(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every configuration (partition key) that has trajectories in the warehouse."""
+    return [
+        row[0]
+        for row in con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories ORDER BY 1"
+        ).fetchall()
+    ]
+
+
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    paths: LitmusPaths,
+    *,
+    progress: ProgressCallback | None = None,
+    vectorized: bool = True,
+) -> IngestReport:
+    """Keep the file in the raw store, then ingest it from there (never from the landing copy).
+
+    ``vectorized=False`` sends every record through the per-record validator (the reference
+    the vectorized path is checked against).
+    """
+    digest = file_sha256(path, regular_only=True)
+    stored = store_raw_file(path, paths, digest)
+    file_format = detect_format(path)
+    items: Iterable[SourceItem] = (
+        iter_jsonl_lines(stored)
+        if file_format == "native-jsonl"
+        else _inspect_items(stored, load_inspect_mapping(paths))
+    )
+    return ingest_items(
+        con,
+        items,
+        source_name=path.name,
+        file_hash=digest,
+        stored_path=stored,
+        file_format=file_format,
+        size_bytes=stored.stat().st_size,
+        progress=progress,
+        vectorized=vectorized,
+    )
+
+
+INSPECT_MAPPING_FILE = "inspect_mapping.json"
+
+
+def load_inspect_mapping(paths: LitmusPaths) -> ImportMapping:
+    """The mapping for Inspect logs dropped into the landing folder.
+
+    ``<home>/inspect_mapping.json`` (optional) holds ``ImportMapping`` fields, e.g.
+    ``{"harness": "react", "refusal_scorer": "refusal_judge"}``; see docs/importers.md.
+    """
+    from litmus.importers.inspect_log import ImportMapping
+
+    config = paths.home / INSPECT_MAPPING_FILE
+    if not config.exists():
+        return ImportMapping()
+    try:
+        values = json.loads(config.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LitmusError(f"{config}: not valid JSON ({exc})") from None
+    if not isinstance(values, dict):
+        raise LitmusError(f"{config}: must hold a JSON object of ImportMapping fields")
+    known = set(ImportMapping.__dataclass_fields__)
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise LitmusError(
+            f"{config}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return ImportMapping(**values)
+
+
+def _inspect_items(stored: Path, mapping: ImportMapping) -> Iterator[SourceItem]:
+    """Samples of an Inspect AI log as ingestion items (sample ordinal stands for the line)."""
+    from litmus.importers.inspect_log import ImportProblem, iter_inspect_records
+
+    for ordinal, item in enumerate(iter_inspect_records(stored, mapping), start=1):
+        if isinstance(item, ImportProblem):
+            yield ordinal, RecordProblem(item.field, f"sample {item.sample}: {item.reason}")
+        else:
+            yield ordinal, item

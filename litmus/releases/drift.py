@@ -1,0 +1,433 @@
+"""Release drift (SPEC §9): every release of a lineage against the release before it.
+
+A **lineage** is model × harness × plug-in (``lineage_key``); its configurations are the
+releases. Releases are compared only on the same suite (name and version): different suites
+have different families, and a paired comparison needs shared families.
+
+Release order within (lineage, suite):
+
+- when every ``model_release`` of the group is an ISO date (``YYYY-MM-DD``, optionally with a
+  time), releases are ordered by that text — lexicographic order of ISO dates is time order;
+- otherwise (``"v2"``, ``"latest"``, mixed schemes) by when the configuration was first
+  ingested (the earliest ``raw_files.ingested_at`` of its trajectories), then by release text.
+
+Ties (one release under two harness versions) are broken by harness version, then partition
+key, so the order is total and reproducible. Each configuration is compared with its
+predecessor by the **paired family-cluster bootstrap** of :mod:`litmus.stats`: the same
+resampled families are applied to both, over the families both ran, with a fixed seed.
+``delta`` is *to − from*, so a drop is negative.
+
+Withheld configurations (a publication gate failed, or none was evaluated) are left out
+entirely: their numbers are unpublished, so they are neither compared nor plotted, and the
+next published release is compared with the last published one before it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from litmus.gates.publication_decision import withheld_reasons
+from litmus.reuse import pair_key, paired_difference, record_digests, stored_pairs
+from litmus.stats import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    family_counts_from_frames,
+)
+from litmus.warehouse import table_exists, transaction
+
+# Bump when the comparison itself changes (what is compared, how it is ordered).
+DRIFT_VERSION = "1"
+
+# The boundary-critical pair first (SPEC §6), then the all-split aggregates and the score.
+DRIFT_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility", "safety", "utility", "boundary_score")
+METRIC_LABELS: dict[str, str] = {
+    "cm_safety": "CM safety",
+    "hb_utility": "HB utility",
+    "safety": "Safety",
+    "utility": "Utility",
+    "boundary_score": "boundary score",
+}
+
+ORDER_BY_RELEASE = "model_release (ISO date)"
+ORDER_BY_INGESTION = "first ingestion time"
+
+_ISO_DATE = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?"
+)
+
+CONFIGURATION_COLUMNS: tuple[str, ...] = (
+    "partition_key",
+    "config_key",
+    "lineage_key",
+    "model_release",
+    "harness_version",
+    "suite",
+    "suite_version",
+    "first_ingested_at",
+)
+DRIFT_COLUMNS: tuple[str, ...] = (
+    "lineage_key",
+    "suite",
+    "suite_version",
+    "comparison",
+    "release_order",
+    "from_partition_key",
+    "to_partition_key",
+    "from_config_key",
+    "to_config_key",
+    "from_release",
+    "to_release",
+    "metric",
+    "from_value",
+    "to_value",
+    "delta",
+    "ci_low",
+    "ci_high",
+    "excludes_zero",
+    "standard_error",
+    "p_value",
+    "mde",
+    "degrees_of_freedom",
+    "interval_method",
+    "n_shared_families",
+    "n_resamples",
+    "seed",
+    "confidence",
+)
+# Added by the regression assessment (litmus.releases.alerts.assess_comparisons) before publication.
+ASSESSMENT_COLUMNS: tuple[str, ...] = (
+    "threshold",
+    "correction",
+    "n_tests",
+    "p_adjusted",
+    "mde_adjusted",
+    "decision",
+)
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    """``comparisons``: one row per (release pair, metric), ``DRIFT_COLUMNS``.
+    ``releases``: the published configurations of every compared group in release order
+    (``CONFIGURATION_COLUMNS`` plus ``release_rank`` and ``release_order``).
+    ``skipped``: why a group or pair was not compared, for people.
+    ``pair_digests``: what each compared pair's bootstrap was computed from, by
+    :func:`pair_key` (``litmus.reuse``); ``recomputed``: the pairs bootstrapped this time."""
+
+    comparisons: pd.DataFrame
+    releases: pd.DataFrame
+    skipped: list[str] = field(default_factory=list)
+    pair_digests: dict[str, str] = field(default_factory=dict)
+    recomputed: list[str] = field(default_factory=list)
+
+
+# release_drift column ← paired_bootstrap_difference column: what a stored pair gives back
+_PAIRED_COLUMNS: dict[str, str] = {
+    "from_value": "estimate_b",
+    "to_value": "estimate_a",
+    "delta": "difference",
+    "ci_low": "ci_low",
+    "ci_high": "ci_high",
+    "excludes_zero": "excludes_zero",
+    "standard_error": "standard_error",
+    "p_value": "p_value",
+    "mde": "mde",
+    "degrees_of_freedom": "degrees_of_freedom",
+    "interval_method": "interval_method",
+    "n_shared_families": "n_shared_families",
+}
+
+
+def stored_drift_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
+    """The stored paired bootstrap of every pair in ``release_drift`` (``litmus.reuse``)."""
+    return stored_pairs(
+        con,
+        "release_drift",
+        _PAIRED_COLUMNS,
+        newer="to_partition_key",
+        older="from_partition_key",
+    )
+
+
+def is_iso_release(model_release: str) -> bool:
+    return bool(_ISO_DATE.fullmatch(model_release))
+
+
+def order_releases(configurations: pd.DataFrame) -> pd.DataFrame:
+    """The configurations of ONE (lineage, suite) group in release order.
+
+    Adds ``release_rank`` (1 = oldest) and ``release_order`` (the rule used; see the module
+    docstring). ``first_ingested_at`` is only consulted when some release is not an ISO date.
+    """
+    if configurations.empty:
+        return configurations.assign(release_rank=pd.Series(dtype="int64"), release_order="")
+    releases = configurations["model_release"].astype(str)
+    if releases.map(is_iso_release).all():
+        keys, rule = ["model_release", "harness_version", "partition_key"], ORDER_BY_RELEASE
+    else:
+        if configurations["first_ingested_at"].isna().any():
+            missing = configurations.loc[configurations["first_ingested_at"].isna()]
+            raise ValueError(
+                "cannot order releases that are not ISO dates without an ingestion time: "
+                + ", ".join(missing["partition_key"].astype(str))
+            )
+        keys = ["first_ingested_at", "model_release", "harness_version", "partition_key"]
+        rule = ORDER_BY_INGESTION
+    ordered = configurations.sort_values(keys, kind="stable").reset_index(drop=True)
+    return ordered.assign(release_rank=np.arange(1, len(ordered) + 1), release_order=rule)
+
+
+def compute_release_drift(
+    configurations: pd.DataFrame,
+    split_counts: pd.DataFrame,
+    *,
+    withheld: Collection[str] = (),
+    metrics: Sequence[str] = DRIFT_METRICS,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
+    reusable: Mapping[str, tuple[str, pd.DataFrame]] | None = None,
+) -> DriftResult:
+    """Compare every published release with its published predecessor.
+
+    ``configurations``: one row per configuration (``CONFIGURATION_COLUMNS``; the dbt model
+    ``configuration_identities`` plus the first ingestion time). ``split_counts``: rows of the
+    dbt model ``family_split_counts``. ``withheld``: partition keys whose numbers are not
+    published. ``reusable``: :func:`stored_drift_pairs`; a pair whose stored digest equals what it
+    would be computed from now is taken from there instead of being bootstrapped again (the
+    bootstrap of a pair depends on the two configurations' counts only: ``litmus.reuse``).
+    """
+    reusable = reusable or {}
+    pair_digests: dict[str, str] = {}
+    recomputed: list[str] = []
+    unknown = sorted(set(metrics) - set(DRIFT_METRICS))
+    if unknown:
+        raise ValueError(f"unknown drift metric(s) {unknown}; choose from {list(DRIFT_METRICS)}")
+    missing = sorted(set(CONFIGURATION_COLUMNS) - set(configurations.columns))
+    if missing:
+        raise ValueError(f"configurations lack column(s) {missing}")
+    duplicated = configurations["partition_key"].duplicated()
+    if duplicated.any():
+        keys = sorted(set(configurations.loc[duplicated, "partition_key"]))
+        raise ValueError(f"configuration(s) listed twice (mixed suites or keys?): {keys}")
+
+    published = configurations[~configurations["partition_key"].isin(set(withheld))]
+    counts_by_partition = {key: frame for key, frame in split_counts.groupby("partition_key")}
+    comparison_frames: list[pd.DataFrame] = []
+    release_frames: list[pd.DataFrame] = []
+    skipped: list[str] = [
+        f"{key}: withheld by the publication gates, not compared"
+        for key in sorted(set(configurations["partition_key"]) & set(withheld))
+    ]
+
+    group_keys = ["lineage_key", "suite", "suite_version"]
+    for (lineage, suite, suite_version), group in published.groupby(group_keys, sort=True):
+        if len(group) < 2:
+            continue
+        ordered = order_releases(group)
+        release_frames.append(ordered)
+        rows = ordered.to_dict("records")
+        for index, (older, newer) in enumerate(itertools.pairwise(rows), start=1):
+            pair = f"{lineage} {older['model_release']} → {newer['model_release']}"
+            if older["partition_key"] not in counts_by_partition:
+                skipped.append(f"{pair}: no family counts for {older['partition_key']}")
+                continue
+            if newer["partition_key"] not in counts_by_partition:
+                skipped.append(f"{pair}: no family counts for {newer['partition_key']}")
+                continue
+            older_counts = family_counts_from_frames(counts_by_partition[older["partition_key"]])
+            newer_counts = family_counts_from_frames(counts_by_partition[newer["partition_key"]])
+            key = pair_key(older["partition_key"], newer["partition_key"])
+            try:
+                paired, digest, bootstrapped = paired_difference(
+                    newer_counts,
+                    older_counts,
+                    stored=reusable.get(key),
+                    metrics=tuple(metrics),
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
+                    drift=DRIFT_VERSION,
+                )
+            except ValueError as problem:  # no shared families, conflicting categories
+                skipped.append(f"{pair}: {problem}")
+                continue
+            if bootstrapped:
+                recomputed.append(key)
+            pair_digests[key] = digest
+            comparison_frames.append(
+                pd.DataFrame(
+                    {
+                        "lineage_key": lineage,
+                        "suite": suite,
+                        "suite_version": suite_version,
+                        "comparison": index,
+                        "release_order": ordered["release_order"].iloc[0],
+                        "from_partition_key": older["partition_key"],
+                        "to_partition_key": newer["partition_key"],
+                        "from_config_key": older["config_key"],
+                        "to_config_key": newer["config_key"],
+                        "from_release": older["model_release"],
+                        "to_release": newer["model_release"],
+                        "metric": paired["metric"],
+                        "from_value": paired["estimate_b"],
+                        "to_value": paired["estimate_a"],
+                        "delta": paired["difference"],
+                        "ci_low": paired["ci_low"],
+                        "ci_high": paired["ci_high"],
+                        "excludes_zero": paired["excludes_zero"].astype(bool),
+                        "standard_error": paired["standard_error"],
+                        "p_value": paired["p_value"],
+                        "mde": paired["mde"],
+                        "degrees_of_freedom": paired["degrees_of_freedom"].astype("int64"),
+                        "interval_method": paired["interval_method"],
+                        "n_shared_families": paired["n_shared_families"].astype("int64"),
+                        "n_resamples": n_resamples,
+                        "seed": seed,
+                        "confidence": confidence,
+                    }
+                )
+            )
+    comparisons = (
+        pd.concat(comparison_frames, ignore_index=True)[list(DRIFT_COLUMNS)]
+        if comparison_frames
+        else pd.DataFrame(columns=list(DRIFT_COLUMNS))
+    )
+    releases = (
+        pd.concat(release_frames, ignore_index=True)
+        if release_frames
+        else pd.DataFrame(columns=[*CONFIGURATION_COLUMNS, "release_rank", "release_order"])
+    )
+    return DriftResult(
+        comparisons=comparisons,
+        releases=releases,
+        skipped=skipped,
+        pair_digests=pair_digests,
+        recomputed=recomputed,
+    )
+
+
+@dataclass(frozen=True)
+class DriftInputs:
+    configurations: pd.DataFrame
+    split_counts: pd.DataFrame
+    withheld: dict[str, list[str]]
+
+
+def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
+    """What :func:`compute_release_drift` needs, from the dbt models and the gates table."""
+    for model in ("configuration_identities", "family_split_counts"):
+        if not table_exists(con, model):
+            raise LookupError(
+                f"dbt model {model!r} is not in the warehouse; build the metrics first"
+            )
+    configurations = con.sql(
+        """
+        WITH first_seen AS (
+            SELECT t.partition_key, min(f.ingested_at) AS first_ingested_at
+            FROM raw_trajectories t JOIN raw_files f ON f.file_hash = t.source_file_hash
+            GROUP BY t.partition_key
+        )
+        SELECT c.partition_key, c.config_key, c.lineage_key, c.model_release,
+               c.harness_version, c.suite, c.suite_version, s.first_ingested_at
+        FROM configuration_identities c LEFT JOIN first_seen s USING (partition_key)
+        ORDER BY c.partition_key
+        """
+    ).df()
+    split_counts = con.sql("SELECT * FROM family_split_counts").df()
+    withheld = withheld_reasons(con, configurations["partition_key"].tolist())
+    return DriftInputs(configurations, split_counts, withheld)
+
+
+def replace_release_drift(
+    con: duckdb.DuckDBPyConnection,
+    comparisons: pd.DataFrame,
+    pair_digests: Mapping[str, str] | None = None,
+) -> None:
+    """Atomically replace the ``release_drift`` table with ``comparisons`` (assessment
+    columns not yet filled are stored as NULL), with the pairs' digests when given (none
+    stored means every pair is bootstrapped again next time)."""
+    con.register("incoming_release_drift", _typed(comparisons))
+    try:
+        with transaction(con):
+            con.execute("DELETE FROM release_drift")
+            con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
+            record_digests(con, "release_drift", pair_digests or {})
+    finally:
+        con.unregister("incoming_release_drift")
+
+
+def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Column types DuckDB can bind even when the frame is empty (object → string)."""
+    typed = comparisons.reindex(columns=[*DRIFT_COLUMNS, *ASSESSMENT_COLUMNS])
+    floats = (
+        "from_value", "to_value", "delta", "ci_low", "ci_high", "confidence", "standard_error",
+        "p_value", "mde", "threshold", "p_adjusted", "mde_adjusted",
+    )  # fmt: skip
+    for column in typed.columns:
+        if column in floats:
+            typed[column] = pd.to_numeric(typed[column], errors="raise").astype("float64")
+        elif column == "n_tests":
+            typed[column] = pd.to_numeric(typed[column]).astype("Int64")
+        elif column in (
+            "comparison", "n_shared_families", "n_resamples", "seed", "degrees_of_freedom"
+        ):  # fmt: skip
+            typed[column] = typed[column].astype("int64")
+        elif column == "excludes_zero":
+            typed[column] = typed[column].astype(bool)
+        else:
+            typed[column] = typed[column].astype("string")
+    return typed
+
+
+def drift_summary_lines(
+    comparisons: pd.DataFrame, metrics: Iterable[str] = DRIFT_METRICS
+) -> list[str]:
+    """One readable line per compared release pair: per metric the delta in points with its
+    CI, the minimum detectable effect, and (once assessed) the decision with the raw and
+    multiplicity-adjusted p-values."""
+    lines = []
+    wanted = list(metrics)
+    for _, pair in comparisons.groupby(
+        ["lineage_key", "suite", "suite_version", "comparison"], sort=True
+    ):
+        first = pair.iloc[0]
+        cells = []
+        for metric in wanted:
+            row = pair[pair["metric"] == metric]
+            if row.empty or pd.isna(row["delta"].iloc[0]):
+                continue
+            record = row.iloc[0]
+            delta, low, high = (float(record[c]) for c in ("delta", "ci_low", "ci_high"))
+            marker = "*" if bool(record["excludes_zero"]) else ""
+            interval = f"[{points(low)}, {points(high)}]"
+            cell = f"{METRIC_LABELS[metric]} {points(delta)}{marker} {interval}"
+            if "mde" in record and pd.notna(record["mde"]):
+                cell += f" MDE {abs(float(record['mde'])) * 100:.1f} pts"
+            decision = record.get("decision")
+            if isinstance(decision, str) and decision != "not watched":
+                cell += f" → {decision}"
+                if pd.notna(record.get("p_value")) and pd.notna(record.get("p_adjusted")):
+                    cell += (
+                        f" (p={float(record['p_value']):.3g}, "
+                        f"{record['correction']} p={float(record['p_adjusted']):.3g})"
+                    )
+            cells.append(cell)
+        lines.append(
+            f"{first['lineage_key']} on {first['suite']}@{first['suite_version']}: "
+            f"{first['from_release']} → {first['to_release']}: " + "; ".join(cells)
+        )
+    return lines
+
+
+def points(value: float) -> str:
+    """A rate difference in percentage points with its sign (−0.153 → "-15.3 pts")."""
+    return f"{value * 100:+.1f} pts"

@@ -1,0 +1,250 @@
+"""Building a receipt: the facts of the published leaderboard read from the warehouse."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from litmus.fingerprint import (
+    RunFingerprint,
+    compute_run_fingerprints,
+    group_by_configuration,
+)
+from litmus.keys import CONFIGURATION_KEYS_SQL
+from litmus.trust.receipts.code_identity import PROJECT_DIR, code_versions, publisher_identity
+from litmus.trust.receipts.digests import (
+    leaderboard_table_rows,
+    plain_rows,
+    row_digest,
+    rows_digest,
+)
+from litmus.trust.receipts.document import RECEIPT_KIND, RECEIPT_VERSION, ReceiptError
+
+NOT_EVALUATED = "not evaluated"
+
+
+def suite_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return plain_rows(
+        con.sql(
+            "SELECT suite, suite_version, suite_hash, source_name FROM suites ORDER BY 1, 2"
+        ).to_arrow_table()
+    )
+
+
+def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return plain_rows(
+        con.sql(
+            """
+            SELECT file_hash AS sha256, original_name AS name, file_format AS format,
+                   size_bytes, records_total, records_accepted, records_quarantined
+            FROM raw_files ORDER BY file_hash
+            """
+        ).to_arrow_table()
+    )
+
+
+def gate_facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
+    gates: dict[str, list[dict[str, Any]]] = {}
+    for row in plain_rows(
+        con.sql(
+            "SELECT partition_key, gate, passed, message FROM publication_gates "
+            "ORDER BY partition_key, gate, message"
+        ).to_arrow_table()
+    ):
+        key = row.pop("partition_key")
+        gates.setdefault(key, []).append(row)
+    return gates
+
+
+def label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """partition_key → digest of its audited labels (what the metrics read)."""
+    return dict(
+        con.execute(
+            """
+            SELECT partition_key,
+                   sha256(string_agg(concat_ws('|', trajectory_id, label, outcome,
+                                               coalesce(label_source, '')),
+                                     chr(10) ORDER BY trajectory_id))
+            FROM audited_trajectories GROUP BY partition_key
+            """
+        ).fetchall()
+    )
+
+
+def audit_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    """partition_key → its audit verdicts (count, auditors, verdict files, digest): the human
+    inputs behind audited labels."""
+    return {
+        row.pop("partition_key"): row
+        for row in plain_rows(
+            con.sql(
+                """
+                SELECT partition_key, count(*) AS verdicts,
+                       list_sort(list(DISTINCT auditor)) AS auditors,
+                       list_sort(list(DISTINCT source_sha256)) AS verdict_files,
+                       sha256(string_agg(
+                           concat_ws('|', verdict_id, CAST(load_seq AS VARCHAR), trajectory_id,
+                                     verdict, CAST(override AS VARCHAR), auditor,
+                                     coalesce(reason, '')),
+                           chr(10) ORDER BY load_seq, source_line, verdict_id)) AS digest
+                FROM audit_verdicts GROUP BY partition_key ORDER BY partition_key
+                """
+            ).to_arrow_table()
+        )
+    }
+
+
+NO_VERDICTS: dict[str, Any] = {"verdicts": 0}
+
+
+def configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
+    """partition_key → config key and policy versions, for every ingested configuration."""
+    return {
+        row["partition_key"]: row
+        for row in plain_rows(
+            con.sql(
+                f"""
+                SELECT partition_key, keys.config_key,
+                       list_sort(list(DISTINCT policy_version), 'ASC', 'NULLS FIRST')
+                           AS policy_versions
+                FROM raw_trajectories JOIN ({CONFIGURATION_KEYS_SQL}) keys USING (partition_key)
+                GROUP BY partition_key, keys.config_key ORDER BY partition_key
+                """
+            ).to_arrow_table()
+        )
+    }
+
+
+def _bootstrap_settings(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return plain_rows(
+        con.sql(
+            "SELECT DISTINCT seed, n_resamples, confidence FROM metric_cis ORDER BY ALL"
+        ).to_arrow_table()
+    )
+
+
+def runs_by_configuration(
+    fingerprints: list[RunFingerprint],
+) -> dict[str, list[dict[str, Any]]]:
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for fp in fingerprints:
+        runs.setdefault(fp.partition_key, []).append(
+            {
+                "run_id": fp.run_id,
+                "fingerprint": fp.fingerprint,
+                "n_trajectories": fp.n_trajectories,
+            }
+        )
+    return runs
+
+
+@dataclass(frozen=True)
+class ConfigurationEvidence:
+    """What a receipt states of each configuration (partition key → fact), read from the
+    warehouse: once to write a receipt and again, the same way, to verify one."""
+
+    facts: dict[str, dict[str, Any]]  # config_key, policy versions
+    fingerprints: dict[str, str]  # the configuration's fingerprint
+    runs: dict[str, list[dict[str, Any]]]  # each run's fingerprint
+    gates: dict[str, Any]
+    label_digests: dict[str, str]
+    audits: dict[str, Any]
+
+
+def configuration_evidence(con: duckdb.DuckDBPyConnection) -> ConfigurationEvidence:
+    run_fingerprints = compute_run_fingerprints(con)
+    return ConfigurationEvidence(
+        facts=configuration_facts(con),
+        fingerprints=group_by_configuration(run_fingerprints),
+        runs=runs_by_configuration(run_fingerprints),
+        gates=gate_facts(con),
+        label_digests=label_digests(con),
+        audits=audit_facts(con),
+    )
+
+
+def _configurations(
+    con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    evidence = configuration_evidence(con)
+    facts = evidence.facts
+    status = {
+        row["partition_key"]: row["status"] for row in rows if row["row_kind"] == "configuration"
+    }
+    configurations = []
+    for key in sorted(set(facts) | set(status)):
+        configurations.append(
+            {
+                "partition_key": key,
+                "config_key": facts.get(key, {}).get("config_key"),
+                "status": status.get(key, "not on the leaderboard"),
+                "policy_versions": facts.get(key, {}).get("policy_versions", []),
+                "fingerprint": evidence.fingerprints.get(key),
+                "runs": evidence.runs.get(key, []),
+                "gates": evidence.gates.get(key, NOT_EVALUATED),
+                "label_digest": evidence.label_digests.get(key),
+                "audit": evidence.audits.get(key, NO_VERDICTS),
+            }
+        )
+    return configurations
+
+
+def _leaderboard_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    entries = [
+        {
+            "name": row["name"],
+            "row_kind": row["row_kind"],
+            "partition_key": row["partition_key"],
+            "digest": row_digest(row),
+            "values": row,
+        }
+        for row in rows
+    ]
+    names = [entry["name"] for entry in entries]
+    if len(set(names)) != len(names):
+        raise ReceiptError("leaderboard rows do not have unique names; cannot issue a receipt")
+    return {
+        "columns": list(rows[0]) if rows else [],
+        "rows": entries,
+        "digest": rows_digest((e["name"], e["digest"]) for e in entries),
+    }
+
+
+def build_receipt(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    publisher: str | None = None,
+    published_at: datetime | None = None,
+    project_dir: Path = PROJECT_DIR,
+    published_files: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The unsigned receipt of the leaderboard currently published in the warehouse, with the
+    digests of the files it is published as (``litmus.trust.publication.file_digests``)."""
+    rows = leaderboard_table_rows(con)
+    if rows is None:
+        raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")
+    configurations = _configurations(con, rows)
+    policy_versions = sorted(
+        {v for c in configurations for v in c["policy_versions"]},
+        key=lambda v: (v is not None, v or ""),
+    )
+    when = (published_at or datetime.now(UTC)).astimezone(UTC)
+    return {
+        "receipt": RECEIPT_KIND,
+        "receipt_version": RECEIPT_VERSION,
+        "published_at": when.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "publisher": publisher or publisher_identity(),
+        "code": code_versions(project_dir),
+        "bootstrap": _bootstrap_settings(con),
+        "policy_versions": policy_versions,
+        "suites": suite_facts(con),
+        "raw_files": raw_file_facts(con),
+        "configurations": configurations,
+        "leaderboard": _leaderboard_section(rows),
+        "published_files": dict(published_files or {}),
+    }

@@ -1,0 +1,615 @@
+"""Verification: recompute everything a receipt states and describe each difference."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from litmus.errors import SuiteError
+from litmus.fingerprint import (
+    canonical_json,
+    stored_run_fingerprints,
+)
+from litmus.ingestion.run_files import file_sha256
+from litmus.ingestion.suites import load_suite_file, suite_hash
+from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse
+from litmus.settings import LitmusPaths
+from litmus.trust.receipts.build import (
+    NO_VERDICTS,
+    NOT_EVALUATED,
+    build_receipt,
+    configuration_evidence,
+    raw_file_facts,
+    suite_facts,
+)
+from litmus.trust.receipts.code_identity import code_versions
+from litmus.trust.receipts.digests import (
+    board_rows,
+    leaderboard_table_rows,
+    row_digest,
+    rows_digest,
+    short,
+)
+from litmus.trust.receipts.document import (
+    ReceiptDocument,
+    ReceiptError,
+    document_problems,
+    published_time,
+)
+from litmus.trust.receipts.keys import SIGNATURE_ALGORITHM, SIGNED_CONTENT, key_id, signing_payload
+from litmus.warehouse import table_exists
+
+RAW_STORE_SUFFIXES = (".jsonl", ".eval", ".json")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def raw_store_file(paths: LitmusPaths, sha256: str) -> Path | None:
+    """Where the raw store keeps the file with this hash; the hash is checked to be 64 hex
+    digits before it is used in a path, since it comes from the (untrusted) receipt."""
+    if not _SHA256.fullmatch(sha256):
+        return None
+    for suffix in RAW_STORE_SUFFIXES:
+        candidate = paths.raw_store / sha256[:2] / f"{sha256}{suffix}"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# ----------------------------------------------------------------------------- verification
+
+
+@dataclass
+class Verification:
+    """What ``litmus verify`` found: mismatches (each one sentence) and notes."""
+
+    mismatches: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+    # why the receipt's origin is not proven (no trusted key given, or unsigned); empty when
+    # its signature verified with the key the verifier trusts
+    unverified: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+    @property
+    def verified(self) -> bool:
+        """Nothing differs and the signature verified with the trusted key."""
+        return self.ok and not self.unverified
+
+
+def _show(value: Any, other: Any = None) -> str:
+    """A value for a sentence; floats short unless that would hide the difference."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        brief = f"{value:.6g}"
+        if isinstance(other, float) and f"{other:.6g}" == brief and other != value:
+            return repr(value)
+        return brief
+    if value is None:
+        return "blank"
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _describe_row_difference(
+    name: str, receipt_values: Mapping[str, Any], actual: Mapping[str, Any], where: str, label: str
+) -> str:
+    # In the warehouse's column order (the receipt's JSON is key-sorted): headline numbers first.
+    columns = list(dict.fromkeys([*actual, *receipt_values]))
+    differing = [
+        column
+        for column in columns
+        if canonical_json(receipt_values.get(column)) != canonical_json(actual.get(column))
+    ]
+    details = []
+    for column in differing[:4]:
+        ours, theirs = actual.get(column), receipt_values.get(column)
+        if column not in actual:
+            details.append(f"{column} is not a column {where}")
+        elif column not in receipt_values:
+            details.append(f"{column} is not in the receipt")
+        else:
+            details.append(
+                f"{column} {_show(ours, theirs)} {where}, {_show(theirs, ours)} in the receipt"
+            )
+    if len(differing) > 4:
+        details.append(f"and {len(differing) - 4} more column(s)")
+    return f"{label} {name!r} differs from the receipt: {'; '.join(details)} (digest mismatch)"
+
+
+def _compare_rows(
+    result: Verification,
+    receipt_rows: list[dict[str, Any]],
+    actual_rows: list[dict[str, Any]],
+    *,
+    where: str,
+    label: str,
+) -> None:
+    actual = {row["name"]: row for row in actual_rows}
+    expected = {entry["name"]: entry for entry in receipt_rows}
+    for name, entry in expected.items():
+        row = actual.get(name)
+        if row is None:
+            result.mismatches.append(f"{label} {name!r} is in the receipt but not {where}")
+        elif row_digest(row) != entry["digest"]:
+            result.mismatches.append(
+                _describe_row_difference(name, entry["values"], row, where, label)
+            )
+    for name in actual:
+        if name not in expected:
+            result.mismatches.append(f"{label} {name!r} is {where} but not in the receipt")
+    if [n for n in actual if n in expected] != [n for n in expected if n in actual]:
+        result.mismatches.append(f"{label}s are in a different order {where} than in the receipt")
+
+
+def _check_signature(
+    result: Verification, receipt: Mapping[str, Any], public_key: Ed25519PublicKey | None
+) -> None:
+    signature = receipt["signature"]
+    if signature.get("status") != "signed":
+        if public_key is not None:
+            result.mismatches.append(
+                "the receipt is unsigned, so it cannot match the given public key"
+            )
+        else:
+            result.notes.append(
+                "the receipt is unsigned: it shows what was published, but not who vouches for it"
+            )
+            result.unverified.append("the receipt is unsigned")
+        return
+    try:
+        embedded = Ed25519PublicKey.from_public_bytes(base64.b64decode(signature["public_key"]))
+        value = base64.b64decode(signature["value"], validate=True)
+    except (KeyError, TypeError, ValueError):
+        result.mismatches.append("the receipt's signature field is malformed")
+        return
+    for name, expected in (
+        ("algorithm", SIGNATURE_ALGORITHM),
+        ("key_id", key_id(embedded)),
+        ("signed_content", SIGNED_CONTENT),
+    ):
+        if signature.get(name) != expected:
+            result.mismatches.append(
+                f"the signature's {name} is {_show(signature.get(name))}, not {_show(expected)}"
+            )
+    unknown = sorted(set(signature) - SIGNATURE_FIELDS)
+    if unknown:
+        result.mismatches.append(f"the signature has unknown field(s) {', '.join(unknown)}")
+    key = public_key or embedded
+    try:
+        key.verify(value, signing_payload(receipt))
+    except InvalidSignature:
+        if public_key is not None:
+            extra = (
+                f" (the receipt names key {signature.get('key_id')}, the given key is "
+                f"{key_id(public_key)})"
+                if key_id(public_key) != key_id(embedded)
+                else " (the receipt was changed after it was signed)"
+            )
+            result.mismatches.append(f"signature does not verify with the given public key{extra}")
+        else:
+            result.mismatches.append(
+                "signature does not verify with the public key embedded in the receipt: "
+                "the receipt was changed after it was signed"
+            )
+        return
+    if public_key is not None:
+        result.checked.append(f"signature verifies with the given public key {key_id(key)}")
+    else:
+        result.checked.append("signature verifies with the key embedded in the receipt")
+        result.notes.append(
+            f"signed by key {key_id(embedded)}; pass --public-key to check that it is the key "
+            "you trust (anyone can sign a receipt with a key of their own)"
+        )
+        result.unverified.append(
+            f"no trusted public key was given (the receipt's own key {key_id(embedded)} proves "
+            "nothing: anyone can re-sign a receipt with a key of their own)"
+        )
+
+
+SIGNATURE_FIELDS = frozenset(
+    {"status", "algorithm", "key_id", "public_key", "signed_content", "value"}
+)
+
+
+def _check_internal_digests(result: Verification, receipt: Mapping[str, Any]) -> None:
+    section = receipt["leaderboard"]
+    entries = section.get("rows", [])
+    for entry in entries:
+        if row_digest(entry.get("values", {})) != entry.get("digest"):
+            result.mismatches.append(
+                f"the receipt's digest of leaderboard row {entry.get('name')!r} does not match "
+                "the values it lists (the receipt was edited)"
+            )
+    if rows_digest((e.get("name"), e.get("digest")) for e in entries) != section.get("digest"):
+        result.mismatches.append(
+            "the receipt's leaderboard digest does not match its rows (the receipt was edited)"
+        )
+
+
+def _check_raw_files(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    paths: LitmusPaths,
+) -> None:
+    in_warehouse = {row["sha256"]: row for row in raw_file_facts(con)}
+    listed = set()
+    intact = 0
+    for entry in receipt["raw_files"]:
+        sha = str(entry.get("sha256", ""))
+        listed.add(sha)
+        label = f"raw file {short(sha)} ({entry.get('name')})"
+        if not _SHA256.fullmatch(sha):
+            result.mismatches.append(f"raw file entry {sha!r} in the receipt is not a SHA-256")
+            continue
+        stored = raw_store_file(paths, sha)
+        if stored is None:
+            result.mismatches.append(f"{label} is missing from the raw store")
+        else:
+            now = file_sha256(stored)
+            if now != sha:
+                result.mismatches.append(f"{label} was modified (sha256 now {short(now)})")
+            else:
+                intact += 1
+        row = in_warehouse.get(sha)
+        if row is None:
+            result.mismatches.append(f"{label} is in the receipt but not in the warehouse")
+            continue
+        counts = ("records_total", "records_accepted", "records_quarantined")
+        if any(row[c] != entry.get(c) for c in counts):
+            result.mismatches.append(
+                f"{label}: the warehouse records "
+                f"{', '.join(f'{c} {row[c]}' for c in counts)}; the receipt says "
+                f"{', '.join(f'{c} {entry.get(c)}' for c in counts)}"
+            )
+    for sha, row in in_warehouse.items():
+        if sha not in listed:
+            result.mismatches.append(
+                f"raw file {short(sha)} ({row['name']}) is in the warehouse but not in the receipt"
+            )
+    result.checked.append(
+        f"{intact} of {len(receipt['raw_files'])} raw file(s) present and unmodified"
+    )
+
+
+def _suite_file_hashes(
+    paths: LitmusPaths, result: Verification
+) -> dict[tuple[str, str], tuple[str, str]]:
+    from litmus.runs import suite_files
+
+    hashes: dict[tuple[str, str], tuple[str, str]] = {}
+    for path in suite_files(paths):
+        try:
+            suite = load_suite_file(path)
+        except SuiteError as exc:
+            result.mismatches.append(f"suite file {path.name} no longer loads: {exc}")
+            continue
+        hashes[(suite.suite, suite.suite_version)] = (suite_hash(suite), path.name)
+    return hashes
+
+
+def _check_suites(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    paths: LitmusPaths,
+) -> None:
+    in_warehouse = {(s["suite"], s["suite_version"]): s for s in suite_facts(con)}
+    files = _suite_file_hashes(paths, result)
+    for entry in receipt["suites"]:
+        key = (entry.get("suite"), entry.get("suite_version"))
+        label = f"suite {key[0]}@{key[1]}"
+        stored = in_warehouse.get(key)
+        if stored is None:
+            result.mismatches.append(f"{label} is in the receipt but not in the warehouse")
+        elif stored["suite_hash"] != entry.get("suite_hash"):
+            result.mismatches.append(
+                f"{label}: content hash in the warehouse is {short(stored['suite_hash'])}, "
+                f"the receipt says {short(entry.get('suite_hash'))}"
+            )
+        on_disk = files.get(key)
+        if on_disk is None:
+            result.notes.append(f"{label}: no suite file in {paths.suites} to re-hash")
+        elif on_disk[0] != entry.get("suite_hash"):
+            result.mismatches.append(
+                f"{label}: suite file {on_disk[1]} now hashes to {short(on_disk[0])}, "
+                f"the receipt says {short(entry.get('suite_hash'))}"
+            )
+    listed = {(e.get("suite"), e.get("suite_version")) for e in receipt["suites"]}
+    for key in in_warehouse:
+        if key not in listed:
+            result.mismatches.append(
+                f"suite {key[0]}@{key[1]} is in the warehouse but not in the receipt"
+            )
+    result.checked.append(f"{len(receipt['suites'])} suite(s) compared by content hash")
+
+
+def _check_configurations(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    board: Leaderboard | None,
+) -> None:
+    evidence = configuration_evidence(con)
+    recomputed_runs, recomputed, facts = evidence.runs, evidence.fingerprints, evidence.facts
+    gates, labels, audits = evidence.gates, evidence.label_digests, evidence.audits
+    stored = stored_run_fingerprints(con)
+    status: dict[str, str] = {}
+    if board is not None:
+        status = {
+            row.partition_key: row.status
+            for row in board.rows.itertuples()
+            if row.row_kind == "configuration"
+        }
+    listed = set()
+    for entry in receipt["configurations"]:
+        key = entry.get("partition_key")
+        listed.add(key)
+        name = entry.get("config_key") or key
+        if key not in facts:
+            result.mismatches.append(
+                f"configuration {name!r} is in the receipt but not in the warehouse"
+            )
+            continue
+        runs = {run["run_id"]: run for run in recomputed_runs.get(key, [])}
+        for run in entry.get("runs", []):
+            now = runs.pop(run.get("run_id"), None)
+            if now is None:
+                result.mismatches.append(
+                    f"run {run.get('run_id')!r} of configuration {name!r} is in the receipt "
+                    "but not in the warehouse"
+                )
+            elif now["fingerprint"] != run.get("fingerprint"):
+                result.mismatches.append(
+                    f"run {run.get('run_id')!r} of configuration {name!r}: fingerprint "
+                    f"recomputed from the warehouse is {short(now['fingerprint'])}, the receipt "
+                    f"says {short(run.get('fingerprint'))}"
+                )
+            elif (key, now["run_id"]) in stored and stored[(key, now["run_id"])] != now[
+                "fingerprint"
+            ]:
+                result.mismatches.append(
+                    f"run {now['run_id']!r} of configuration {name!r}: the run_fingerprints "
+                    f"table holds {short(stored[(key, now['run_id'])])}, but its inputs hash to "
+                    f"{short(now['fingerprint'])}"
+                )
+        for run_id in runs:
+            result.mismatches.append(
+                f"run {run_id!r} of configuration {name!r} is in the warehouse but not in the "
+                "receipt"
+            )
+        if recomputed.get(key) != entry.get("fingerprint"):
+            result.mismatches.append(
+                f"configuration {name!r}: fingerprint recomputed from the warehouse is "
+                f"{short(recomputed.get(key))}, the receipt says {short(entry.get('fingerprint'))}"
+            )
+        now_gates = gates.get(key, NOT_EVALUATED)
+        if canonical_json(now_gates) != canonical_json(entry.get("gates")):
+            result.mismatches.append(
+                f"configuration {name!r}: publication gates are now {_gate_text(now_gates)}; "
+                f"the receipt says {_gate_text(entry.get('gates'))}"
+            )
+        if labels.get(key) != entry.get("label_digest"):
+            result.mismatches.append(
+                f"configuration {name!r}: its audited labels differ from the receipt "
+                f"(digest {short(labels.get(key))} in the warehouse, "
+                f"{short(entry.get('label_digest'))} in the receipt)"
+            )
+        now_audit = audits.get(key, NO_VERDICTS)
+        if canonical_json(now_audit) != canonical_json(entry.get("audit", NO_VERDICTS)):
+            then = entry.get("audit") or NO_VERDICTS
+            result.mismatches.append(
+                f"configuration {name!r}: audit verdicts differ from the receipt "
+                f"({now_audit['verdicts']} verdict(s) in the warehouse, digest "
+                f"{short(now_audit.get('digest'))}; {then.get('verdicts')} in the receipt, "
+                f"digest {short(then.get('digest'))})"
+            )
+        if board is not None:
+            now_status = status.get(key, "not on the leaderboard")
+            if now_status != entry.get("status"):
+                result.mismatches.append(
+                    f"configuration {name!r} would now be {now_status}; the receipt says "
+                    f"{entry.get('status')}"
+                )
+    for key, fact in facts.items():
+        if key not in listed:
+            result.mismatches.append(
+                f"configuration {fact['config_key']!r} is in the warehouse but not in the receipt"
+            )
+    result.checked.append(
+        f"{len(receipt['configurations'])} configuration(s): fingerprints, gates and labels "
+        "recomputed"
+    )
+
+
+def _gate_text(gates: Any) -> str:
+    if not isinstance(gates, list):
+        return str(gates)
+    failed = [g.get("gate") for g in gates if isinstance(g, dict) and g.get("passed") is not True]
+    return f"{len(gates)} gate(s), failed: {', '.join(map(str, failed)) or 'none'}"
+
+
+def _check_leaderboard(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    board: Leaderboard | None,
+) -> None:
+    entries = receipt["leaderboard"].get("rows", [])
+    stored = leaderboard_table_rows(con)
+    if stored is None:
+        result.mismatches.append("the warehouse has no leaderboard table")
+    else:
+        _compare_rows(result, entries, stored, where="in the warehouse", label="leaderboard row")
+    if board is not None:
+        _compare_rows(
+            result,
+            entries,
+            board_rows(board),
+            where="when recomputed from the metric tables",
+            label="leaderboard row",
+        )
+    result.checked.append(f"{len(entries)} leaderboard row(s) compared by digest")
+
+
+def _recomputed_board(result: Verification, con: duckdb.DuckDBPyConnection) -> Leaderboard | None:
+    missing = [
+        t for t in ("configuration_metrics", "control_metrics")  # dbt's models
+        if not table_exists(con, t)
+    ]  # fmt: skip
+    if missing:
+        result.mismatches.append(
+            f"cannot recompute the leaderboard: the warehouse has no {', '.join(missing)}"
+        )
+        return None
+    return leaderboard_from_warehouse(con)
+
+
+def _compare_code(result: Verification, receipt: Mapping[str, Any]) -> None:
+    then = receipt["code"]
+    now = code_versions()
+    for name in sorted(set(then) | set(now)):
+        if then.get(name) != now.get(name):
+            result.notes.append(
+                f"the receipt was made with {name} {_show(then.get(name))}; this LITMUS has "
+                f"{_show(now.get(name))} (stored results were compared, nothing was re-scored)"
+            )
+    result.checked.append(f"{len(then)} code version(s) compared with this LITMUS")
+
+
+def _check_published_files(result: Verification, receipt: Mapping[str, Any], folder: Path) -> None:
+    """The board files beside the receipt, byte for byte against the digests it lists."""
+    from litmus.trust import publication
+
+    if (folder / publication.JOURNAL_NAME).exists():
+        result.mismatches.append(
+            f"a publication in {folder} was interrupted before it finished; `litmus run` "
+            "completes it"
+        )
+    listed = receipt.get("published_files")
+    if not isinstance(listed, dict) or not listed:
+        result.mismatches.append("the receipt lists no published files (field published_files)")
+        return
+    intact = 0
+    for name, entry in sorted(listed.items()):
+        if not publication.is_board_file(name):  # a name from the receipt never becomes a path
+            result.mismatches.append(f"published file {name!r} is not a file LITMUS publishes")
+            continue
+        path = folder / name
+        if not path.is_file():
+            result.mismatches.append(f"published file {name} is missing from {folder}")
+            continue
+        actual = publication.file_digests(folder, (name,))[name]
+        expected = entry if isinstance(entry, dict) else {}
+        if actual != {k: expected.get(k) for k in actual} or set(expected) != set(actual):
+            result.mismatches.append(
+                f"published file {name} differs from the receipt (sha256 now "
+                f"{short(actual['sha256'])}, {actual['bytes']} bytes; the receipt says "
+                f"{short(str(expected.get('sha256')))}, {expected.get('bytes')} bytes)"
+            )
+        else:
+            intact += 1
+    for name in publication.board_files(folder):
+        if name not in listed:
+            result.mismatches.append(f"{name} is published beside the receipt but not in it")
+    result.checked.append(
+        f"{intact} of {len(listed)} published file(s) ({', '.join(sorted(listed))}) match "
+        "the receipt byte for byte"
+    )
+
+
+def _differences(ours: Any, theirs: Any, at: str) -> list[str]:
+    """Where two JSON values differ, as paths (``configurations[2].runs[0].n_trajectories``)."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        found = []
+        for key in sorted(set(ours) | set(theirs), key=str):
+            found += _differences(ours.get(key), theirs.get(key), f"{at}.{key}")
+        return found
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        found = []
+        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            found += _differences(a, b, f"{at}[{index}]")
+        return found
+    return [] if canonical_json(ours) == canonical_json(theirs) else [at]
+
+
+def _check_every_field(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    described: set[str],
+) -> None:
+    """Every field of the receipt against a receipt rebuilt from the warehouse, so nothing it
+    states goes unchecked. Sections a detailed check already found different (``described``)
+    are not reported twice."""
+    who_and_when, fields = document_problems(receipt, _show)
+    result.mismatches.extend(who_and_when)
+    when = published_time(receipt)
+    publisher = receipt.get("publisher")
+    try:
+        rebuilt = build_receipt(
+            con,
+            publisher=str(publisher),
+            published_at=when,
+            published_files=receipt.get("published_files") or {},
+        )
+    except ReceiptError as error:
+        result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
+        return
+    result.mismatches.extend(fields)
+    known = set(ReceiptDocument.model_fields)
+    # code versions are notes (_compare_code); who and when are attested by the signature only
+    attested = {"code", "publisher", "published_at", "published_files", "signature"}
+    for name in sorted(set(rebuilt) - attested - described):
+        differing = _differences(receipt.get(name), rebuilt[name], name)
+        if differing:
+            more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+            result.mismatches.append(
+                f"receipt field(s) {', '.join(differing[:3])}{more} differ from the warehouse"
+            )
+    result.checked.append(
+        f"every receipt field ({', '.join(sorted(known))}) compared; published_at and "
+        "publisher are vouched for by the signature only"
+    )
+
+
+def verify_receipt(
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    paths: LitmusPaths,
+    *,
+    public_key: Ed25519PublicKey | None = None,
+    published_dir: Path | None = None,
+) -> Verification:
+    """Recompute everything the receipt states from the warehouse, the raw store and the
+    published files (in ``published_dir``, default ``<home>/exports``)."""
+    result = Verification()
+    described: set[str] = set()
+
+    def section(name: str, check: Any, *args: Any) -> Any:
+        before = len(result.mismatches)
+        value = check(result, *args)
+        if len(result.mismatches) > before:
+            described.add(name)
+        return value
+
+    _check_signature(result, receipt, public_key)
+    section("leaderboard", _check_internal_digests, receipt)
+    section("raw_files", _check_raw_files, receipt, con, paths)
+    section("suites", _check_suites, receipt, con, paths)
+    board = _recomputed_board(result, con)
+    section("configurations", _check_configurations, receipt, con, board)
+    section("leaderboard", _check_leaderboard, receipt, con, board)
+    _check_published_files(result, receipt, published_dir or paths.exports)
+    _check_every_field(result, receipt, con, described)
+    _compare_code(result, receipt)
+    return result
