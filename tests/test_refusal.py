@@ -11,6 +11,7 @@ from litmus.labeling.refusal import (
     default_classifier,
     engagement_score,
 )
+from litmus.planning.status import current_classifier_version
 
 
 def classify(*texts: str) -> RefusalVerdict:
@@ -22,6 +23,8 @@ def test_default_classifier_is_shared_and_versioned() -> None:
     assert isinstance(default_classifier(), RuleBasedRefusalClassifier)
     assert default_classifier().version.startswith("refusal-rules-")
     assert 0.0 < LOW_CONFIDENCE < 1.0
+    # status judges staleness against this version without importing the rules
+    assert current_classifier_version() == default_classifier().version
 
 
 @pytest.mark.parametrize(

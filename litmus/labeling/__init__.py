@@ -6,3 +6,6 @@ a whole partition in DuckDB. A property-based test proves they agree.
 
 # 1.1.0: harmful instances without an oracle (SPEC §5), audit_reason_code
 LABELER_VERSION = "1.1.0"
+# The rule classifier's version, here so that status can judge staleness without compiling
+# the rules (importing litmus.labeling.refusal compiles about 130 patterns).
+REFUSAL_RULES_VERSION = "refusal-rules-1.2"

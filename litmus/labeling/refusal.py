@@ -21,6 +21,7 @@ from enum import IntEnum
 from functools import lru_cache
 from typing import Literal, NamedTuple, Protocol
 
+from litmus.labeling import REFUSAL_RULES_VERSION
 from litmus.labeling.refusal_scan import RuleScanner, SupersetStart, scannable, split_by_lookaround
 
 RefusalLabel = Literal["refused", "partial", "complied"]
@@ -1058,7 +1059,7 @@ def _decline_end(sentence: str) -> int | None:
 class RuleBasedRefusalClassifier:
     """The default classifier: compiled phrase rules, deterministic, stdlib only."""
 
-    version: str = "refusal-rules-1.2"
+    version: str = REFUSAL_RULES_VERSION
 
     def classify(self, texts: Sequence[str]) -> RefusalVerdict:
         return combine_text_verdicts(texts, [_classify_text(text) for text in texts])

@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 
 from litmus.keys import CONFIGURATION_KEYS_SQL
-from litmus.labeling import LABELER_VERSION
+from litmus.labeling import LABELER_VERSION, REFUSAL_RULES_VERSION
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,8 @@ class PartitionStatus:
 
 
 def current_classifier_version() -> str:
-    from litmus.labeling.refusal import default_classifier
-
-    return default_classifier().version
+    """The default classifier's version (``litmus.labeling.refusal.default_classifier``)."""
+    return REFUSAL_RULES_VERSION
 
 
 def partition_statuses(
