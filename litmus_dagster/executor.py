@@ -1,13 +1,14 @@
 """The one executor of a plan (``litmus.planning.plan``): each plan item becomes a run of one job.
 
-Two ways to carry a plan out, with the same item → job mapping (:func:`job_for`):
+Two ways to carry a plan out, with the same item → job mapping
+(:func:`litmus_dagster.jobs.job_for`):
 
 - :func:`execute` materializes it in-process against a persistent local Dagster instance
   (``litmus run``, ``litmus rescore``, ``litmus demo``): the same asset definitions the
   Dagster UI shows, with the run history kept in ``<home>/dagster``;
-- :func:`run_requests` turns it into run requests for the daemon (the landing sensor and the
-  re-score schedule); publishing there is the publish job's automation condition's, once no
-  scoring run is left (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``).
+- :func:`litmus_dagster.jobs.run_requests` turns it into run requests for the daemon (the
+  landing sensor and the re-score schedule); publishing there is the publish job's automation
+  condition's, once no scoring run is left (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``).
 
 Each configuration is scored in its own run. A failing gate check withholds that
 configuration (its verdicts are in the ``publication_gates`` table every publisher reads): the
@@ -17,8 +18,7 @@ recorded too, and reported by the caller once the others were published.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,16 +31,9 @@ from litmus.warehouse import connect
 from litmus_dagster import stop
 from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.jobs import (
-    LANDED_TAG,
-    ROLE_TAG,
-    SCORE_ROLE,
-    STALE_REASON_TAG,
-    TRIGGER_TAG,
     ingest_job,
-    land_and_score_job,
+    job_for,
     publish_job,
-    refresh_audit_job,
-    score_configuration_job,
 )
 from litmus_dagster.partitions import configurations, register
 from litmus_dagster.resources import LitmusWarehouse
@@ -65,17 +58,6 @@ PUBLICATION_GATES = dg.AssetKey("publication_gates")
 # Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the
 # executor must stop as a whole instead of going on to the next configuration.
 INTERRUPT_ERRORS = frozenset({"DagsterExecutionInterruptedError", "KeyboardInterrupt"})
-
-
-def job_for(item: PlanItem) -> dg.UnresolvedAssetJobDefinition:
-    """The job that carries out one plan item (in-process and through the daemon alike)."""
-    if item.action == Action.INGEST:
-        return ingest_job
-    if item.action == Action.LABEL:
-        return land_and_score_job if item.landed else score_configuration_job
-    if item.action == Action.REAUDIT:
-        return refresh_audit_job
-    return publish_job
 
 
 @dataclass
@@ -314,56 +296,3 @@ def report_verdict_loads(paths: LitmusPaths, instance: dg.DagsterInstance) -> No
 
 def _names(item: PlanItem) -> dict[str, str]:
     return {"key": item.partition_key or "", "config": item.config_key or item.partition_key or ""}
-
-
-# ----------------------------------------------------------------------------- daemon
-
-
-def run_requests(
-    plan: Plan,
-    *,
-    trigger: str,
-    running: Collection[str] = (),
-    run_keys: bool = False,
-    job: dg.UnresolvedAssetJobDefinition | None = None,
-) -> list[dg.RunRequest]:
-    """The daemon's runs for ``plan``: one per configuration not already being scored
-    (``running``; newly landed files are always requested), and one ingestion run for landed
-    files without a configuration.
-
-    With ``run_keys`` (a sensor, evaluated every few seconds) each request carries a key made
-    of what it is for, so an unchanged reason is never requested twice; the hourly schedule
-    asks again at every tick instead, which retries a failed run. A schedule targets one job
-    (``job``): scoring re-audits and re-gates too, so it serves every configuration item.
-    """
-    requests = []
-    for item in plan.items:
-        if item.action == Action.PUBLISH:  # the publish automation's, after the scoring runs
-            continue
-        # a configuration being scored is not asked again, unless files just landed for it:
-        # the cursor has them as handled, so this request is their one chance to be stored
-        if item.partition_key in running and not item.landed:
-            continue
-        tags = {ROLE_TAG: SCORE_ROLE, TRIGGER_TAG: trigger}
-        if item.landed:
-            tags[LANDED_TAG] = ",".join(sorted(h[:16] for h in item.landed))
-        else:
-            tags[STALE_REASON_TAG] = "; ".join(item.reasons)[:200]
-        requests.append(
-            dg.RunRequest(
-                run_key=_run_key(item) if run_keys else None,
-                job_name=(job or job_for(item)).name,
-                partition_key=item.partition_key,
-                tags=tags,
-            )
-        )
-    return requests
-
-
-def _run_key(item: PlanItem) -> str:
-    what = item.landed or item.reasons
-    digest = hashlib.sha256(",".join(sorted(what)).encode()).hexdigest()[:16]
-    if item.action == Action.INGEST:
-        return f"ingest-{digest}"
-    prefix = "land" if item.landed else str(item.action)
-    return f"{prefix}-{item.partition_key}-{digest}"

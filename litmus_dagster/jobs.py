@@ -19,14 +19,22 @@ audited, and whatever per-configuration gates the other domains add); publishing
 metrics group and everything downstream of those, minus the partitioned assets themselves.
 Both are derived from the domain packages' asset lists, so a new per-configuration asset is
 picked up without editing this file.
+
+:func:`job_for` maps a plan item to its job, for the in-process executor and the daemon
+alike; :func:`run_requests` turns a plan into the daemon's run requests (the landing sensor
+and the re-score schedule).
 """
 
+from __future__ import annotations
+
+import hashlib
 import warnings
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 import dagster as dg
 
+from litmus.planning.plan import Action, Plan, PlanItem
 from litmus_dagster.audit import audit_assets
 from litmus_dagster.gates import gate_assets
 from litmus_dagster.ingestion import ingestion_assets
@@ -151,3 +159,67 @@ with warnings.catch_warnings():
     )
 
 ALL_JOBS = [ingest_job, land_and_score_job, score_configuration_job, refresh_audit_job, publish_job]
+
+
+# ----------------------------------------------------------------------------- plan → runs
+
+
+def job_for(item: PlanItem) -> dg.UnresolvedAssetJobDefinition:
+    """The job that carries out one plan item (in-process and through the daemon alike)."""
+    if item.action == Action.INGEST:
+        return ingest_job
+    if item.action == Action.LABEL:
+        return land_and_score_job if item.landed else score_configuration_job
+    if item.action == Action.REAUDIT:
+        return refresh_audit_job
+    return publish_job
+
+
+def run_requests(
+    plan: Plan,
+    *,
+    trigger: str,
+    running: Collection[str] = (),
+    run_keys: bool = False,
+    job: dg.UnresolvedAssetJobDefinition | None = None,
+) -> list[dg.RunRequest]:
+    """The daemon's runs for ``plan``: one per configuration not already being scored
+    (``running``; newly landed files are always requested), and one ingestion run for landed
+    files without a configuration.
+
+    With ``run_keys`` (a sensor, evaluated every few seconds) each request carries a key made
+    of what it is for, so an unchanged reason is never requested twice; the hourly schedule
+    asks again at every tick instead, which retries a failed run. A schedule targets one job
+    (``job``): scoring re-audits and re-gates too, so it serves every configuration item.
+    """
+    requests = []
+    for item in plan.items:
+        if item.action == Action.PUBLISH:  # the publish automation's, after the scoring runs
+            continue
+        # a configuration being scored is not asked again, unless files just landed for it:
+        # the cursor has them as handled, so this request is their one chance to be stored
+        if item.partition_key in running and not item.landed:
+            continue
+        tags = {ROLE_TAG: SCORE_ROLE, TRIGGER_TAG: trigger}
+        if item.landed:
+            tags[LANDED_TAG] = ",".join(sorted(h[:16] for h in item.landed))
+        else:
+            tags[STALE_REASON_TAG] = "; ".join(item.reasons)[:200]
+        requests.append(
+            dg.RunRequest(
+                run_key=_run_key(item) if run_keys else None,
+                job_name=(job or job_for(item)).name,
+                partition_key=item.partition_key,
+                tags=tags,
+            )
+        )
+    return requests
+
+
+def _run_key(item: PlanItem) -> str:
+    what = item.landed or item.reasons
+    digest = hashlib.sha256(",".join(sorted(what)).encode()).hexdigest()[:16]
+    if item.action == Action.INGEST:
+        return f"ingest-{digest}"
+    prefix = "land" if item.landed else str(item.action)
+    return f"{prefix}-{item.partition_key}-{digest}"

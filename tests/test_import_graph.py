@@ -1,4 +1,4 @@
-"""The modules of ``litmus/`` import each other without a cycle (SPEC-independent layering):
+"""The modules of ``litmus/`` (and of ``litmus_dagster/``) import each other without a cycle:
 every import counts, at module level or inside a function, since a cycle through a deferred
 import is still a cycle in the design."""
 
@@ -8,28 +8,31 @@ import ast
 from pathlib import Path
 
 import litmus
+import litmus_dagster
 
 PACKAGE = Path(litmus.__file__).parent
+WIRING = Path(litmus_dagster.__file__).parent
 
 
-def module_names() -> dict[str, Path]:
+def module_names(package: Path = PACKAGE) -> dict[str, Path]:
     names = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
         names[".".join(parts)] = path
     return names
 
 
-def _in_litmus(module: str | None) -> bool:
-    return module is not None and (module == "litmus" or module.startswith("litmus."))
+def _inside(module: str | None, root: str) -> bool:
+    return module is not None and (module == root or module.startswith(root + "."))
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module → the litmus modules it imports (a name imported from a package counts as its
-    submodule when there is one)."""
-    modules = module_names()
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """module → the modules of ``package`` it imports (a name imported from a package counts
+    as its submodule when there is one)."""
+    modules = module_names(package)
+    root = package.name
 
     def owner(name: str) -> str | None:
         while name and name not in modules:
@@ -41,11 +44,13 @@ def import_graph() -> dict[str, set[str]]:
         targets: set[str | None] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Import):
-                targets.update(owner(a.name) for a in node.names if a.name.startswith("litmus"))
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and _in_litmus(node.module):
+                targets.update(owner(a.name) for a in node.names if _inside(a.name, root))
+            elif (
+                isinstance(node, ast.ImportFrom) and node.level == 0 and _inside(node.module, root)
+            ):
                 for alias in node.names:
                     sub = owner(f"{node.module}.{alias.name}")
-                    targets.add(sub if sub != "litmus" else owner(str(node.module)))
+                    targets.add(sub if sub != root else owner(str(node.module)))
         graph[module] = {t for t in targets if t and t != module}
     return graph
 
@@ -96,6 +101,12 @@ def test_the_graph_sees_deferred_imports() -> None:
 
 def test_litmus_modules_import_each_other_without_a_cycle() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_the_dagster_wiring_imports_itself_without_a_cycle() -> None:
+    graph = import_graph(WIRING)
+    assert "litmus_dagster.definitions" in graph["litmus_dagster.executor"]  # deferred import
+    assert cycles(graph) == []
 
 
 def domain_of(module: str) -> str:

@@ -101,7 +101,7 @@ def test_landed_files_are_labeled_with_their_names_and_everything_relabels_all()
 
 
 def test_the_daemon_asks_once_per_configuration_but_never_drops_a_landed_file() -> None:
-    from litmus_dagster.executor import run_requests
+    from litmus_dagster.jobs import run_requests
 
     landed = {"new": LandedConfiguration("config of new", ("f" * 64,), ("run.jsonl",))}
     facts = WarehouseFacts(

@@ -1,7 +1,7 @@
 """Automation over time (SPEC §9): pick up landed files, re-score stale configurations, and
 publish once the scoring runs are done. The landing sensor and the schedule compute the same
 plan as ``litmus run`` (``litmus.planning.plan``) and hand it to the one executor
-(``litmus_dagster.executor.run_requests``), which turns each item into a run of its job.
+(``litmus_dagster.jobs.run_requests``), which turns each item into a run of its job.
 
 - ``landing_sensor`` watches ``<home>/landing``. A file is considered once its size and
   modification time are unchanged across two evaluations, and identified by content hash (a
@@ -28,7 +28,6 @@ from litmus.planning.plan import LandedConfiguration, Plan, WarehouseFacts, comp
 from litmus.releases.landing import LandingCursor, file_configurations, scan_landing
 from litmus.warehouse import WarehouseBusyError
 from litmus_dagster.audit.assets import verdict_load_events
-from litmus_dagster.executor import run_requests
 from litmus_dagster.jobs import (
     PUBLISH,
     ROLE_TAG,
@@ -38,6 +37,7 @@ from litmus_dagster.jobs import (
     land_and_score_job,
     publish_job,
     refresh_audit_job,
+    run_requests,
     score_configuration_job,
 )
 from litmus_dagster.partitions import register, registration_requests
