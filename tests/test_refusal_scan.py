@@ -17,6 +17,7 @@ import pytest
 import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from refusal_snapshot import clear_caches
 from test_refusal_bulk import FRAGMENTS, _agent_texts, _random_texts
 
 from litmus.labeling import refusal
@@ -32,32 +33,15 @@ from litmus.labeling.refusal_scan import (
 )
 
 CLASSIFIER = RuleBasedRefusalClassifier()
-_CACHED = (
-    refusal._prepare,
-    refusal._cue_strength,
-    refusal._part,
-    refusal._candidate_rules,
-    refusal._decline_end,
-    refusal._acknowledges,
-    refusal._names_withheld,
-    refusal._pivot_tail,
-)
-
-
-def _clear_caches() -> None:
-    for cached in _CACHED:
-        cached.cache_clear()
-
-
 def _verdicts(trajectories: Sequence[Sequence[str]], *, scanning: bool) -> list[RefusalVerdict]:
     previous = refusal._SCANNING
     refusal._SCANNING = scanning
-    _clear_caches()
+    clear_caches()
     try:
         return [CLASSIFIER.classify(texts) for texts in trajectories]
     finally:
         refusal._SCANNING = previous
-        _clear_caches()
+        clear_caches()
 
 
 def _assert_same_verdicts(trajectories: Sequence[Sequence[str]]) -> None:
@@ -240,11 +224,11 @@ def test_pivot_tails_are_the_reference_ones() -> None:
 
     def tails(scanning: bool) -> list[int | None]:
         refusal._SCANNING = scanning
-        _clear_caches()
+        clear_caches()
         try:
             return [refusal._pivot_tail(s) for s in sorted(sentences)]
         finally:
             refusal._SCANNING = True
-            _clear_caches()
+            clear_caches()
 
     assert tails(scanning=True) == tails(scanning=False)
