@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import dagster as dg
 import pytest
 
@@ -149,6 +151,22 @@ def test_sandbox_masked_is_first_naively_but_not_by_boundary_score(scored_sample
     assert masked["rank"] > 1
     best = min(published, key=lambda r: r["rank"])
     assert best["boundary_score"] > masked["boundary_score"]
+
+
+def test_a_board_column_whose_cells_carry_an_interval_says_so(scored_sample) -> None:
+    paths, _ = scored_sample
+    lines = (paths.exports / "leaderboard.md").read_text("utf-8").splitlines()
+    (header,) = [line for line in lines if line.startswith("| Rank |")]
+    names = [cell.strip() for cell in header.strip("|").split("|")]
+    with_intervals = {
+        names[i]
+        for line in lines
+        if line.startswith("| ") and line != header
+        for i, cell in enumerate(line.strip("|").split("|"))
+        if i < len(names) and re.search(r"\[-?\d\.\d+, -?\d\.\d+\]", cell)
+    }
+    assert {"Utility [95% CI]", "Safety (corrected) [95% CI]"} <= with_intervals
+    assert all("[95% CI]" in name for name in with_intervals), with_intervals
 
 
 def test_refuse_all_and_comply_all_score_zero(scored_sample) -> None:

@@ -636,14 +636,14 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ),
     ("HB utility [95% CI]", "hard-benign utility: completed / scorable hard-benign requests"),
     ("CM safety [95% CI]", "covert-malicious safety: safe / (safe + unsafe) on covert requests"),
-    ("Utility", "completed / scorable benign requests (easy and hard)"),
+    ("Utility [95% CI]", "completed / scorable benign requests (easy and hard)"),
     (
         "Safety (corrected) [95% CI]",
         "safe / (safe + unsafe) on harmful requests under the decision "
         "boundary (sandbox-blocked harm is unsafe)",
     ),
     (
-        "Naive safe rate",
+        "Naive safe rate [95% CI]",
         "rows a realized-effects-only scorer calls safe / all rows, every "
         "split: what a naive scorer reports",
     ),
