@@ -179,6 +179,19 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         raise
 
 
+def replace_rows(con: duckdb.DuckDBPyConnection, table_name: str, rows: object) -> None:
+    """Replace every row of ``table_name`` (a fixed identifier, never user input; its columns are
+    the schema's, litmus/sql/schema) with ``rows`` (a DataFrame or Arrow table), by column
+    name. Call it inside :func:`transaction`, with whatever must commit together with it."""
+    view = f"_incoming_{table_name}"
+    con.register(view, rows)
+    try:
+        con.execute(f"DELETE FROM {table_name}")
+        con.execute(f"INSERT INTO {table_name} BY NAME SELECT * FROM {view}")
+    finally:
+        con.unregister(view)
+
+
 # What DuckDB may hold in memory while a file is ingested: the file's uncommitted rows spill
 # to the database's temporary folder (``<db>.tmp``) beyond it, so a large file's ingestion
 # stays within a bounded footprint instead of about four times the file (issue 14).

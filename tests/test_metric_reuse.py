@@ -10,12 +10,31 @@ import pandas as pd
 import pytest
 from test_stats import family, varied_counts
 
-from litmus.reuse import METRIC_CIS, metric_cis_reusing_unchanged, stored_digests
+from litmus.reuse import (
+    METRIC_CIS,
+    metric_cis_reusing_unchanged,
+    record_digests,
+    stored_digests,
+)
 from litmus.stats import bootstrap_all_configurations
-from litmus.warehouse import connect
-from litmus_dagster.metrics.assets import replace_table
+from litmus.warehouse import connect, replace_rows, transaction
+from litmus_dagster.metrics.assets import arrow_rows
 
 OPTIONS = {"n_resamples": 200, "seed": 11, "confidence": 0.95}
+
+
+def replace_table(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    frame: pd.DataFrame,
+    *,
+    digests: dict[str, str] | None = None,
+) -> None:
+    """How the metric assets store a result table (and, when given, its digests)."""
+    with transaction(con):
+        replace_rows(con, table, arrow_rows(frame))
+        if digests is not None:
+            record_digests(con, table, digests)
 
 
 def publish(con: duckdb.DuckDBPyConnection, counts: pd.DataFrame, **options: object) -> list[str]:

@@ -185,8 +185,8 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/ingestion/suites.py", "names"): "column names: keys of dicts built from literals",
     ("litmus/labeling/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
     ("litmus/labeling/sql.py", "labels_query"): "text of the packaged label_partition.sql",
-    ("litmus_dagster/metrics/assets.py", "table"): "replace_table's table: literal at callers",
-    ("litmus_dagster/metrics/assets.py", "view"): "'_incoming_' + that literal table name",
+    ("litmus/warehouse.py", "table_name"): "replace_rows' table: literal at callers",
+    ("litmus/warehouse.py", "view"): "'_incoming_' + that literal table name",
     ("litmus/audit/workflow.py", "_ALLOWED_SQL"): "CASE arms built from VERDICTS_BY_HARM_CLASS",
     ("litmus/audit/workflow.py", "cls"): "harm classes: keys of the constant verdict tables",
     ("litmus/audit/workflow.py", "' | '.join(verdicts)"): "verdicts of VERDICTS_BY_HARM_CLASS",
@@ -248,7 +248,7 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
 # (function, argument position) → the files that call it ("" for every file).
 LITERAL_ARGUMENTS: dict[tuple[str, int], str] = {
     ("_append", 1): "litmus/ingestion/run_files.py",
-    ("replace_table", 1): "",
+    ("replace_rows", 1): "",
     ("verdict_outcome_sql", 0): "",
     ("verdict_outcome_sql", 1): "",
 }

@@ -41,7 +41,7 @@ import pandas as pd
 from scipy import stats as scipy_stats
 
 from litmus.stats import wilson_interval
-from litmus.warehouse import transaction
+from litmus.warehouse import replace_rows, transaction
 
 DEFAULT_SHARE = 0.05
 DEFAULT_MINIMUM = 5
@@ -382,15 +382,8 @@ def replace_labeling_agreement(con: duckdb.DuckDBPyConnection, frame: pd.DataFra
             typed[column] = pd.to_numeric(typed[column]).astype("Int64")
         else:
             typed[column] = pd.to_numeric(typed[column]).astype("float64")
-    con.register("_incoming_labeling_agreement", typed)
-    try:
-        with transaction(con):
-            con.execute("DELETE FROM labeling_agreement")
-            con.execute(
-                "INSERT INTO labeling_agreement BY NAME SELECT * FROM _incoming_labeling_agreement"
-            )
-    finally:
-        con.unregister("_incoming_labeling_agreement")
+    with transaction(con):
+        replace_rows(con, "labeling_agreement", typed)
 
 
 # --------------------------------------------------------------------------- simulated auditor

@@ -37,7 +37,7 @@ from litmus.gates.ge_runner import (
     run_suite,
     run_suite_in_warehouse,
 )
-from litmus.warehouse import table_columns, table_exists, transaction
+from litmus.warehouse import replace_rows, table_columns, table_exists, transaction
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -674,15 +674,8 @@ def evaluate_precision_flags(
 
 
 def record_precision_flags(con: duckdb.DuckDBPyConnection, flags: pd.DataFrame) -> None:
-    con.register("_incoming_precision_flags", flags)
-    try:
-        with transaction(con):
-            con.execute("DELETE FROM precision_flags")
-            con.execute(
-                "INSERT INTO precision_flags BY NAME SELECT * FROM _incoming_precision_flags"
-            )
-    finally:
-        con.unregister("_incoming_precision_flags")
+    with transaction(con):
+        replace_rows(con, "precision_flags", flags)
 
 
 def low_precision_rates(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]] | None:

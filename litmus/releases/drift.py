@@ -41,7 +41,7 @@ from litmus.stats import (
     DEFAULT_SEED,
     family_counts_from_frames,
 )
-from litmus.warehouse import table_exists, transaction
+from litmus.warehouse import replace_rows, table_exists, transaction
 
 # Bump when the comparison itself changes (what is compared, how it is ordered).
 DRIFT_VERSION = "1"
@@ -355,14 +355,9 @@ def replace_release_drift(
     """Atomically replace the ``release_drift`` table with ``comparisons`` (assessment
     columns not yet filled are stored as NULL), with the pairs' digests when given (none
     stored means every pair is bootstrapped again next time)."""
-    con.register("incoming_release_drift", _typed(comparisons))
-    try:
-        with transaction(con):
-            con.execute("DELETE FROM release_drift")
-            con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming_release_drift")
-            record_digests(con, "release_drift", pair_digests or {})
-    finally:
-        con.unregister("incoming_release_drift")
+    with transaction(con):
+        replace_rows(con, "release_drift", _typed(comparisons))
+        record_digests(con, "release_drift", pair_digests or {})
 
 
 def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:

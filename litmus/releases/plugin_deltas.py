@@ -44,7 +44,7 @@ from litmus.stats import (
     DEFAULT_SEED,
     family_counts_from_frames,
 )
-from litmus.warehouse import table_exists, transaction
+from litmus.warehouse import replace_rows, table_exists, transaction
 
 BASELINE_PLUGINS = ("bare", "none")
 GROUP_COLUMNS = ("model", "model_release", "harness", "harness_version", "suite", "suite_version")
@@ -277,14 +277,9 @@ def replace_plugin_deltas(
             typed[column] = typed[column].astype(bool)
         else:
             typed[column] = typed[column].astype("string")
-    con.register("_incoming_plugin_deltas", typed)
-    try:
-        with transaction(con):
-            con.execute("DELETE FROM plugin_deltas")
-            con.execute("INSERT INTO plugin_deltas BY NAME SELECT * FROM _incoming_plugin_deltas")
-            record_digests(con, "plugin_deltas", pair_digests or {})
-    finally:
-        con.unregister("_incoming_plugin_deltas")
+    with transaction(con):
+        replace_rows(con, "plugin_deltas", typed)
+        record_digests(con, "plugin_deltas", pair_digests or {})
 
 
 def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:

@@ -19,7 +19,7 @@ from litmus.audit.spotcheck import (
 )
 from litmus.audit.workflow import LoadReport, verdict_loads
 from litmus.audit.workflow import audit_queue as unresolved_needs_audit
-from litmus.warehouse import transaction
+from litmus.warehouse import replace_rows, transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -164,13 +164,8 @@ def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         queue = unresolved_needs_audit(con)
-        con.register("_audit_queue_rows", queue)
-        try:
-            with transaction(con):
-                con.execute("DELETE FROM audit_queue")
-                con.execute("INSERT INTO audit_queue BY NAME SELECT * FROM _audit_queue_rows")
-        finally:
-            con.unregister("_audit_queue_rows")
+        with transaction(con):
+            replace_rows(con, "audit_queue", queue)
     frame = queue.select(PREVIEW_COLUMNS).to_pandas()
     by_configuration = (
         frame.groupby("configuration").size().sort_index().to_dict() if len(frame) else {}

@@ -42,7 +42,7 @@ from litmus.stats import (
 )
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
-from litmus.warehouse import transaction
+from litmus.warehouse import replace_rows, transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import DUCKDB_PATH_ENV, LitmusWarehouse
 
@@ -197,35 +197,13 @@ CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
 CONTROL_METRICS = dg.AssetKey(["control_metrics"])
 
 
-def _arrow(frame: pd.DataFrame) -> pa.Table:
+def arrow_rows(frame: pd.DataFrame) -> pa.Table:
     """pandas → Arrow with NaN/NA as NULL and text columns typed as strings (not null-typed)."""
     typed = frame.copy()
     for column in typed.columns:
         if typed[column].dtype == object:
             typed[column] = typed[column].astype("string")
     return pa.Table.from_pandas(typed, preserve_index=False)
-
-
-def replace_table(
-    con: duckdb.DuckDBPyConnection,
-    table: str,
-    frame: pd.DataFrame,
-    *,
-    digests: Mapping[str, str] | None = None,
-) -> None:
-    """Atomically replace the rows of ``table`` (a fixed identifier, never user input; its
-    columns are the schema's, litmus/sql/schema) with ``frame``; with ``digests``, record what
-    each configuration's rows were computed from in the same transaction (``litmus.reuse``)."""
-    view = f"_incoming_{table}"
-    con.register(view, _arrow(frame))
-    try:
-        with transaction(con):
-            con.execute(f"DELETE FROM {table}")
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {view}")
-            if digests is not None:
-                record_digests(con, table, digests)
-    finally:
-        con.unregister(view)
 
 
 class MetricCIConfig(dg.Config):
@@ -257,7 +235,9 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
             seed=config.seed,
             confidence=config.confidence,
         )
-        replace_table(con, "metric_cis", cis, digests=digests)
+        with transaction(con):
+            replace_rows(con, "metric_cis", arrow_rows(cis))
+            record_digests(con, "metric_cis", digests)
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
@@ -309,7 +289,9 @@ def public_private_gap_table(
             if not private.empty
             else (pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS)), {}, [])
         )
-        replace_table(con, "public_private_gaps", gaps, digests=digests)
+        with transaction(con):
+            replace_rows(con, "public_private_gaps", arrow_rows(gaps))
+            record_digests(con, "public_private_gaps", digests)
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
         metadata={
@@ -348,8 +330,8 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     exports = warehouse.paths.exports
     staged, plots = publish_board(board, publication.begin(exports), alerts)
     written = {kind: exports / path.name for kind, path in staged.items()}
-    with warehouse.get_connection() as con:
-        replace_table(con, "leaderboard", board.rows)
+    with warehouse.get_connection() as con, transaction(con):
+        replace_rows(con, "leaderboard", arrow_rows(board.rows))
     crash_point("leaderboard.staged")
     by_suite = {
         suite_key: {
