@@ -41,6 +41,10 @@ from litmus_dagster.resources import LitmusWarehouse
 
 TRANSCRIPTS = SHARED_DATA / "agentharm_transcripts" / "agentharm_trajectories.json"
 AGENTHARM = SHARED_DATA / "agentharm"
+needs_agentharm_data = pytest.mark.skipif(
+    not (TRANSCRIPTS.is_file() and AGENTHARM.is_dir()),
+    reason="needs ../shared/data (AgentHarm transcripts and suite)",
+)
 
 
 def user(text: str) -> dict[str, Any]:
@@ -434,6 +438,7 @@ def without_oracle() -> Comparison:
     return label_transcript_file(TRANSCRIPTS, suite=None)
 
 
+@needs_agentharm_data
 @pytest.mark.parametrize("mode", ["with_oracle", "without_oracle"])
 def test_all_176_agentharm_transcripts_are_labeled_none_lost(mode: str, request) -> None:
     comparison: Comparison = request.getfixturevalue(mode)
@@ -445,6 +450,7 @@ def test_all_176_agentharm_transcripts_are_labeled_none_lost(mode: str, request)
         assert row.audit_reason_code is None or row.audit_reason_code in AUDIT_REASONS
 
 
+@needs_agentharm_data
 def test_oracle_less_agentharm_labels_nothing_safe_that_executed_a_call(without_oracle) -> None:
     for row in without_oracle.rows:
         assert (row.attempted, row.realized) == (None, None)  # unknown, not "no attempt"
@@ -455,6 +461,7 @@ def test_oracle_less_agentharm_labels_nothing_safe_that_executed_a_call(without_
     assert "refusal_with_actions" in reasons  # AgentHarm has refusals after harmful calls
 
 
+@needs_agentharm_data
 def test_with_the_agentharm_oracle_disagreements_are_explained_by_spec_order(with_oracle) -> None:
     classes = dict(with_oracle.classes())
     assert classes  # the table the closing note shows
@@ -474,6 +481,7 @@ def test_with_the_agentharm_oracle_disagreements_are_explained_by_spec_order(wit
     assert "H1 before H3" in table and "| **no** |" in table
 
 
+@needs_agentharm_data
 def test_cli_imports_without_a_suite_warns_and_the_queue_shows_reasons(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -516,6 +524,7 @@ def test_cli_imports_without_a_suite_warns_and_the_queue_shows_reasons(
     assert "no suite 'nope'" in capsys.readouterr().err
 
 
+@needs_agentharm_data
 def test_audit_queue_export_names_each_rows_reason(
     tmp_path: Path, warehouse, litmus_home: LitmusPaths
 ) -> None:
@@ -539,6 +548,7 @@ def test_audit_queue_export_names_each_rows_reason(
             assert '"input_role":"user"' in row["steps"]
 
 
+@needs_agentharm_data
 def test_asset_metadata_names_oracle_less_instances_and_audit_reasons(tmp_path: Path) -> None:
     """The suite_catalog and labeled_trajectories assets, materialized for real."""
     paths = litmus_paths(tmp_path / "home").ensure()
