@@ -293,19 +293,14 @@ def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
                     f"SELECT partition_key, 'configuration_metrics' AS source, "
                     f"'{rate}' AS metric, {rate}::DOUBLE AS value FROM configuration_metrics"
                 )
-    if table_exists(con, "metric_cis"):
-        rates = ", ".join(f"'{rate}'" for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate))
-        parts.append(
-            "SELECT partition_key, 'metric_cis' AS source, metric || ' ' || bound AS metric, "
-            "value::DOUBLE AS value FROM (UNPIVOT (SELECT partition_key, metric, estimate, "
-            "ci_low, ci_high FROM metric_cis) ON estimate, ci_low, ci_high "
-            f"INTO NAME bound VALUE value) WHERE metric IN ({rates})"
-        )
-    if not parts:
-        parts.append(
-            "SELECT NULL::VARCHAR AS partition_key, NULL::VARCHAR AS source, "
-            "NULL::VARCHAR AS metric, NULL::DOUBLE AS value WHERE false"
-        )
+    # metric_cis is in the warehouse schema; configuration_metrics exists once dbt has run.
+    rates = ", ".join(f"'{rate}'" for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate))
+    parts.append(
+        "SELECT partition_key, 'metric_cis' AS source, metric || ' ' || bound AS metric, "
+        "value::DOUBLE AS value FROM (UNPIVOT (SELECT partition_key, metric, estimate, "
+        "ci_low, ci_high FROM metric_cis) ON estimate, ci_low, ci_high "
+        f"INTO NAME bound VALUE value) WHERE metric IN ({rates})"
+    )
     union = "\nUNION ALL\n".join(parts)
     return f"""
     SELECT partition_key || ': ' || source || '.' || metric || ' = ' || CAST(value AS VARCHAR)

@@ -32,7 +32,6 @@ from litmus.gates.publication_gates import (
     stored_gate_results,
 )
 from litmus.keys import CONFIGURATION_KEYS_SQL, configuration_key
-from litmus.warehouse import table_exists
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -194,19 +193,16 @@ def metric_rate_gates(
 )
 def rates_in_unit_interval(warehouse: LitmusWarehouse) -> dg.AssetCheckResult:
     with warehouse.get_connection() as con:
-        if not table_exists(con, "publication_gates"):
-            rows = []
-        else:
-            rows = con.execute(
-                f"""
-                SELECT g.partition_key, k.config_key, g.passed, g.failing_count, g.examples
-                FROM publication_gates g
-                LEFT JOIN ({CONFIGURATION_KEYS_SQL}) k USING (partition_key)
-                WHERE g.gate = ?
-                ORDER BY g.partition_key
-                """,
-                [RATES_IN_UNIT_INTERVAL],
-            ).fetchall()
+        rows = con.execute(
+            f"""
+            SELECT g.partition_key, k.config_key, g.passed, g.failing_count, g.examples
+            FROM publication_gates g
+            LEFT JOIN ({CONFIGURATION_KEYS_SQL}) k USING (partition_key)
+            WHERE g.gate = ?
+            ORDER BY g.partition_key
+            """,
+            [RATES_IN_UNIT_INTERVAL],
+        ).fetchall()
     failing = {
         (config or key): {"failing_count": int(count), "examples": list(examples)}
         for key, config, passed, count, examples in rows
