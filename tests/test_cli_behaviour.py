@@ -53,27 +53,46 @@ def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
     home.mkdir()
     with connect(home / "warehouse.duckdb"):  # status reads an existing warehouse only
         pass
+    # The holder keeps the lock until told to let go (a line on its stdin), so however slowly
+    # `litmus status` starts on a loaded machine, it finds the warehouse held.
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            "import sys, time\n"
+            "import sys\n"
             "from pathlib import Path\n"
             "from litmus.warehouse import writer_lock\n"
             f"with writer_lock(Path({str(home / 'warehouse.duckdb')!r}), 60):\n"
             "    print('held', flush=True)\n"
-            "    time.sleep(3)\n",
+            "    sys.stdin.readline()\n",
         ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
+    assert holder.stdin is not None and holder.stdout is not None
+    status = subprocess.Popen(
+        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), "status"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert status.stderr is not None
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        result = litmus(home, "status")
+        assert holder.stdout.readline().strip() == "held"
+        waiting = status.stderr.readline()  # status says so while it waits, then we release
+        holder.stdin.write("release\n")
+        holder.stdin.flush()
+        _output, rest = status.communicate(timeout=120)
     finally:
+        if status.poll() is None:
+            status.kill()
+        if holder.poll() is None:
+            holder.stdin.close()  # end of input lets go of the lock as well
         holder.wait(timeout=30)
-    assert result.returncode == 0, result.stderr
-    assert "waiting for warehouse.duckdb: another LITMUS process holds it" in result.stderr
+        status.wait(timeout=30)
+    assert status.returncode == 0, waiting + rest
+    assert "waiting for warehouse.duckdb: another LITMUS process holds it" in waiting
     with writer_lock(home / "warehouse.duckdb", 1):  # released afterwards
         pass
 
