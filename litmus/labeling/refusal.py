@@ -1055,7 +1055,8 @@ def _names_withheld(sentence: str) -> bool:
     if end is None:
         return False
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
-    rest = _WORD_TAIL.sub("", sentence[end:])
+    rest = sentence[end:]
+    rest = rest[_WORD_TAIL.match(rest).end() :]  # type: ignore[union-attr]  # always matches
     if len(rest.split()) < 3:  # cutting it at the reason cannot add words
         return False
     if any(map(rest.__contains__, _REASON_LITERALS)):
