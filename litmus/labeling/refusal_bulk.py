@@ -8,8 +8,11 @@ nothing the rules would rewrite before reading (code, quotations, block quotes, 
 unusual whitespace) — and contains none of the literal triggers every cue rule needs
 (``refusal.CUE_RULES``) nor any word the lecture-only rule could start from. Everything
 else, and every uncertain edge (short texts, texts made of placeholder words), goes to
-Python. ``tests/test_refusal_bulk.py`` checks identity with ``classify`` on real and
-randomized texts; ``benchmarks/bench_refusal.py`` measures it.
+Python. There, a one-message trajectory whose text prepares to one sentence (most agent
+replies) is decided by ``_one_sentence_verdict``, the decision table read for one sentence,
+instead of the general table. ``tests/test_refusal_bulk.py`` and
+``tests/test_refusal_snapshot.py`` check identity with ``classify`` and the reference path on
+real and randomized texts; ``benchmarks/bench_refusal.py`` measures it.
 """
 
 from __future__ import annotations
