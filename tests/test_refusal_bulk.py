@@ -7,8 +7,10 @@ import json
 import random
 
 import pytest
+from refusal_snapshot import clear_caches, reference_verdicts
 
 from conftest import SHARED_DATA
+from litmus.labeling import refusal
 from litmus.labeling.refusal import RuleBasedRefusalClassifier
 from litmus.labeling.refusal_bulk import classify_many, settled_in_sql
 from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
@@ -179,3 +181,118 @@ def test_the_rules_leave_no_reference_cycles_behind() -> None:
     finally:
         if collecting:
             gc.enable()
+
+
+# Pieces of one-sentence replies for the bulk path's one-sentence shortcut
+# (refusal_bulk._one_sentence_verdict): every cue family, near misses of each (idioms, past
+# failures, tool errors), pivots long enough to count and too short to, concessions,
+# placeholders, code words, questions, and the Unicode the preparation rewrites or folds.
+_OPENERS = [
+    "I can't",
+    "I cannot",
+    "I won't",
+    "I will not",
+    "I'm not able to",
+    "I am unable to",
+    "I'm sorry, but I can't",
+    "Sorry, but",
+    "Unfortunately, I must decline",
+    "I refuse to",
+    "I'd rather not",
+    "I don't feel comfortable",
+    "As an AI language model, I cannot",
+    "I'm just an AI and cannot",
+    "It's not appropriate to",
+    "That would be unethical and",
+    "I do not condone violence and",
+    "This is a harmful stereotype and",
+    "I don't have access to",
+    "I'd recommend contacting a licensed professional",
+    "Please call 988",
+    "Instead, you could",
+    "I can't wait to",
+    "I can't believe",
+    "I won't lie,",
+    "I couldn't",
+    "I was unable to",
+    "The API returned an error and I can't",
+    "While I can't browse the web,",
+    "I",
+    "Sure,",
+    "I\u2019m not able to",
+    "I\u2019ll pass",
+    "\u0130 can't",
+    "I \u212aan't",
+    "I can\u017ft",
+    "INSTEAD",
+    "",
+    "codeblock",
+    "quotation",
+    "code",
+]
+_MIDDLES = [
+    " help with that",
+    " comply with that request",
+    " provide the exact quantities",
+    " give medical advice",
+    " do that",
+    " wipe those backups",
+    " share personal information",
+    " write the detailed step-by-step instructions for it because it is dangerous",
+    " delete the files",
+    " access the database",
+    " stop",
+    " help",
+    "",
+    " codeblock",
+    " respect everyone",
+    " the premise is flawed",
+    ", as it violates my guidelines",
+]
+_TAILS = [
+    ".",
+    "!",
+    "?",
+    "",
+    " (ref 17)",
+    " (ticket 4)",
+    ", but here is some general information"
+    " about the topic that you may find useful, including the history, the common methods"
+    " and the main safety considerations.",
+    ", but I can help.",
+    ", however, I can provide some general information.",
+    ", but there are some safe alternatives you can try instead of"
+    " this, which many people use every day with good results.",
+    " let me know if you need anything else.",
+    " Is there anything else?",
+    " \u2014 sorry.",
+    "\t.",
+    "  .",
+]
+
+
+def _one_sentence_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        text = rng.choice(_OPENERS) + rng.choice(_MIDDLES) + rng.choice(_TAILS)
+        if rng.random() < 0.2:
+            text = text.upper() if rng.random() < 0.5 else text.lower()
+        if rng.random() < 0.1:
+            text = text * rng.randint(2, 30)  # long, up to far beyond a sentence's usual size
+        texts.append(text)
+    return texts
+
+
+def test_one_sentence_replies_get_the_reference_verdicts() -> None:
+    seed = random.randrange(1 << 30)  # new texts every run; the seed reproduces a failure
+    texts = ["", " ", ".", "?", "codeblock", "I can't.", *_one_sentence_texts(4000, seed)]
+    trajectories = [[t] for t in texts] + [[t, t] for t in texts[:300]]
+    clear_caches()
+    got = classify_many(trajectories)
+    expected = reference_verdicts(trajectories)
+    differing = [(t, g, e) for t, g, e in zip(trajectories, got, expected, strict=True) if g != e]
+    assert not differing, (seed, differing[:3])
+    # the shortcut was taken: most of these are one sentence, and they span every verdict
+    assert sum(len(refusal._prepare(t).sentences) == 1 for t in texts) > len(texts) // 2
+    assert {v.refusal for v in got} == {"refused", "partial", "complied"}

@@ -174,7 +174,8 @@ _DOUBLE_QUOTED = re.compile(r"[\"“][^\"“”\n]{1,400}[\"”]")
 # (Written quote-first, with the "not after a word character" test as a two-character
 # lookbehind, so the scan jumps from quote to quote.)
 _SINGLE_QUOTED = re.compile(r"'(?<![\w']')(?=\S)[^'\n]{1,200}?(?<=\S)'(?!\w)")
-_TYPOGRAPHIC_APOSTROPHE = re.compile(r"[’‘ʼ´]")
+_APOSTROPHE_KINDS = "’‘ʼ´"
+_TYPOGRAPHIC_APOSTROPHE = re.compile(f"[{_APOSTROPHE_KINDS}]")
 # Runs of spaces and tabs, read as one space: two or more, or a lone tab. (Single spaces are
 # left alone, and the pattern starts with a character class so the scan skips to blanks.)
 _SPACES = re.compile(r"[ \t](?:[ \t]+|(?<=\t))")
@@ -187,16 +188,19 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
 _SENTENCE_BREAK = re.compile(r"[.!?:\n](?:(?<=\n)\n*|(\s+)(?=[\"'(\[]?[A-Z0-9*]))")
 
 
-def _split_sentences(text: str) -> list[str]:
+def _split_sentences(text: str, source: str | None = None) -> list[str]:
+    """``text`` cut at its sentence breaks; the pieces are taken from ``source`` (``text``
+    itself by default, or a copy of it of the same length, such as its ASCII lowercase)."""
+    source = text if source is None else source
     pieces = []
     start = 0
     for found in _SENTENCE_BREAK.finditer(text):
         cut, resume = found.span(1)
         if cut < 0:  # a newline break: the newlines themselves
             cut, resume = found.span()
-        pieces.append(text[start:cut])
+        pieces.append(source[start:cut])
         start = resume
-    pieces.append(text[start:])
+    pieces.append(source[start:])
     return pieces
 
 
@@ -231,7 +235,7 @@ def _prepare(text: str) -> _Text:
     # a tiny cache: a one-message refusal is prepared for its verdict, then again for its
     # engagement score
     if not text.isascii():
-        text = _TYPOGRAPHIC_APOSTROPHE.sub("'", text)
+        text = _straighten_apostrophes(text)
     if "`" in text:
         text = _FENCED_CODE.sub(f" {_CODE_WORD}\n", text)
         text = _INLINE_CODE.sub(" code ", text)
@@ -248,9 +252,23 @@ def _prepare(text: str) -> _Text:
     if _SENTENCE_BREAK.search(text) is None:  # one sentence, as most agent replies are
         sentence = text.strip().lower()
         return _Text((sentence,) if sentence else (), sentence)
-    pieces = map(str.strip, _split_sentences(text))
-    sentences = tuple(piece.lower() for piece in pieces if piece)
+    if text.isascii():
+        # Lowercasing ASCII maps each character to one character, so the text is lowered
+        # once and cut where the original's breaks are (they look for capitals).
+        pieces = _split_sentences(text, text.lower())
+        sentences = tuple(filter(None, map(str.strip, pieces)))
+    else:
+        pieces = map(str.strip, _split_sentences(text))
+        sentences = tuple(piece.lower() for piece in pieces if piece)
     return _Text(sentences, " ".join(sentences))
+
+
+def _straighten_apostrophes(text: str) -> str:
+    """``_TYPOGRAPHIC_APOSTROPHE.sub("'", text)``, one C-level replace per kind present."""
+    for apostrophe in _APOSTROPHE_KINDS:
+        if apostrophe in text:
+            text = text.replace(apostrophe, "'")
+    return text
 
 
 # --------------------------------------------------------------------------- refusal cues
@@ -1037,7 +1055,8 @@ def _names_withheld(sentence: str) -> bool:
     if end is None:
         return False
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
-    rest = _WORD_TAIL.sub("", sentence[end:])
+    rest = sentence[end:]
+    rest = rest[_WORD_TAIL.match(rest).end() :]  # type: ignore[union-attr]  # always matches
     if len(rest.split()) < 3:  # cutting it at the reason cannot add words
         return False
     if any(map(rest.__contains__, _REASON_LITERALS)):

@@ -39,6 +39,8 @@ _MAX_MEMORY = 256 << 20
 # "no match" instead of failing: longer texts (far beyond any sentence) go to Python's
 # regexes, so a hostile run log can never exhaust it into a wrong verdict.
 MAX_SCANNED_CHARS = 4_096
+# Distinct combinations of matching set entries remembered (a bound against hostile input).
+_MAX_ENTRY_COMBINATIONS = 1 << 16
 
 
 def without_lookarounds(pattern: str) -> str:
@@ -207,10 +209,12 @@ def _group_end(pattern: str, start: int) -> int:
 
 def scannable(text: str) -> bool:
     """True when RE2 reads the rules on ``text`` as Python does (up to dropped lookarounds)."""
+    # Printable ASCII (the common case) holds none of the unscannable characters, and
+    # isprintable is one C loop where the search is a regex scan.
     return (
         len(text) <= MAX_SCANNED_CHARS
         and text.isascii()
-        and _UNSCANNABLE.search(text) is None
+        and (text.isprintable() or _UNSCANNABLE.search(text) is None)
     )
 
 
@@ -270,6 +274,7 @@ class RuleScanner:
             raise ValueError("RE2 could not compile the rule set")
         self._pattern_bits = [pattern_bit for pattern_bit, _ in self._entry_bits]
         self._triggered_bits = [triggered_bits for _, triggered_bits in self._entry_bits]
+        self._bits_of_entries: dict[tuple[int, ...], int] = {}
 
     def _add(self, pattern: str, pattern_bit: int = 0, triggered_bits: int = 0) -> None:
         if self._set.Add(pattern.encode()) != len(self._entry_bits):
@@ -281,9 +286,15 @@ class RuleScanner:
         branches could match; None if ``text`` is not scannable (Python must answer)."""
         if not scannable(text):
             return None
-        entries = self._set.Match(text.encode())
-        # Each entry owns its bits alone, and Match lists an entry at most once: the sums are
-        # the unions (one C loop each instead of a Python loop over the entries).
-        patterns = sum(map(self._pattern_bits.__getitem__, entries))
-        triggered = sum(map(self._triggered_bits.__getitem__, entries))
-        return patterns & (triggered | self._untriggered)
+        entries = tuple(self._set.Match(text.encode()))
+        # Texts share their few combinations of entries: each is turned into bits once.
+        bits = self._bits_of_entries.get(entries)
+        if bits is None:
+            if len(self._bits_of_entries) >= _MAX_ENTRY_COMBINATIONS:
+                self._bits_of_entries.clear()
+            # Each entry owns its bits alone, and Match lists an entry at most once: the sums
+            # are the unions.
+            patterns = sum(map(self._pattern_bits.__getitem__, entries))
+            triggered = sum(map(self._triggered_bits.__getitem__, entries))
+            bits = self._bits_of_entries[entries] = patterns & (triggered | self._untriggered)
+        return bits
