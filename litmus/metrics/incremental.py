@@ -1,8 +1,9 @@
 """Which configurations a ``dbt build`` of the metric models has to recompute.
 
 The per-configuration metric models (``dbt_project/models/metrics``, all but
-``control_metrics``) are dbt incremental models: a build given the var ``litmus_partitions``
-deletes and recomputes the rows of exactly those configurations (``macros/partitions.sql``).
+``control_metrics``) are dbt incremental models: a build given the var ``litmus_rebuild``
+deletes and recomputes the rows of exactly the configurations this module marked pending
+in ``result_inputs`` (``macros/partitions.sql``).
 This module decides the list, the way ``litmus.reuse`` decides which intervals to reuse:
 each configuration's model rows are recorded (``result_inputs``, result
 :data:`MODEL_ROWS`) with a digest of everything the models read for it, namely its audited
@@ -42,14 +43,15 @@ DBT_PROJECT_DIR = PROJECT_DIR / "dbt_project"
 DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**/*", "tests/**/*")
 MODEL_ROWS = "dbt_metric_models"
 PROJECT = "dbt_metric_project"
-PARTITIONS_VAR = "litmus_partitions"
+REBUILD_VAR = "litmus_rebuild"
 # The stored digest of a configuration being recomputed: equal to no digest of real inputs.
 PENDING = "pending"
 
 # What the models read of one configuration: the audited rows in the columns
 # stg_trajectory_flags reads (one JSON list per row, so NULLs and separators are unambiguous,
-# in text order, so the same rows give the same digest in any storage order) and its gate
-# verdicts.
+# in text order, so the same rows give the same digest in any storage order) and the verdicts
+# of the structural gates, which keep a configuration out of the metrics (the other gates,
+# written later in a publication, do not change what the models compute).
 PARTITION_INPUTS_SQL = """
 WITH audited AS (
     SELECT partition_key,
@@ -67,6 +69,7 @@ row_digests AS (
 gates AS (
     SELECT partition_key, to_json([gate, CAST(passed AS VARCHAR)]) AS gate_text
     FROM publication_gates
+    WHERE list_contains(?, gate)
 ),
 gate_digests AS (
     SELECT partition_key, sha256(string_agg(gate_text, chr(10) ORDER BY gate_text)) AS gates_digest
@@ -100,9 +103,12 @@ def project_digest(project_dir: Path = DBT_PROJECT_DIR) -> str:
 
 def partition_input_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """partition_key → digest of what the metric models read for it (see the module doc)."""
+    # on use: the gates module is not needed to plan a publication otherwise
+    from litmus.gates.publication_gates import STRUCTURAL_ROW_GATES
+
+    rows = con.execute(PARTITION_INPUTS_SQL, [list(STRUCTURAL_ROW_GATES)]).fetchall()
     return {
-        key: hashlib.sha256(f"{rows}\0{gates}".encode()).hexdigest()
-        for key, rows, gates in con.execute(PARTITION_INPUTS_SQL).fetchall()
+        key: hashlib.sha256(f"{rows}\0{gates}".encode()).hexdigest() for key, rows, gates in rows
     }
 
 
@@ -116,9 +122,13 @@ class ModelRebuild:
     project: str = field(repr=False)
 
     def dbt_arguments(self) -> list[str]:
+        """``--full-refresh``, or the var naming where the models find the configurations to
+        recompute: the digests :func:`plan_model_rebuild` marked :data:`PENDING`. The var's
+        value never changes, so dbt's partial parsing stays valid (a changed var makes dbt
+        parse the whole project again: seconds per publication)."""
         if self.full_refresh:
             return ["--full-refresh"]
-        return ["--vars", json.dumps({PARTITIONS_VAR: list(self.partitions)})]
+        return ["--vars", json.dumps({REBUILD_VAR: {"result": MODEL_ROWS, "pending": PENDING}})]
 
     def describe(self) -> str:
         if self.full_refresh:
