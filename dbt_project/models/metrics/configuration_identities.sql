@@ -14,4 +14,5 @@ select
     count(*)::bigint as n_trajectories,
     count(distinct family_id)::bigint as n_families
 from {{ ref('stg_trajectory_flags') }}
+where {{ rebuilt_partitions() }}
 group by all
