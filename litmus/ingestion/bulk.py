@@ -14,7 +14,8 @@ own type by its first character (``"`` a string, ``{`` an object, ``t``/``f`` a 
 digit or ``-`` a number), and a number's text is DuckDB's canonical writing of it, so
 nothing is coerced: ``1``, ``1.0``, ``"1"``, ``true``, ``NaN`` and ``1e400`` are different
 texts. Steps arrive as JSON texts too and are read the same way, once each. The type and
-value checks are then plain string predicates on those texts, per row.
+value checks are then plain string predicates on those texts, per row; the key lists, which
+a batch holds few distinct ones of, are checked once per distinct list.
 
 What "prove" means here is deliberately narrower than what the validator accepts; anything
 outside it falls back:
@@ -33,9 +34,9 @@ outside it falls back:
 - an object whose fields are all optional (``judgments``) holds at least one key: DuckDB
   reads a number or a text where a structure is expected as a structure of nulls, the same
   as ``{}``, so ``{}`` itself falls back (a step is a JSON text, whose type is its own);
-- a tool call's arguments are one flat object of strings, booleans, nulls and 64-bit integers
-  (a nested value, a float or a bigger integer falls back), so the compact JSON DuckDB writes
-  for them is the text Python's ``json.dumps`` writes;
+- a tool call's arguments are one flat object of strings, booleans and integers of at most
+  18 digits (a null, a nested value, a float or a longer integer falls back), so the compact
+  JSON DuckDB writes for them is the text Python's ``json.dumps`` writes;
 - the record's suite, version and instance are stored.
 
 Lone surrogates, invalid UTF-8 (decoded in Python first), raw control characters and
