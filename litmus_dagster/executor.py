@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from dagster._core.instance.ref import InstanceRef
 
 from litmus.faults import crash_point
 from litmus.planning.plan import Action, Plan, PlanItem
@@ -30,6 +31,7 @@ from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 from litmus_dagster import stop
 from litmus_dagster.audit.assets import verdict_load_events
+from litmus_dagster.instance_storage import LitmusSqliteStorage
 from litmus_dagster.jobs import (
     ingest_job,
     job_for,
@@ -95,12 +97,18 @@ class Narration:
 
 
 def local_instance(paths: LitmusPaths) -> dg.DagsterInstance:
+    """The persistent instance under ``<home>/dagster``. Its storage is Dagster's SQLite one
+    with the run and event databases kept open (``litmus_dagster.instance_storage``), unless
+    ``dagster.yaml`` names another storage (Postgres, say), which is then used as it is."""
     home = paths.home / "dagster"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_YAML)
-    return dg.DagsterInstance.from_config(str(home))
+    ref = InstanceRef.from_dir(str(home))
+    if ref.storage_data == InstanceRef.config_defaults(str(home))["storage"]:
+        ref = ref._replace(storage_data=LitmusSqliteStorage.class_data(str(home)))
+    return dg.DagsterInstance.from_ref(ref)
 
 
 def _definitions() -> dg.Definitions:

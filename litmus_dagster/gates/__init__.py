@@ -5,8 +5,8 @@ from litmus_dagster.gates.assets import (
     metric_rate_gates,
     publication_gates,
     rates_in_unit_interval,
-    trajectory_gate_checks,
 )
 
 gate_assets: list = [publication_gates, metric_rate_gates]
-gate_checks: list = [*trajectory_gate_checks, rates_in_unit_interval]
+# (the per-configuration gate checks are publication_gates' own check specs)
+gate_checks: list = [rates_in_unit_interval]

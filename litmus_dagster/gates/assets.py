@@ -3,7 +3,10 @@
 ``publication_gates`` (one partition per configuration, after ``audited_trajectories``) runs
 the Great Expectations gate suites over the configuration's audited rows and suites and
 records every verdict in the ``publication_gates`` table; one asset check per gate and
-configuration reports it in the UI (configuration, failing count, example keys). The dbt
+configuration reports it in the UI (configuration, failing count, example keys). The checks
+are the asset's own (``check_specs``), evaluated in the same step from the rows it just
+recorded: nine separate check steps per configuration each paid a step's events and a
+warehouse connection to read one row back. The dbt
 metrics read that table (structurally broken configurations stay out of them) and
 ``metric_rate_gates`` checks the published rates after dbt; the leaderboard withholds every
 configuration whose gates did not all pass, whichever run recorded them. What blocks
@@ -38,12 +41,33 @@ from litmus_dagster.resources import LitmusWarehouse
 GATES_GROUP = "gates"
 
 
+def _gate_check_spec(gate: str) -> dg.AssetCheckSpec:
+    # One evaluation per configuration partition, so the UI shows each configuration's verdict
+    # (not whichever partition ran last). Not `blocking`: a withheld configuration is an
+    # expected outcome, shown as this partition's failed check, not as a crashed run; what
+    # keeps its numbers unpublished is the publication_gates table the leaderboard reads.
+    return dg.AssetCheckSpec(
+        name=gate,
+        asset="publication_gates",
+        partitions_def=configurations,
+        description=f"Fails with: {GATE_MESSAGES[gate]}",
+    )
+
+
+with warnings.catch_warnings():
+    # partitioned asset checks are a preview feature of this Dagster version; they are what
+    # shows each configuration's own verdict in the UI
+    warnings.simplefilter("ignore", category=dg.PreviewWarning)
+    TRAJECTORY_GATE_CHECKS = [_gate_check_spec(gate) for gate in TRAJECTORY_GATES]
+
+
 @dg.asset(
     group_name=GATES_GROUP,
     deps=["audited_trajectories", "suite_catalog"],
     partitions_def=configurations,
     pool=WAREHOUSE_POOL,
     kinds={"duckdb", "great_expectations"},
+    check_specs=TRAJECTORY_GATE_CHECKS,
     description=(
         "Fail-closed publication gates (SPEC §7) of one configuration, validated with the "
         "Great Expectations suites in expectations/ and recorded in the publication_gates "
@@ -54,19 +78,22 @@ def publication_gates(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     suites = load_gate_suites()
+    partition_key = context.partition_key
     with warehouse.get_connection() as con:
-        results = evaluate_partition_gates(con, context.partition_key, suites)
-        record_partition_gates(con, context.partition_key, results)
-        configuration = configuration_key(con, context.partition_key)
+        results = evaluate_partition_gates(con, partition_key, suites)
+        record_partition_gates(con, partition_key, results)
+        configuration = configuration_key(con, partition_key)
+        # the checks report what the table now holds, as every publisher reads it
+        stored = stored_gate_results(con, partition_key)
         suite = con.execute(
             "SELECT string_agg(DISTINCT suite || '@' || suite_version, ' + ') "
             "FROM raw_trajectories WHERE partition_key = ?",
-            [context.partition_key],
+            [partition_key],
         ).fetchall()[0][0]
-        decided = publication(con, [context.partition_key])[context.partition_key]
+        decided = publication(con, [partition_key])[partition_key]
     failed = {r.gate: r.message for r in results if not r.passed}
     if failed:
-        context.log.warning(f"{context.partition_key} withheld: {failed}")
+        context.log.warning(f"{partition_key} withheld: {failed}")
     return dg.MaterializeResult(
         metadata={
             "configuration": configuration,
@@ -76,7 +103,11 @@ def publication_gates(
             "failed_gates": dg.MetadataValue.json(failed),
             "passed_gates": [r.gate for r in results if r.passed],
             "expectation_suites": sorted({d.path.name for d in suites.values()}),
-        }
+        },
+        check_results=[
+            _check_result(gate, configuration, partition_key, stored.get(gate))
+            for gate in TRAJECTORY_GATES
+        ],
     )
 
 
@@ -85,11 +116,13 @@ def _check_result(
 ) -> dg.AssetCheckResult:
     if result is None:
         return dg.AssetCheckResult(
+            check_name=gate,
             passed=False,
             description=f"{GATE_MESSAGES[gate]} ({NOT_GATED_REASON})",
             metadata={"configuration": configuration, "partition_key": partition_key},
         )
     return dg.AssetCheckResult(
+        check_name=gate,
         passed=result.passed is True,
         severity=dg.AssetCheckSeverity.ERROR,
         description=result.message if result.passed is not True else "passed",
@@ -103,35 +136,6 @@ def _check_result(
             "expectation_suite": result.expectation_suite or "",
         },
     )
-
-
-def _gate_check(gate: str) -> dg.AssetChecksDefinition:
-    # One evaluation per configuration partition, so the UI shows each configuration's verdict
-    # (not whichever partition ran last). Not `blocking`: a withheld configuration is an
-    # expected outcome, shown as this partition's failed check, not as a crashed run; what
-    # keeps its numbers unpublished is the publication_gates table the leaderboard reads.
-    @dg.asset_check(
-        asset=publication_gates,
-        name=gate,
-        partitions_def=configurations,
-        pool=WAREHOUSE_POOL,
-        description=f"Fails with: {GATE_MESSAGES[gate]}",
-    )
-    def check(
-        context: dg.AssetCheckExecutionContext, warehouse: LitmusWarehouse
-    ) -> dg.AssetCheckResult:
-        if not context.has_partition_key:
-            return dg.AssetCheckResult(
-                passed=False,
-                description="run this check with a configuration partition",
-            )
-        partition_key = context.partition_key
-        with warehouse.get_connection() as con:
-            result = stored_gate_results(con, partition_key).get(gate)
-            configuration = configuration_key(con, partition_key)
-        return _check_result(gate, configuration, partition_key, result)
-
-    return check
 
 
 @dg.asset(
@@ -216,10 +220,3 @@ def rates_in_unit_interval(warehouse: LitmusWarehouse) -> dg.AssetCheckResult:
             "failing_configurations": dg.MetadataValue.json(failing),
         },
     )
-
-
-with warnings.catch_warnings():
-    # partitioned asset checks are a preview feature of this Dagster version; they are what
-    # shows each configuration's own verdict in the UI
-    warnings.simplefilter("ignore", category=dg.PreviewWarning)
-    trajectory_gate_checks = [_gate_check(gate) for gate in TRAJECTORY_GATES]
