@@ -12,11 +12,13 @@ transactions.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,11 +51,34 @@ MIN_RECORDS = 1_000
 EXAMPLES = 30
 
 
-def file_settings(max_examples: int) -> settings:
-    """Hypothesis settings for tests whose example is a whole run file: reproducible, and not
+# Room for one example that is a whole run file: Hypothesis stops drawing an example after
+# 8 * 1024 choices (its engine's BUFFER_SIZE) and throws the part-drawn example away. A file of
+# 30-60 records (hostile texts, nested steps) often needs more, so at the default about 97% of
+# the drawn files were discarded after being generated (about 45 draws for every example
+# tested; test_ingest_bulk's 12 examples cost ~120 s of CPU, all but ~10 s in generating
+# files nobody ingested). With room for eight times as many choices nearly every drawn file is
+# tested: the same strategies, no file too large to be tried.
+WHOLE_FILE_CHOICES = 64 * 1024
+
+
+@contextmanager
+def room_for_whole_files() -> Iterator[None]:
+    from hypothesis.internal.conjecture import engine  # read each time an example is drawn
+
+    previous = engine.BUFFER_SIZE
+    engine.BUFFER_SIZE = max(previous, WHOLE_FILE_CHOICES)
+    try:
+        yield
+    finally:
+        engine.BUFFER_SIZE = previous
+
+
+def file_settings(max_examples: int) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Hypothesis settings for tests whose example is a whole run file: reproducible, not
     shrunk (shrinking a file of dozens of records takes many minutes, and the assertions
-    already name the line and its reason)."""
-    return settings(
+    already name the line and its reason), and with room for a whole file in one example
+    (:data:`WHOLE_FILE_CHOICES`)."""
+    chosen = settings(
         max_examples=max_examples,
         deadline=None,
         derandomize=True,
@@ -64,6 +89,20 @@ def file_settings(max_examples: int) -> settings:
             HealthCheck.large_base_example,
         ],
     )
+
+    def apply(test: Callable[..., None]) -> Callable[..., None]:
+        configured = chosen(test)
+
+        @functools.wraps(configured)
+        def with_room_for_whole_files(*args: Any, **kwargs: Any) -> None:
+            with room_for_whole_files():
+                configured(*args, **kwargs)
+
+        return with_room_for_whole_files
+
+    return apply
+
+
 INSTANCE_IDS = ("fam-1/hs", "fam-1/cm", "fam-1/eb", "fam-1/hb")
 HOSTILE = (
     "'; DROP TABLE raw_trajectories; --",
