@@ -245,7 +245,7 @@ def _prepare(text: str) -> _Text:
         text = _BLOCKQUOTE.sub(f" {_QUOTE_WORD}.", text)
     if '"' in text or "“" in text:
         text = _DOUBLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
-    if text.count("'") >= 2:  # a quotation opens and closes: "I can't" alone holds none
+    if "'" in text:
         text = _SINGLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
     if "  " in text or "\t" in text:  # else there is no run of spaces to collapse
         text = _collapse_blanks(text)
