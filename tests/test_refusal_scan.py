@@ -232,3 +232,28 @@ def test_pivot_tails_are_the_reference_ones() -> None:
             clear_caches()
 
     assert tails(scanning=True) == tails(scanning=False)
+
+
+def _object_texts(count: int, seed: int) -> Iterator[str]:
+    """What could follow a decline's verb: the generic words and near misses of them, joined
+    by any whitespace or none, with punctuation anywhere (one or two at the end)."""
+    rng = random.Random(seed)
+    words = [*refusal._GENERIC_OBJECT_WORDS, "that's", "youre", "thingss", "it's", "dosing"]
+    words += ["THAT", "ｔhat", "thatѕ", "İt", "with2", "_the", "request-", "you'", "'re"]
+    joins = [" ", "  ", "", "\t", "\n", "\xa0", "\u2003", "\x1c", "\x85", ",", ", ", ". ", "'"]
+    ends = ["", ".", "!", ",", ";", "?", "..", ". ", ".\n", " .", ",;", "\n", ":", " ! "]
+    for _ in range(count):
+        pieces = [rng.choice(words) for _ in range(rng.randint(0, 6))]
+        text = ""
+        for piece in pieces:
+            text += rng.choice(joins) + piece if text or rng.random() < 0.3 else piece
+        yield text + rng.choice(ends)
+
+
+def test_the_generic_object_words_are_read_as_the_regex_reads_them() -> None:
+    texts = [*_object_texts(20_000, seed=31), "", " ", ".", "with that.", "that request ,"]
+    for text in texts:
+        expected = refusal._GENERIC_OBJECT.reference_search(text) is not None
+        assert refusal._generic_object(text) == expected, repr(text)
+    assert sum(map(refusal._generic_object, texts)) > 2_000  # both answers are exercised
+

@@ -975,12 +975,34 @@ _SCOPED = _Rule(
     r"recipe|quantities|procedure|part)\b|\b(?:only|just) (?:the|that) (?:part|piece|bit)\b|"
     r"\b(?:general|high-level|background|safety) (?:information|overview|context|facts)\b"
 )
-_GENERIC_OBJECT = _Rule(
-    r"^(?:\s*(?:with|on|you|to|for|in|any|further|that|this|it|your|the|such|request|"
-    r"requests|question|questions|query|task|one|kind|of|sort|type|content|information|"
-    r"inquiry|ask|here|now|today|please|those|these|things?|help|assistance|support|what|"
-    r"need|needs|want|wants|asked|asking|looking|are|is|you're)\b)*\s*[.!,;]?\s*$"
+# What a decline of "that" says after its verb when it names nothing ("…with that request").
+_GENERIC_OBJECT_TEXT = (
+    "with on you to for in any further that this it your the such request requests question "
+    "questions query task one kind of sort type content information inquiry ask here now "
+    "today please those these thing things help assistance support what need needs want wants "
+    "asked asking looking are is you're"
 )
+_GENERIC_OBJECT_WORDS = _GENERIC_OBJECT_TEXT.split()
+_GENERIC_OBJECT = _Rule(rf"^(?:\s*(?:{'|'.join(_GENERIC_OBJECT_WORDS)})\b)*\s*[.!,;]?\s*$")
+# _GENERIC_OBJECT read without a regex (``_generic_object``): its words are letters with at
+# most one inner apostrophe, so two of them never meet without whitespace between them (no
+# \b there), and a text matches exactly when, without its trailing whitespace and at most one
+# final [.!,;], it is those words separated by whitespace (Python's \s and str.split agree on
+# what whitespace is).
+_GENERIC_OBJECT_WORD_SET = frozenset(_GENERIC_OBJECT_WORDS)
+_OBJECT_END_PUNCTUATION = (".", "!", ",", ";")
+
+
+def _generic_object(text: str) -> bool:
+    """``_GENERIC_OBJECT`` matches ``text`` (tests/test_refusal_scan.py checks the two agree)."""
+    if not _SCANNING:
+        return _GENERIC_OBJECT.reference_search(text) is not None
+    text = text.rstrip()
+    if text.endswith(_OBJECT_END_PUNCTUATION):
+        text = text[:-1]
+    return _GENERIC_OBJECT_WORD_SET.issuperset(text.split())
+
+
 _MORALIZE = _Rule(
     r"\b(?:is|are|would be|it's|that's|this is) (?:highly |deeply |extremely |completely |very "
     r"|totally |absolutely |both |not only )?(?:unethical|immoral|wrong|illegal|harmful|"
@@ -1061,7 +1083,7 @@ def _names_withheld(sentence: str) -> bool:
         return False
     if any(map(rest.__contains__, _REASON_LITERALS)):
         rest = _REASON.split(rest, maxsplit=1)[0]
-    return len(rest.split()) >= 3 and not _GENERIC_OBJECT.matches_once(rest)
+    return len(rest.split()) >= 3 and not _generic_object(rest)
 
 
 @lru_cache(maxsize=1 << 14)
