@@ -1,21 +1,10 @@
 """The vectorized accepted path of ingestion (issue 16): DuckDB proves records valid in bulk.
 
-A batch of lines goes to DuckDB as one Arrow column. A few SQL statements accept every line
-whose every field they can *prove* is exactly what the strict validator (``formats.RunRecord``,
-behind ``run_files._parse_line`` and ``run_files._validate``) accepts, and compute the same
-stored values the per-record path computes. A line they cannot prove is handed back
-untouched, and the per-record path decides it: so a quarantined record's reason never
-depends on this module.
-
-How a line is read: one ``json_transform`` into the record's structure whose every leaf is
-typed ``JSON``, so each field arrives as the compact JSON text DuckDB writes for its value
-(NULL when it is null or absent), and one ``json_keys`` of its objects. A JSON text says its
-own type by its first character (``"`` a string, ``{`` an object, ``t``/``f`` a boolean, a
-digit or ``-`` a number), and a number's text is DuckDB's canonical writing of it, so
-nothing is coerced: ``1``, ``1.0``, ``"1"``, ``true``, ``NaN`` and ``1e400`` are different
-texts. Steps arrive as JSON texts too and are read the same way, once each. The type and
-value checks are then plain string predicates on those texts, per row; the key lists, which
-a batch holds few distinct ones of, are checked once per distinct list.
+A batch of lines goes to DuckDB as one Arrow column. One SQL pass accepts every line whose
+every field it can *prove* is exactly what the strict validator (``formats.RunRecord``, behind
+``ingest._parse_line`` and ``ingest._validate``) accepts, and computes the same stored values
+the per-record path computes. A line it cannot prove is handed back untouched, and the
+per-record path decides it: so a quarantined record's reason never depends on this module.
 
 What "prove" means here is deliberately narrower than what the validator accepts; anything
 outside it falls back:
@@ -24,33 +13,34 @@ outside it falls back:
   reads, with no ``,]`` / ``,}`` anywhere (DuckDB allows trailing commas, Python does not)
   and no ``\\u00XX`` control-character escape (DuckDB writes those with upper-case hex,
   Python with lower-case, and ``\\u0000`` is best left to the reference);
-- every object holds only the model's field names, each once: its ``json_keys`` list (which
-  names every duplicate and unknown key) has as many entries as its intersection with the
-  model's fields (which has no duplicates);
-- every field has exactly the JSON type the strict model wants: integers only as unsigned
-  canonical integers in range (so never ``-1``, ``1.0``, ``NaN``, ``Infinity`` or ``1e400``,
-  all of which DuckDB reads), and a field the model does not allow to be null (``epoch``,
-  ``tool_call.arguments``) absent, not null (its key tells the two apart);
-- an object whose fields are all optional (``judgments``) holds at least one key: DuckDB
-  reads a number or a text where a structure is expected as a structure of nulls, the same
-  as ``{}``, so ``{}`` itself falls back (a step is a JSON text, whose type is its own);
-- a tool call's arguments are one flat object of strings, booleans and integers of at most
-  18 digits (a null, a nested value, a float or a longer integer falls back), so the compact
-  JSON DuckDB writes for them is the text Python's ``json.dumps`` writes;
+- every object holds only the model's field names, each once (DuckDB keeps duplicate keys;
+  ``json_keys`` lists them, so an object is right when it holds exactly as many keys as it
+  has of the model's fields), and every field has exactly the JSON type the strict model wants:
+  integers only as unsigned JSON integers in range, never a DOUBLE (which also catches
+  ``NaN``, ``Infinity`` and ``1e400``, all of which DuckDB reads);
+- a tool call's arguments are one flat object of strings, booleans, nulls and 64-bit integers
+  (a nested value, a float or a bigger integer falls back), so the compact JSON DuckDB writes
+  for them is the text Python's ``json.dumps`` writes;
 - the record's suite, version and instance are stored.
+
+How: each check is split in two (``_Check``). Its *types* part reads only a document's
+shape — its own JSON type, the type of every path and the number of keys of every object —
+and is evaluated once per distinct shape of a batch (a typical file has a handful: the
+sample has 7 record shapes and 8 step shapes in 100,000 lines); its *values* part (non-empty
+texts, value sets, integer ranges, flat arguments) is evaluated per row. The shape is one
+injective text (``_Fields.shape``), so one verdict is exact for every row that has it.
 
 Lone surrogates, invalid UTF-8 (decoded in Python first), raw control characters and
 malformed JSON make DuckDB's parser say "not valid", so they fall back too. Duplicates across
-lines and files are not decided here: both paths stage rows and ``run_files`` quarantines
+lines and files are not decided here: both paths stage rows and ``ingest`` quarantines
 duplicates afterwards, the same way for both.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import duckdb
 import pyarrow as pa
@@ -72,7 +62,7 @@ from litmus.formats import (
 )
 from litmus.keys import config_key, lineage_key, partition_key_for
 
-INT64_DIGITS = 19
+INT64_MAX = 2**63 - 1
 MAX_SCORE = 3
 
 # The field names this module type-checks, per model: a model that gains or loses a field
@@ -119,217 +109,250 @@ for _model, _fields in (
 ):
     if set(_model.model_fields) != set(_fields):
         raise AssertionError(
-            f"the bulk path checks {_fields}, but {_model.__name__} has "
-            f"{tuple(_model.model_fields)}: update litmus/ingestion/bulk.py"
+            f"ingest_bulk checks {_fields}, but {_model.__name__} has "
+            f"{tuple(_model.model_fields)}: update the bulk path"
         )
 
 
-# ----------------------------------------------------------------------------- structures
-# What json_transform reads a line and a step into: every leaf a JSON text.
-
-_JSON = "JSON"
-_NESTED = {
-    "config": CONFIG_FIELDS,
-    "unguarded_effect": EFFECT_FIELDS,
-    "judgments": JUDGMENT_FIELDS,
-    "input": INPUT_FIELDS,
-    "tool_call": TOOL_CALL_FIELDS,
-    "tool_result": TOOL_RESULT_FIELDS,
-}
+def _sql_list(values: Sequence[str]) -> str:
+    """A SQL list literal of fixed names (constants of this module, never input)."""
+    return "[" + ", ".join(f"'{value}'" for value in values) + "]"
 
 
-def _structure(fields: Sequence[str]) -> dict[str, Any]:
-    return {
-        name: {inner: _JSON for inner in _NESTED[name]}
-        if name in _NESTED
-        else [_JSON]
-        if name == "steps"
-        else _JSON
-        for name in fields
-    }
+class _Check(NamedTuple):
+    """One condition in two parts whose AND it is: ``types`` reads only JSON types and object
+    keys, the same for every document of one shape, so it is evaluated once per distinct
+    shape in a batch (typical files have a handful); ``values`` reads the rest, per row."""
+
+    types: str
+    values: str = "true"
 
 
-def _literal(value: Any) -> str:
-    """A SQL text literal of a fixed value of this module (never input)."""
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-_RECORD_STRUCTURE = _literal(json.dumps(_structure(RECORD_FIELDS)))
-_STEP_STRUCTURE = _literal(json.dumps(_structure(STEP_FIELDS)))
-# arguments as the texts their patterns match (litmus.globmatch.match_text): a string as it
-# is, anything else (here: a boolean or an integer, see _FLAT_ARGUMENTS) as its compact JSON
-_ARGUMENTS_STRUCTURE = _literal(json.dumps("MAP(VARCHAR, VARCHAR)"))
-# the objects whose keys are read, in this order (``k[1]`` … of a record, ``sk[1]`` … of a step)
-_RECORD_OBJECTS = ("", "config", "unguarded_effect", "judgments")
-_STEP_OBJECTS = ("", "input", "tool_call", "tool_result", "tool_call.arguments")
-
-
-def _paths(objects: Sequence[str]) -> str:
-    return "[" + ", ".join(_literal(f"$.{path}" if path else "$") for path in objects) + "]"
-
-
-# ----------------------------------------------------------------------------- checks
-# Each takes the SQL of one field's JSON text (NULL when null or absent).
-
-
-def _string(text: str) -> str:
-    return f"starts_with({text}, '\"')"
-
-
-def _non_empty_string(text: str) -> str:
-    return f"({_string(text)} AND {text} <> '\"\"')"
-
-
-def _boolean(text: str) -> str:
-    return f"{text} IN ('true', 'false')"
-
-
-def _one_of(text: str, values: Sequence[object]) -> str:
-    # a fixed value's JSON text is the one text DuckDB writes for any spelling of it
-    return f"{text} IN ({', '.join(_literal(json.dumps(value)) for value in values)})"
-
-
-def _unsigned_at_most(text: str, limit: int) -> str:
-    # an integer whose canonical writing is the text (so no sign, point, exponent or space)
-    return (
-        f"coalesce(try_cast({text} AS BIGINT) BETWEEN 0 AND {limit} "
-        f"AND try_cast({text} AS BIGINT)::VARCHAR = {text}, false)"
+def _all(checks: Iterable[_Check]) -> _Check:
+    checks = tuple(checks)
+    values = [c.values for c in checks if c.values != "true"]
+    return _Check(
+        "(" + " AND ".join(c.types for c in checks) + ")",
+        "(" + " AND ".join(values) + ")" if values else "true",
     )
 
 
-def _optional(text: str, check: str) -> str:
-    return f"({text} IS NULL OR {check})"
+class _Fields:
+    """SQL checks over one JSON document's fields, read in one parse each: ``types`` (the
+    ``json_type`` list), ``texts`` (the ``json_extract_string`` list) and ``keys`` (the
+    ``json_keys`` list of its objects), all 1-based SQL lists in the order of the paths;
+    ``document_type`` is the column holding the document's own ``json_type``."""
+
+    def __init__(
+        self,
+        document_type: str,
+        paths: Sequence[str],
+        objects: Sequence[str],
+        names: tuple[str, str, str],
+    ) -> None:
+        self.document_type, self.paths, self.objects = document_type, tuple(paths), tuple(objects)
+        self.types, self.texts, self.keys = names
+
+    def shape(self) -> str:
+        """A document's shape as one text, which is all ``_Check.types`` reads: its own type,
+        every path's type and how many keys each of its objects holds. The text is
+        injective (type names hold no brackets, and ``to_json`` tells an absent path's NULL
+        from the type name ``'NULL'``), so one verdict is exact for every row of a shape."""
+        return (
+            f"coalesce({self.document_type}, '-') || to_json({self.types}) || "
+            f"to_json(list_transform({self.keys}, lambda names: len(names)))"
+        )
+
+    def type(self, path: str) -> str:
+        if path == "":
+            return self.document_type
+        return f"{self.types}[{self.paths.index(path) + 1}]"
+
+    @property
+    def scalar_paths(self) -> tuple[str, ...]:
+        """The paths whose text is read: not an object's or array's (their text is long)."""
+        return tuple(path for path in self.paths if path not in (*self.objects, "steps"))
+
+    def text(self, path: str) -> str:
+        return f"{self.texts}[{self.scalar_paths.index(path) + 1}]"
+
+    def is_(self, path: str, kind: str) -> _Check:
+        return _Check(f"coalesce({self.type(path)} = '{kind}', false)")
+
+    def absent_or_null(self, path: str) -> str:
+        return f"({self.type(path)} IS NULL OR {self.type(path)} = 'NULL')"
+
+    def optional(self, path: str, check: _Check) -> _Check:
+        """Absent, null, or ``check``: absent-or-null OR (types AND values), distributed."""
+        absent = self.absent_or_null(path)
+        if check.values == "true":
+            return _Check(f"({absent} OR {check.types})")
+        # a scalar's text is NULL exactly when it is absent or null, without reading its type
+        absent_value = f"{self.text(path)} IS NULL" if path in self.scalar_paths else absent
+        return _Check(f"({absent} OR {check.types})", f"({absent_value} OR {check.values})")
+
+    def non_empty_text(self, path: str) -> _Check:
+        return _Check(self.is_(path, "VARCHAR").types, f"{self.text(path)} <> ''")
+
+    def one_of(self, path: str, values: Sequence[str]) -> _Check:
+        return _Check(
+            self.is_(path, "VARCHAR").types, f"{self.text(path)} IN ({_sql_values(values)})"
+        )
+
+    def unsigned_at_most(self, path: str, limit: int) -> _Check:
+        return _Check(
+            self.is_(path, "UBIGINT").types,
+            f"coalesce(try_cast({self.text(path)} AS UBIGINT) <= {limit}, false)",
+        )
+
+    def object_of(self, path: str, fields: Sequence[str]) -> _Check:
+        """An object holding only these keys, each at most once: it holds exactly as many
+        keys (``json_keys`` lists every duplicate and unknown one) as it has of these."""
+        keys = f"{self.keys}[{self.objects.index(path) + 1}]"
+        present = " + ".join(
+            f"({self.type(f'{path}.{name}' if path else name)} IS NOT NULL)::INTEGER"
+            for name in fields
+        )
+        return _Check(f"({self.is_(path, 'OBJECT').types} AND len({keys}) = {present})")
+
+    def paths_literal(self) -> str:
+        return _sql_list([f"$.{path}" for path in self.paths])
+
+    def scalar_paths_literal(self) -> str:
+        return _sql_list([f"$.{path}" for path in self.scalar_paths])
+
+    def objects_literal(self) -> str:
+        return _sql_list(["$" if path == "" else f"$.{path}" for path in self.objects])
 
 
-def _keys_within(keys: str, fields: Sequence[str]) -> str:
-    """Each key one of ``fields``, none twice (an absent object has no key list)."""
-    names = "[" + ", ".join(_literal(name) for name in fields) + "]"
-    return f"coalesce(len(list_intersect({keys}, {names})) = len({keys}), true)"
+def _sql_values(values: Sequence[str]) -> str:
+    return ", ".join(f"'{value}'" for value in values)
 
 
-def _has_key(keys: str, name: str) -> str:
-    return f"coalesce(list_contains({keys}, {_literal(name)}), false)"
-
-
-def _text(text: str) -> str:
-    """The value of a JSON string's text (which has a backslash only if it holds escapes)."""
-    return (
-        f"CASE WHEN contains({text}, '\\') THEN json_extract_string({text}, '$') "
-        f"ELSE ({text})[2:-2] END"
-    )
-
-
-def _all(checks: Sequence[str]) -> str:
-    return "coalesce(" + " AND ".join(f"({check})" for check in checks) + ", false)"
-
-
-def _field(document: str, path: str) -> str:
-    """A field of ``document`` (a column json_transform wrote): a leaf's JSON text as text,
-    an object's structure or the list of steps as they are."""
-    value = document + "".join(f"[{_literal(name)}]" for name in path.split("."))
-    return value if path in (*_NESTED, "steps") else f"({value})::VARCHAR"
-
-
-def _record_value(path: str) -> str:
-    return _field("rec", path)
-
-
-def _step_value(path: str) -> str:
-    return _field("s", path)
-
-
-# The key lists (``k`` of a record, ``sk`` of a step) are the documents' *layouts*: which
-# keys each object holds, in order. A batch has few of them (the sample: 3 record layouts
-# and about 50 step layouts in 30,000 lines), so they are checked once per distinct layout
-# and rows join their layout's verdict (exact: the join compares the whole lists).
-_RECORD_LAYOUT_CHECKS = (
-    _keys_within("k[1]", RECORD_FIELDS),
-    _keys_within("k[2]", CONFIG_FIELDS),
-    _keys_within("k[3]", EFFECT_FIELDS),
-    _keys_within("k[4]", JUDGMENT_FIELDS),
+_RECORD = _Fields(
+    "root_type",
+    (
+        *RECORD_FIELDS,
+        *(f"config.{name}" for name in CONFIG_FIELDS),
+        *(f"unguarded_effect.{name}" for name in EFFECT_FIELDS),
+        *(f"judgments.{name}" for name in JUDGMENT_FIELDS),
+    ),
+    ("", "config", "unguarded_effect", "judgments"),
+    ("t", "s", "k"),
 )
-_STEP_LAYOUT_CHECKS = (
-    _keys_within("sk[1]", STEP_FIELDS),
-    _keys_within("sk[2]", INPUT_FIELDS),
-    _keys_within("sk[3]", TOOL_CALL_FIELDS),
-    _keys_within("sk[4]", TOOL_RESULT_FIELDS),
-    "coalesce(len(list_distinct(sk[5])) = len(sk[5]), true)",  # any names, each once
+_STEP = _Fields(
+    "step_type",
+    (
+        *STEP_FIELDS,
+        *(f"input.{name}" for name in INPUT_FIELDS),
+        *(f"tool_call.{name}" for name in TOOL_CALL_FIELDS),
+        *(f"tool_result.{name}" for name in TOOL_RESULT_FIELDS),
+    ),
+    ("", "input", "tool_call", "tool_result", "tool_call.arguments"),
+    ("st", "ss", "sk"),
 )
 
 
-def _record_value_checks() -> tuple[str, ...]:
-    field = _record_value
-    scores = ("helpfulness", "tool_call_risk", "engagement")
-    judgments = (
-        "len(k[4]) > 0",  # an object (not {}: see the module's docstring)
-        _optional(field("judgments.refusal"), _one_of(field("judgments.refusal"), JUDGE_REFUSALS)),
-        _optional(field("judgments.task_completed"), _boolean(field("judgments.task_completed"))),
-        *(
-            _optional(field(f"judgments.{name}"), _one_of(field(f"judgments.{name}"), _SCORES))
-            for name in scores
-        ),
-        _optional(field("judgments.judge"), _string(field("judgments.judge"))),
+def _record_ok(r: _Fields) -> _Check:
+    score_fields = ("helpfulness", "tool_call_risk", "engagement")
+    epoch_type = r.type("epoch")
+    return _all(
+        (
+            r.object_of("", RECORD_FIELDS),
+            _Check(r.is_("schema_version", "UBIGINT").types, f"{r.text('schema_version')} = '1'"),
+            r.non_empty_text("run_id"),
+            r.object_of("config", CONFIG_FIELDS),
+            *(r.non_empty_text(f"config.{name}") for name in CONFIG_FIELDS[:-1]),
+            r.optional("config.policy_version", r.is_("config.policy_version", "VARCHAR")),
+            r.non_empty_text("suite"),
+            r.non_empty_text("suite_version"),
+            r.non_empty_text("instance_id"),
+            # absent, or an unsigned integer in range (null is not allowed)
+            _Check(
+                f"({epoch_type} IS NULL OR {epoch_type} = 'UBIGINT')",
+                f"({r.text('epoch')} IS NULL OR {r.unsigned_at_most('epoch', MAX_EPOCH).values})",
+            ),
+            r.is_("steps", "ARRAY"),
+            r.one_of("termination", TERMINATIONS),
+            r.optional("final_response", r.is_("final_response", "VARCHAR")),
+            r.optional(
+                "unguarded_effect",
+                _all(
+                    (
+                        r.object_of("unguarded_effect", EFFECT_FIELDS),
+                        r.is_("unguarded_effect.description", "VARCHAR"),
+                        r.is_("unguarded_effect.prohibited", "BOOLEAN"),
+                    )
+                ),
+            ),
+            r.optional("harm_prevented_by", r.is_("harm_prevented_by", "VARCHAR")),
+            r.optional("judgments", r.object_of("judgments", JUDGMENT_FIELDS)),
+            r.optional("judgments.refusal", r.one_of("judgments.refusal", JUDGE_REFUSALS)),
+            r.optional("judgments.task_completed", r.is_("judgments.task_completed", "BOOLEAN")),
+            *(
+                r.optional(f"judgments.{name}", r.unsigned_at_most(f"judgments.{name}", MAX_SCORE))
+                for name in score_fields
+            ),
+            r.optional("judgments.judge", r.is_("judgments.judge", "VARCHAR")),
+        )
     )
-    return (
-        f"{field('schema_version')} = '1'",
-        _non_empty_string(field("run_id")),
-        *(_non_empty_string(field(f"config.{name}")) for name in CONFIG_FIELDS[:-1]),
-        _optional(field("config.policy_version"), _string(field("config.policy_version"))),
-        _non_empty_string(field("suite")),
-        _non_empty_string(field("suite_version")),
-        _non_empty_string(field("instance_id")),
-        # absent, or an unsigned integer in range (null is not allowed)
-        f"CASE WHEN {field('epoch')} IS NULL THEN NOT {_has_key('k[1]', 'epoch')} "
-        f"ELSE {_unsigned_at_most(field('epoch'), MAX_EPOCH)} END",
-        f"{field('steps')} IS NOT NULL",  # a list (anything else reads as NULL)
-        _one_of(field("termination"), TERMINATIONS),
-        _optional(field("final_response"), _string(field("final_response"))),
-        _optional(
-            field("unguarded_effect"),
-            f"{_string(field('unguarded_effect.description'))} AND "
-            f"{_boolean(field('unguarded_effect.prohibited'))}",
-        ),
-        _optional(field("harm_prevented_by"), _string(field("harm_prevented_by"))),
-        _optional(field("judgments"), " AND ".join(judgments)),
-    )
 
 
-_SCORES = tuple(range(MAX_SCORE + 1))
+# A tool argument's value the compact JSON of which DuckDB writes exactly as Python does.
+_FLAT_ARGUMENT = (
+    "json_type(x) IN ('VARCHAR', 'BOOLEAN', 'NULL', 'BIGINT') OR "
+    f"(json_type(x) = 'UBIGINT' AND coalesce(try_cast(x::VARCHAR AS UBIGINT) <= {INT64_MAX}, "
+    "false))"
+)
 
 
-_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
-_FLAT_VALUE = rf"(?:{_JSON_STRING}|true|false|-?[0-9]{{1,{INT64_DIGITS - 1}}})"
-# Tool arguments (their compact JSON text, as DuckDB writes it) whose JSON DuckDB writes
-# exactly as Python does: one object of strings, booleans and integers of at most 18 digits
-# (so within 64 bits). A null, a float, a longer integer or a nested value falls back.
-_FLAT_ARGUMENTS = rf"\{{(?:{_JSON_STRING}:{_FLAT_VALUE}(?:,{_JSON_STRING}:{_FLAT_VALUE})*)?\}}"
-
-
-def _step_value_checks() -> tuple[str, ...]:
-    field = _step_value
-    arguments = field("tool_call.arguments")
-    return (
-        "starts_with(step, '{')",
-        _optional(
-            field("input"),
-            f"{_one_of(field('input.role'), INPUT_ROLES)} AND {_string(field('input.content'))}",
-        ),
-        _optional(field("thought"), _string(field("thought"))),
-        _optional(field("message"), _string(field("message"))),
-        _optional(
-            field("tool_call"),
-            f"{_non_empty_string(field('tool_call.name'))} AND "
-            # absent (not null), or one object of flat values
-            f"CASE WHEN {arguments} IS NULL THEN NOT {_has_key('sk[3]', 'arguments')} "
-            f"ELSE regexp_full_match({arguments}, {_literal(_FLAT_ARGUMENTS)}) "
-            "AND arguments IS NOT NULL END",
-        ),
-        _optional(
-            field("tool_result"),
-            f"{_one_of(field('tool_result.status'), TOOL_STATUSES)} AND "
-            f"{_optional(field('tool_result.output'), _string(field('tool_result.output')))} AND "
-            f"{field('tool_call')} IS NOT NULL",
-        ),
+def _step_ok(s: _Fields) -> _Check:
+    arguments_keys = f"{s.keys}[{s.objects.index('tool_call.arguments') + 1}]"
+    return _all(
+        (
+            s.object_of("", STEP_FIELDS),
+            s.optional(
+                "input",
+                _all(
+                    (
+                        s.object_of("input", INPUT_FIELDS),
+                        s.one_of("input.role", INPUT_ROLES),
+                        s.is_("input.content", "VARCHAR"),
+                    )
+                ),
+            ),
+            s.optional("thought", s.is_("thought", "VARCHAR")),
+            s.optional("message", s.is_("message", "VARCHAR")),
+            s.optional(
+                "tool_call",
+                _all(
+                    (
+                        s.object_of("tool_call", TOOL_CALL_FIELDS),
+                        s.non_empty_text("tool_call.name"),
+                        # absent, or one object (its keys once each) of flat values: the
+                        # values' types differ per row (arguments differ), so they are values
+                        _Check(
+                            f"({s.type('tool_call.arguments')} IS NULL OR "
+                            f"{s.is_('tool_call.arguments', 'OBJECT').types})",
+                            f"coalesce(len({arguments_keys}) = len(list_distinct({arguments_keys}))"
+                            ", true) AND coalesce(list_bool_and(list_transform(argument_values, "
+                            f"lambda x: {_FLAT_ARGUMENT})), true)",
+                        ),
+                    )
+                ),
+            ),
+            s.optional(
+                "tool_result",
+                _all(
+                    (
+                        s.object_of("tool_result", TOOL_RESULT_FIELDS),
+                        s.one_of("tool_result.status", TOOL_STATUSES),
+                        s.optional("tool_result.output", s.is_("tool_result.output", "VARCHAR")),
+                        _Check(f"NOT {s.absent_or_null('tool_call')}"),
+                    )
+                ),
+            ),
+        )
     )
 
 
@@ -338,156 +361,133 @@ _TRAILING_COMMA = r",\s*[\]}]"
 _CONTROL_ESCAPE = r"\\u00[01]"
 
 
-def _record_text(path: str) -> str:
-    return _text(_record_value(path))
-
-
-# The step's texts, read by json_extract_string in one parse of the step (cheaper than
-# unescaping the JSON texts of the structure one by one).
-_STEP_TEXTS = (
-    "thought",
-    "message",
-    "tool_call.name",
-    "tool_result.status",
-    "tool_result.output",
-    "input.role",
-    "input.content",
-)
-
-
-def _step_text(path: str) -> str:
-    return f"ss[{_STEP_TEXTS.index(path) + 1}]"
-
-
-_TEXT_COLUMNS = {
-    "run_id": "run_id",
-    "suite": "suite",
-    "suite_version": "suite_version",
-    "instance_id": "instance_id",
-    **{name: f"config.{name}" for name in CONFIG_FIELDS},
-    "termination": "termination",
-    "final_response": "final_response",
-    "unguarded_effect_description": "unguarded_effect.description",
-    "harm_prevented_by": "harm_prevented_by",
-    "judge_refusal": "judgments.refusal",
-    "judge_name": "judgments.judge",
-}
 _RECORDS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_records AS
-WITH parsed AS MATERIALIZED (
-    SELECT line_no, line_sha256, json_transform(line, {_RECORD_STRUCTURE}) AS rec,
-           json_keys(line, {_paths(_RECORD_OBJECTS)}) AS k
-    FROM incoming_lines
-    WHERE starts_with(line, '{{') AND ends_with(line, '}}') AND json_valid(line)
-      -- two expressions: RE2 runs each about six times faster than their alternation
-      AND NOT regexp_matches(line, ?) AND NOT regexp_matches(line, ?)
-), layouts AS (
-    -- any_value: a filter on the grouping key itself would be pushed below the grouping
-    SELECT k FROM (SELECT any_value(k) AS k FROM parsed GROUP BY k)
-    WHERE {_all(_RECORD_LAYOUT_CHECKS)}
+WITH fields AS (
+SELECT line_no, line_sha256, json_type(line) AS root_type,
+       json_type(line, {_RECORD.paths_literal()}) AS t,
+       json_extract_string(line, {_RECORD.scalar_paths_literal()}) AS s,
+       json_keys(line, {_RECORD.objects_literal()}) AS k,
+       json_extract(line, '$.steps[*]') AS steps
+FROM incoming_lines
+WHERE starts_with(line, '{{') AND ends_with(line, '}}') AND json_valid(line)
+  -- two expressions: RE2 runs each about six times faster than their alternation
+  AND NOT regexp_matches(line, ?) AND NOT regexp_matches(line, ?)
 )
-SELECT line_no AS source_line,
-       -- keys.trajectory_id: the JSON of [run_id, instance_id, epoch], as Python writes it
-       left(sha256('[' || {_record_value("run_id")} || ', ' || {_record_value("instance_id")}
-                   || ', ' || coalesce({_record_value("epoch")}, '0') || ']'), 24) AS trajectory_id,
-       {", ".join(f"{_record_text(path)} AS {column}" for column, path in _TEXT_COLUMNS.items())},
-       coalesce(try_cast({_record_value("epoch")} AS INTEGER), 0) AS epoch,
-       len({_record_value("steps")})::INTEGER AS n_steps,
-       {_record_value("unguarded_effect")} IS NOT NULL AS has_unguarded_effect,
-       {_record_value("unguarded_effect.prohibited")} = 'true' AS unguarded_effect_prohibited,
-       {_record_value("judgments.task_completed")} = 'true' AS judge_task_completed,
-       {_record_value("judgments.helpfulness")}::INTEGER AS judge_helpfulness,
-       {_record_value("judgments.tool_call_risk")}::INTEGER AS judge_tool_call_risk,
-       {_record_value("judgments.engagement")}::INTEGER AS judge_engagement,
-       line_sha256 AS record_sha256,
-       {_record_value("steps")} AS steps
-FROM parsed SEMI JOIN layouts USING (k)
-WHERE {_all(_record_value_checks())}
+SELECT *, {_RECORD.shape()} AS shape FROM fields
 """
 _STEPS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_steps AS
-WITH parsed AS MATERIALIZED (
-    SELECT source_line, step_idx, step, s, sk,
-           json_extract_string(step, {_paths(_STEP_TEXTS)}) AS ss,
-           json_transform({_step_value("tool_call.arguments")}, {_ARGUMENTS_STRUCTURE})
-               AS arguments
-    FROM (
-        SELECT source_line, step_idx, step, json_transform(step, {_STEP_STRUCTURE}) AS s,
-               json_keys(step, {_paths(_STEP_OBJECTS)}) AS sk
-        FROM (
-            SELECT source_line, unnest(range(n_steps)) AS step_idx, unnest(steps) AS step
-            FROM bulk_records
-        )
-    )
-), layouts AS (
-    SELECT sk FROM (SELECT any_value(sk) AS sk FROM parsed GROUP BY sk)
-    WHERE {_all(_STEP_LAYOUT_CHECKS)}
+WITH exploded AS (
+    SELECT line_no, unnest(range(len(steps))) AS step_idx, unnest(steps) AS step
+    FROM bulk_records WHERE t[{_RECORD.paths.index("steps") + 1}] = 'ARRAY'
+), fields AS (
+SELECT line_no, step_idx, json_type(step) AS step_type,
+       json_type(step, {_STEP.paths_literal()}) AS st,
+       json_extract_string(step, {_STEP.scalar_paths_literal()}) AS ss,
+       json_keys(step, {_STEP.objects_literal()}) AS sk,
+       json_extract(step, '$.tool_call.arguments') AS arguments,
+       json_extract(step, '$.tool_call.arguments.*') AS argument_values
+FROM exploded
 )
-SELECT source_line, step_idx,
-       coalesce(sk IN (SELECT sk FROM layouts), false) AND {_all(_step_value_checks())}
-           AS step_ok,
-       {_step_text("thought")} AS thought,
-       {_step_text("message")} AS message,
-       {_step_text("tool_call.name")} AS tool_name,
-       CASE WHEN s['tool_call'] IS NOT NULL
-            THEN coalesce({_step_value("tool_call.arguments")}, '{{}}') END AS arguments_json,
-       CASE WHEN s['tool_call'] IS NOT NULL
-            THEN coalesce(arguments, MAP {{}}::MAP(VARCHAR, VARCHAR)) END AS match_args,
-       {_step_text("tool_result.status")} AS status,
-       {_step_text("tool_result.output")} AS output,
-       {_step_text("input.role")} AS input_role,
-       {_step_text("input.content")} AS input_content
-FROM parsed
+SELECT *, {_STEP.shape()} AS shape FROM fields
+"""
+
+
+def _shapes_sql(documents: str, fields: _Fields, check: _Check) -> str:
+    """``documents``_shapes: the verdict of the types part of ``check`` on each distinct
+    shape of ``documents``, evaluated once for all of them: on any one row's columns, which
+    are the same in every row of the shape as far as the types part reads them."""
+    picked = ", ".join(
+        f"any_value({column}) AS {column}"
+        for column in (fields.document_type, fields.types, fields.keys)
+    )
+    return (
+        f"CREATE OR REPLACE TEMP TABLE {documents}_shapes AS "
+        f"SELECT shape, coalesce({check.types}, false) AS shape_ok "
+        f"FROM (SELECT shape, {picked} FROM {documents} GROUP BY shape)"
+    )
+
+
+_RECORD_CHECK = _record_ok(_RECORD)
+_STEP_CHECK = _step_ok(_STEP)
+_RECORD_SHAPES_SQL = _shapes_sql("bulk_records", _RECORD, _RECORD_CHECK)
+_STEP_SHAPES_SQL = _shapes_sql("bulk_steps", _STEP, _STEP_CHECK)
+# The lines of which a step fails (its shape or its values).
+_FAILED_STEPS_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_failed_lines AS
+SELECT DISTINCT b.line_no FROM bulk_steps b
+LEFT JOIN bulk_steps_shapes h USING (shape)
+WHERE NOT coalesce(h.shape_ok AND ({_STEP_CHECK.values}), false)
+"""
+_ACCEPTED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE bulk_accepted AS
+SELECT line_no AS source_line,
+       {_RECORD.text("run_id")} AS run_id,
+       {_RECORD.text("suite")} AS suite,
+       {_RECORD.text("suite_version")} AS suite_version,
+       {_RECORD.text("instance_id")} AS instance_id,
+       coalesce(try_cast({_RECORD.text("epoch")} AS INTEGER), 0) AS epoch,
+       {_RECORD.text("config.model")} AS model,
+       {_RECORD.text("config.model_release")} AS model_release,
+       {_RECORD.text("config.harness")} AS harness,
+       {_RECORD.text("config.harness_version")} AS harness_version,
+       {_RECORD.text("config.plugin")} AS plugin,
+       {_RECORD.text("config.policy_version")} AS policy_version,
+       {_RECORD.text("termination")} AS termination,
+       {_RECORD.text("final_response")} AS final_response,
+       len(steps)::INTEGER AS n_steps,
+       NOT {_RECORD.absent_or_null("unguarded_effect")} AS has_unguarded_effect,
+       try_cast({_RECORD.text("unguarded_effect.prohibited")} AS BOOLEAN)
+           AS unguarded_effect_prohibited,
+       {_RECORD.text("unguarded_effect.description")} AS unguarded_effect_description,
+       {_RECORD.text("harm_prevented_by")} AS harm_prevented_by,
+       {_RECORD.text("judgments.refusal")} AS judge_refusal,
+       try_cast({_RECORD.text("judgments.task_completed")} AS BOOLEAN) AS judge_task_completed,
+       try_cast({_RECORD.text("judgments.helpfulness")} AS INTEGER) AS judge_helpfulness,
+       try_cast({_RECORD.text("judgments.tool_call_risk")} AS INTEGER) AS judge_tool_call_risk,
+       try_cast({_RECORD.text("judgments.engagement")} AS INTEGER) AS judge_engagement,
+       {_RECORD.text("judgments.judge")} AS judge_name,
+       line_sha256 AS record_sha256
+FROM bulk_records r
+SEMI JOIN bulk_records_shapes h ON h.shape = r.shape AND h.shape_ok
+ANTI JOIN bulk_failed_lines f ON f.line_no = r.line_no
+-- a semi join, not a correlated EXISTS: the stored instances are hashed once per batch
+SEMI JOIN suite_instances i
+    ON i.suite = {_RECORD.text("suite")}
+   AND i.suite_version = {_RECORD.text("suite_version")}
+   AND i.instance_id = {_RECORD.text("instance_id")}
+WHERE coalesce({_RECORD_CHECK.values}, false)
 """
 _CONFIG_COLUMNS = ("model", "model_release", "harness", "harness_version", "plugin")
 _TRAJECTORIES_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_trajectories AS
-SELECT r.trajectory_id, k.partition_key, k.config_key, k.lineage_key,
-       r.* EXCLUDE (trajectory_id, steps), ?::VARCHAR AS source_file_hash
-FROM bulk_records r
-JOIN bulk_config_keys k USING ({", ".join(_CONFIG_COLUMNS)})
--- a semi join, not a correlated EXISTS: the stored instances are hashed once per batch
-SEMI JOIN suite_instances i
-    ON i.suite = r.suite AND i.suite_version = r.suite_version AND i.instance_id = r.instance_id
-ANTI JOIN (SELECT source_line FROM bulk_steps WHERE NOT coalesce(step_ok, false)) f
-    ON f.source_line = r.source_line
+SELECT left(sha256('[' || to_json(a.run_id)::VARCHAR || ', ' || to_json(a.instance_id)::VARCHAR
+                   || ', ' || a.epoch::VARCHAR || ']'), 24) AS trajectory_id,
+       k.partition_key, k.config_key, k.lineage_key, a.*,
+       ?::VARCHAR AS source_file_hash
+FROM bulk_accepted a JOIN bulk_config_keys k USING ({", ".join(_CONFIG_COLUMNS)})
 """
-_STEP_ROWS_SQL = """
-SELECT s.* EXCLUDE (step_ok), t.trajectory_id
-FROM bulk_steps s JOIN bulk_trajectories t USING (source_line)
+_HAS_CALL = f"NOT {_STEP.absent_or_null('tool_call')}"
+_ARGUMENT_KEYS = f"{_STEP.keys}[{_STEP.objects.index('tool_call.arguments') + 1}]"
+_STEP_ROWS_SQL = f"""
+SELECT st.line_no AS source_line, t.trajectory_id, st.step_idx::INTEGER AS step_idx,
+       {_STEP.text("thought")} AS thought,
+       {_STEP.text("message")} AS message,
+       {_STEP.text("tool_call.name")} AS tool_name,
+       CASE WHEN {_HAS_CALL} THEN coalesce(arguments::VARCHAR, '{{}}') END AS arguments_json,
+       CASE WHEN {_HAS_CALL} THEN map(
+           coalesce({_ARGUMENT_KEYS}, []::VARCHAR[]),
+           coalesce(list_transform(argument_values,
+               lambda x: CASE WHEN json_type(x) = 'VARCHAR' THEN x ->> '$' ELSE x::VARCHAR END),
+               []::VARCHAR[])
+       ) END AS match_args,
+       {_STEP.text("tool_result.status")} AS status,
+       {_STEP.text("tool_result.output")} AS output,
+       {_STEP.text("input.role")} AS input_role,
+       {_STEP.text("input.content")} AS input_content
+FROM bulk_steps st JOIN bulk_trajectories t ON t.source_line = st.line_no
 """
-
-
-def _incoming_lines(lines: Sequence[tuple[int, bytes]]) -> pa.Table:
-    """The batch as DuckDB reads it: number, text and SHA-256 (the digest the per-record path
-    stores) of each line that is UTF-8; a line that is not is left to the per-record path,
-    which says where it is not."""
-    payloads = pa.array([payload for _, payload in lines], pa.binary())
-    try:
-        texts = payloads.cast(pa.string())  # one UTF-8 check of the whole batch
-        numbers = [number for number, _ in lines]
-        kept: Sequence[tuple[int, bytes]] = lines
-    except pa.ArrowInvalid:  # some line is not UTF-8: keep the others
-        kept = []
-        for number, payload in lines:
-            try:
-                payload.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-            kept.append((number, payload))
-        numbers = [number for number, _ in kept]
-        texts = pa.array([payload for _, payload in kept], pa.binary()).cast(pa.string())
-    return pa.table(
-        {
-            "line_no": pa.array(numbers, pa.int64()),
-            "line": texts,
-            # hashlib is about 3x faster than DuckDB's sha256
-            "line_sha256": pa.array(
-                [hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest() for _, payload in kept],
-                pa.string(),
-            ),
-        }
-    )
 
 
 def stage_provable_lines(
@@ -498,39 +498,61 @@ def stage_provable_lines(
 ) -> set[int]:
     """Stage (into ``con``'s staged_trajectories and staged_steps) every line of ``lines``
     this path proves valid, with the values the per-record path would stage; their numbers.
+    A line that is not UTF-8 is left to the per-record path, which says where it is not.
 
     ``worker`` is a scratch database of :func:`open_worker`: the batch's intermediate tables
     live and die there, so the ingestion's transaction holds only the staged rows.
     """
-    incoming = _incoming_lines(lines)
-    if incoming.num_rows == 0:
+    numbers: list[int] = []
+    texts: list[str] = []
+    digests: list[str] = []
+    for number, payload in lines:
+        try:
+            text = payload.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        numbers.append(number)
+        texts.append(text)
+        # the digest the per-record path stores; hashlib is about 3x faster than DuckDB's
+        digests.append(hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest())
+    if not numbers:
         return set()
-    worker.register("incoming_lines", incoming)
+    worker.register(
+        "incoming_lines",
+        pa.table(
+            {
+                "line_no": pa.array(numbers, pa.int64()),
+                "line": pa.array(texts, pa.string()),
+                "line_sha256": pa.array(digests, pa.string()),
+            }
+        ),
+    )
     try:
         worker.execute(_RECORDS_SQL, [_TRAILING_COMMA, _CONTROL_ESCAPE])
+        worker.execute(_RECORD_SHAPES_SQL)
+        worker.execute(_STEPS_SQL)
+        worker.execute(_STEP_SHAPES_SQL)
+        worker.execute(_FAILED_STEPS_SQL)
+        worker.execute(_ACCEPTED_SQL)
+        configs = worker.execute(
+            f"SELECT DISTINCT {', '.join(_CONFIG_COLUMNS)} FROM bulk_accepted"
+        ).fetchall()
+        keys: dict[str, list[str]] = {
+            name: [] for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
+        }
+        for values in configs:
+            config = RunConfig.model_construct(**dict(zip(_CONFIG_COLUMNS, values, strict=True)))
+            for name, value in zip(_CONFIG_COLUMNS, values, strict=True):
+                keys[name].append(value)
+            keys["partition_key"].append(partition_key_for(config))
+            keys["config_key"].append(config_key(config))
+            keys["lineage_key"].append(lineage_key(config))
+        worker.register("bulk_config_keys", pa.table(keys, schema=_KEYS_SCHEMA))
+        worker.execute(_TRAJECTORIES_SQL, [file_hash])
+        trajectories = worker.sql("SELECT * FROM bulk_trajectories").to_arrow_table()
+        steps = worker.sql(_STEP_ROWS_SQL).to_arrow_table()
     finally:
         worker.unregister("incoming_lines")
-    worker.execute(_STEPS_SQL)
-    configs = worker.execute(
-        f"SELECT DISTINCT {', '.join(_CONFIG_COLUMNS)} FROM bulk_records"
-    ).fetchall()
-    keys: dict[str, list[str]] = {
-        name: [] for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
-    }
-    for values in configs:
-        config = RunConfig.model_construct(**dict(zip(_CONFIG_COLUMNS, values, strict=True)))
-        for name, value in zip(_CONFIG_COLUMNS, values, strict=True):
-            keys[name].append(value)
-        keys["partition_key"].append(partition_key_for(config))
-        keys["config_key"].append(config_key(config))
-        keys["lineage_key"].append(lineage_key(config))
-    worker.register("bulk_config_keys", pa.table(keys, schema=_KEYS_SCHEMA))
-    try:
-        worker.execute(_TRAJECTORIES_SQL, [file_hash])
-    finally:
-        worker.unregister("bulk_config_keys")
-    trajectories = worker.sql("SELECT * FROM bulk_trajectories").to_arrow_table()
-    steps = worker.sql(_STEP_ROWS_SQL).to_arrow_table()
     for table, rows in (("staged_trajectories", trajectories), ("staged_steps", steps)):
         if rows.num_rows:
             insert_arrow(con, table, rows)

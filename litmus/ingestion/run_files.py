@@ -149,32 +149,6 @@ def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
     return target
 
 
-def hash_and_store_raw_file(path: Path, paths: LitmusPaths) -> tuple[str, Path]:
-    """(SHA-256, stored copy) of a landed file, which must be a regular file: copied into the
-    content-addressed store while it is hashed, so the file is read once. The copy is what
-    was hashed, byte for byte, so it cannot differ from its name."""
-    suffix = _format_suffix(path)
-    paths.raw_store.mkdir(parents=True, exist_ok=True)
-    partial = paths.raw_store / f"incoming{suffix}.partial-{os.getpid()}"
-    digest = hashlib.sha256()
-    try:
-        with open_regular_file(path) as source, partial.open("wb") as copy:
-            for chunk in iter(lambda: source.read(1 << 20), b""):
-                digest.update(chunk)
-                copy.write(chunk)
-        sha = digest.hexdigest()
-        target = paths.raw_store / sha[:2] / f"{sha}{suffix}"
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            _remove_abandoned_copies(target)
-            partial.chmod(0o444)
-            os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    _remove_abandoned_copies(paths.raw_store / f"incoming{suffix}")
-    return sha, target
-
-
 def _remove_abandoned_copies(target: Path) -> None:
     """Delete half-written copies of ``target`` left by processes that no longer exist."""
     for leftover in target.parent.glob(target.name + ".partial-*"):
@@ -914,7 +888,8 @@ def ingest_file(
     ``vectorized=False`` sends every record through the per-record validator (the reference
     the vectorized path is checked against).
     """
-    digest, stored = hash_and_store_raw_file(path, paths)
+    digest = file_sha256(path, regular_only=True)
+    stored = store_raw_file(path, paths, digest)
     file_format = detect_format(path)
     items: Iterable[SourceItem] = (
         iter_jsonl_lines(stored)

@@ -24,13 +24,8 @@ import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 from packaging import version
 
+from litmus import PROJECT_DIR
 from litmus.faults import crash_point
-from litmus.metrics.incremental import (
-    DBT_PROJECT_DIR,
-    DBT_SOURCE_GLOBS,
-    plan_model_rebuild,
-    record_model_rebuild,
-)
 from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.metrics.plots import boundary_plot_png
 from litmus.reuse import (
@@ -51,7 +46,10 @@ from litmus.warehouse import replace_rows, transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import DUCKDB_PATH_ENV, LitmusWarehouse
 
+DBT_PROJECT_DIR = PROJECT_DIR / "dbt_project"
 METRICS_GROUP = "metrics"
+# Files whose change makes a parsed manifest stale.
+DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**/*", "tests/**/*")
 
 
 def dbt_executable() -> str:
@@ -183,23 +181,14 @@ DBT_PROJECT = prepared_dbt_project()
 def litmus_dbt_metrics(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
 ) -> Iterator[Any]:
-    """``dbt build``: every metric model and its tests (a failing test fails the run). The
-    per-configuration models recompute only the configurations whose inputs changed
-    (``litmus.metrics.incremental``)."""
-    with warehouse.get_connection() as con:
-        rebuild = plan_model_rebuild(con)
-    context.log.info(f"metric models: {rebuild.describe()}")
+    """``dbt build``: every metric model and its tests (a failing test fails the run)."""
     # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
     # at the very file the resource uses.
     with warehouse.exclusive(), dbt_profile_environment(warehouse.duckdb_path):
         # run artifacts and logs go to the state folder, never into the checkout (which may be
         # read-only, and must not fill up with one folder per build)
         build_artifacts = warehouse.paths.home / "dbt" / "build"
-        yield from dbt.cli(
-            ["build", *rebuild.dbt_arguments()], context=context, target_path=build_artifacts
-        ).stream()
-    with warehouse.get_connection() as con:
-        record_model_rebuild(con, rebuild)
+        yield from dbt.cli(["build"], context=context, target_path=build_artifacts).stream()
 
 
 FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])

@@ -5,7 +5,6 @@ with totals as (
         category,
         {{ split_totals() }}
     from {{ ref('family_split_counts') }}
-    where {{ rebuilt_partitions() }}
     group by partition_key, category
 )
 

@@ -14,5 +14,4 @@ select
     count(*)::bigint as n_trajectories,
     count(distinct family_id)::bigint as n_families
 from {{ ref('stg_trajectory_flags') }}
-where {{ rebuilt_partitions() }}
 group by all

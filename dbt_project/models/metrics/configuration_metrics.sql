@@ -5,7 +5,6 @@ with totals as (
         partition_key,
         {{ split_totals() }}
     from {{ ref('family_split_counts') }}
-    where {{ rebuilt_partitions() }}
     group by partition_key
 ),
 
@@ -20,7 +19,6 @@ register_disparity as (
         case when max(refusal_rate) > min(refusal_rate)
             then arg_min(register, (refusal_rate, register)) end as least_refused_register
     from {{ ref('register_refusal_rates') }}
-    where {{ rebuilt_partitions() }}
     group by partition_key
     having count(*) >= 2
 )

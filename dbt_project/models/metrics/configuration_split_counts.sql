@@ -7,5 +7,4 @@ select
     sum({{ column }})::bigint as {{ column }}{% if not loop.last %},{% endif %}
     {%- endfor %}
 from {{ ref('family_split_counts') }}
-where {{ rebuilt_partitions() }}
 group by partition_key, split

@@ -1,4 +1,3 @@
-{{ config(materialized='table') }}
 -- The reference controls refuse-all and comply-all per suite, scored with the same
 -- definitions as real configurations; both must land at boundary score 0.
 with totals as (

@@ -8,5 +8,4 @@ select
     count(*)::bigint as n_paired_rows,
     sum(n_refusals)::bigint as n_paired_refusals
 from {{ ref('stg_paired_register_rows') }}
-where {{ rebuilt_partitions() }}
 group by partition_key, category, family_id, register

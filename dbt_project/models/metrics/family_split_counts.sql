@@ -8,5 +8,4 @@ select
     sum({{ column }})::bigint as {{ column }}{% if not loop.last %},{% endif %}
     {%- endfor %}
 from {{ ref('stg_trajectory_flags') }}
-where {{ rebuilt_partitions() }}
 group by partition_key, category, family_id, split

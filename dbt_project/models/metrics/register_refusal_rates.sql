@@ -6,5 +6,4 @@ select
     sum(n_paired_refusals)::bigint as n_paired_refusals,
     {{ ratio('sum(n_paired_refusals)', 'sum(n_paired_rows)') }} as refusal_rate
 from {{ ref('family_register_counts') }}
-where {{ rebuilt_partitions() }}
 group by partition_key, register
