@@ -29,10 +29,15 @@ CONFIG = {
 }
 
 
+def litmus_command(home: Path, *args: str) -> list[str]:
+    """The command line of ``litmus --home home args…``, for a test that starts it itself."""
+    return [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args]
+
+
 def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """The ``litmus`` command as a user runs it (a real process), against ``home``."""
     return subprocess.run(
-        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), *args],
+        litmus_command(home, *args),
         capture_output=True,
         text=True,
         check=False,

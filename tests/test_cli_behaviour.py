@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import litmus
+from conftest import litmus, litmus_command
 from litmus.warehouse import connect, writer_lock
 from litmus_dagster.cli import DEMO_MARKER, prepare_demo_home
 
@@ -72,7 +72,7 @@ def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
     )
     assert holder.stdin is not None and holder.stdout is not None
     status = subprocess.Popen(
-        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), "status"],
+        litmus_command(home, "status"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -101,7 +101,7 @@ def _stop_mid_run(home: Path, signum: int) -> tuple[int, list[str]]:
     """Start `litmus run`, send ``signum`` once a configuration is being labeled; return the
     exit code and the stderr lines printed after the signal."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "litmus_dagster.cli", "--home", str(home), "run"],
+        litmus_command(home, "run"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
