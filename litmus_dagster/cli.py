@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -709,11 +710,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _interrupted()
 
 
+# How long a command told to stop may take to stop by itself (roll back its transaction,
+# record the stopped run) before it is ended outright: a stop request always ends the process,
+# even one that something it runs has left waiting for good. Ending it there is a crash like any
+# other, which the warehouse survives (each write is one transaction).
+STOP_GRACE_S = 30.0
+
+
 def _interrupt(signum: int, frame: object) -> None:
     from litmus_dagster import stop
 
-    stop.request()  # seen by the pipeline even where the exception below is swallowed
-    raise KeyboardInterrupt
+    if not stop.requested:
+        _end_unless_stopped_within(STOP_GRACE_S)
+    stop.interrupt()  # recorded for the pipeline even where the exception is swallowed
+
+
+def _end_unless_stopped_within(seconds: float) -> None:
+    def end() -> None:
+        _say_interrupted()
+        os._exit(130)
+
+    deadline = threading.Timer(seconds, end)
+    deadline.daemon = True  # a process that stopped in time exits without waiting for it
+    deadline.start()
 
 
 _default_unraisablehook = sys.unraisablehook
@@ -731,8 +750,18 @@ def _interrupted() -> int:
     # ignore further signals while saying so: a second Ctrl-C must not print a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    _say("litmus: interrupted; stopped before finishing (the last published board is unchanged)")
+    _say_interrupted()
     return 130
+
+
+_interrupted_told = threading.Lock()  # taken for good by whoever says it first
+
+
+def _say_interrupted() -> None:
+    if _interrupted_told.acquire(blocking=False):  # once, whether it stopped or was ended
+        _say(
+            "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
+        )
 
 
 if __name__ == "__main__":  # python -m litmus_dagster.cli

@@ -15,6 +15,11 @@ power failure can be lost, which the run history tolerates (the warehouse, not D
 history, is the record of what was scored). The files, their schema and WAL journaling are
 exactly Dagster's, so ``dagster dev`` and the daemon (default storage) read and write the same
 history.
+
+Taking a pooled connection is a section a stop signal must not cut into
+(``litmus_dagster.stop.deferred``): interrupted between the checkout and its caller's block,
+the connection stayed checked out with its write transaction open, and every later write of
+the process waited out SQLite's busy timeout (tests/test_run_history_storage.py).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from dagster._core.storage.sqlite_storage import (
     _schedule_directory,
 )
 from dagster._serdes import ConfigurableClassData
+
+from litmus_dagster import stop
 
 # Each open run shard holds a file descriptor; runs are written one after another, so a few
 # are enough (the current run, and the ones a caller still reads back).
@@ -87,7 +94,8 @@ class LitmusSqliteEventLogStorage(SqliteEventLogStorage):
 
     @contextmanager
     def _connect(self, shard: str) -> Iterator[db.engine.Connection]:
-        with self._db_lock:
+        # a stop signal must not land between taking the lock and the caller's block
+        with stop.deferred(), self._db_lock:
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:
                 self._initdb(engine)
@@ -127,7 +135,7 @@ class LitmusSqliteRunStorage(SqliteRunStorage):
 
     @contextmanager
     def connect(self) -> Iterator[db.engine.Connection]:
-        with self._pooled.connect() as conn, conn.begin():
+        with stop.deferred(), self._pooled.connect() as conn, conn.begin():
             yield conn
 
     def dispose(self) -> None:

@@ -114,8 +114,10 @@ def _stop_mid_run(home: Path, signum: int) -> tuple[int, list[str]]:
         else:
             raise AssertionError("the run ended before labeling")
         process.send_signal(signum)
-        after = process.stderr.read().splitlines()
-        return process.wait(timeout=120), after
+        # bounded: a run that does not stop (or a child of it that keeps stderr open) fails
+        # the test instead of holding the suite
+        _output, after = process.communicate(timeout=120)
+        return process.returncode, after.splitlines()
     finally:
         if process.poll() is None:
             process.kill()
@@ -139,6 +141,54 @@ def test_sigterm_and_ctrl_c_stop_the_whole_run_and_leave_the_board(tmp_path: Pat
         ], after  # one line: no traceback, no next configuration
         for name, text in previous.items():
             assert (exports / name).read_text() == text
+
+
+# A process with the CLI's stop handling (its handler, as `litmus` installs it), told to stop
+# while it is inside a section a stop must not cut into.
+STOPPED_INSIDE_A_DEFERRED_SECTION = """
+import os, signal, sys, threading
+from litmus_dagster import cli, stop
+cli.STOP_GRACE_S = float(sys.argv[1])
+signal.signal(signal.SIGTERM, cli._interrupt)
+held = threading.Lock()
+try:
+    with stop.deferred(), held:
+        os.kill(os.getpid(), signal.SIGTERM)
+        print("inside, not interrupted", flush=True)
+        if sys.argv[2] == "stuck":
+            held.acquire()  # waits for good, as a lock taken twice by one thread does
+except KeyboardInterrupt:
+    print("interrupted where the section ended", flush=True)
+"""
+
+
+def _stop_inside_a_deferred_section(grace_s: float, then: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", STOPPED_INSIDE_A_DEFERRED_SECTION, str(grace_s), then],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_stop_inside_a_deferred_section_is_raised_where_the_section_ends() -> None:
+    """The run history's connection handling (a lock, a pooled connection) is such a section:
+    an interrupt inside it would leave the lock taken for the next write of the process."""
+    result = _stop_inside_a_deferred_section(60, "leaves")
+    assert result.stdout.splitlines() == [
+        "inside, not interrupted",
+        "interrupted where the section ended",
+    ], result.stderr
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_process_that_cannot_stop_by_itself_is_ended_and_says_so() -> None:
+    result = _stop_inside_a_deferred_section(0.5, "stuck")
+    assert result.stdout.splitlines() == ["inside, not interrupted"], result.stderr
+    assert result.returncode == 130
+    assert result.stderr.splitlines() == [
+        "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
+    ]
 
 
 def test_a_directory_or_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:
