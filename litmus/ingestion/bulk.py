@@ -364,7 +364,8 @@ _CONTROL_ESCAPE = r"\\u00[01]"
 _RECORDS_SQL = f"""
 CREATE OR REPLACE TEMP TABLE bulk_records AS
 WITH fields AS (
-SELECT line_no, line_sha256, json_type(line) AS root_type,
+-- one valid JSON document that starts with a brace is an object: no parse needed to say so
+SELECT line_no, line_sha256, 'OBJECT' AS root_type,
        json_type(line, {_RECORD.paths_literal()}) AS t,
        json_extract_string(line, {_RECORD.scalar_paths_literal()}) AS s,
        json_keys(line, {_RECORD.objects_literal()}) AS k,
@@ -503,30 +504,10 @@ def stage_provable_lines(
     ``worker`` is a scratch database of :func:`open_worker`: the batch's intermediate tables
     live and die there, so the ingestion's transaction holds only the staged rows.
     """
-    numbers: list[int] = []
-    texts: list[str] = []
-    digests: list[str] = []
-    for number, payload in lines:
-        try:
-            text = payload.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        numbers.append(number)
-        texts.append(text)
-        # the digest the per-record path stores; hashlib is about 3x faster than DuckDB's
-        digests.append(hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest())
-    if not numbers:
+    incoming = _incoming_lines(lines)
+    if not incoming.num_rows:
         return set()
-    worker.register(
-        "incoming_lines",
-        pa.table(
-            {
-                "line_no": pa.array(numbers, pa.int64()),
-                "line": pa.array(texts, pa.string()),
-                "line_sha256": pa.array(digests, pa.string()),
-            }
-        ),
-    )
+    worker.register("incoming_lines", incoming)
     try:
         worker.execute(_RECORDS_SQL, [_TRAILING_COMMA, _CONTROL_ESCAPE])
         worker.execute(_RECORD_SHAPES_SQL)
@@ -557,6 +538,40 @@ def stage_provable_lines(
         if rows.num_rows:
             insert_arrow(con, table, rows)
     return set(trajectories.column("source_line").to_pylist())
+
+
+def _incoming_lines(lines: Sequence[tuple[int, bytes]]) -> pa.Table:
+    """The batch as (line_no, line, line_sha256), less the lines that are not UTF-8.
+
+    Arrow checks the whole batch's UTF-8 at once (a cast of the bytes); only a batch holding
+    a bad line is decoded line by line, to leave that line out.
+    """
+    payloads = pa.array([payload for _, payload in lines], pa.binary())
+    try:
+        texts = payloads.cast(pa.string())
+    except pa.ArrowInvalid:
+        valid = []
+        for _, payload in lines:
+            try:
+                payload.decode("utf-8")
+            except UnicodeDecodeError:
+                valid.append(False)
+            else:
+                valid.append(True)
+        keep = pa.array(valid, pa.bool_())
+        lines = [line for line, ok in zip(lines, valid, strict=True) if ok]
+        texts = payloads.filter(keep).cast(pa.string())
+    return pa.table(
+        {
+            "line_no": pa.array([number for number, _ in lines], pa.int64()),
+            "line": texts,
+            # the digest the per-record path stores; hashlib is about 3x faster than DuckDB's
+            "line_sha256": pa.array(
+                [hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest() for _, payload in lines],
+                pa.string(),
+            ),
+        }
+    )
 
 
 def insert_arrow(

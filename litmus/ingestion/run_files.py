@@ -21,7 +21,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -138,9 +137,14 @@ def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
     _remove_abandoned_copies(target)
     partial = target.with_name(target.name + f".partial-{os.getpid()}")
     try:
+        # the copied bytes are hashed as they pass (not read back after): the same check that
+        # the file did not change since it was hashed, without reading it a third time
+        copied = hashlib.sha256()
         with open_regular_file(path) as source, partial.open("wb") as copy:
-            shutil.copyfileobj(source, copy, 1 << 20)
-        if file_sha256(partial) != digest:
+            for chunk in iter(lambda: source.read(1 << 20), b""):
+                copied.update(chunk)
+                copy.write(chunk)
+        if copied.hexdigest() != digest:
             raise OSError(f"{path}: changed while being copied into the raw store")
         partial.chmod(0o444)
         os.replace(partial, target)
