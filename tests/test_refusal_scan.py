@@ -33,6 +33,8 @@ from litmus.labeling.refusal_scan import (
 )
 
 CLASSIFIER = RuleBasedRefusalClassifier()
+
+
 def _verdicts(trajectories: Sequence[Sequence[str]], *, scanning: bool) -> list[RefusalVerdict]:
     previous = refusal._SCANNING
     refusal._SCANNING = scanning
@@ -87,6 +89,45 @@ _SPACES_AS_WRITTEN = re.compile(r"[ \t]+")
 _INDENTED_CODE_AS_WRITTEN = re.compile(r"(?:^(?: {4}|\t)\S.*(?:\n|\Z)){2,}", re.M)
 
 
+def _break_texts(count: int, seed: int) -> Iterator[str]:
+    """Sentence punctuation, blanks of every kind and what may follow a break, at random."""
+    rng = random.Random(seed)
+    tokens = [
+        ".",
+        "!",
+        "?",
+        ":",
+        "..",
+        "?!",
+        " ",
+        "  ",
+        "\n",
+        "\n\n",
+        "\t",
+        "\r",
+        "\x0b",
+        "\x1c",
+        "\x85",
+        "\xa0",
+        "\u2003",
+        "A",
+        "a",
+        "7",
+        "*",
+        "(",
+        "[",
+        "'",
+        '"',
+        "\u201c",
+        "word",
+        "Word",
+        "I",
+        "i",
+    ]
+    for _ in range(count):
+        yield "".join(rng.choices(tokens, k=rng.randint(0, 14)))
+
+
 def _indented_texts(count: int, seed: int) -> Iterator[str]:
     """Lines with and without indentation, blank and blank-looking lines, in random order."""
     rng = random.Random(seed)
@@ -101,9 +142,13 @@ def test_faster_preparation_patterns_split_and_collapse_as_written() -> None:
     real = _real_texts()
     texts = [*real, *_spliced(real, 3000, seed=9), *_random_texts(3000, seed=4)]
     texts += _indented_texts(5000, seed=2)
+    texts += _break_texts(20000, seed=5)
     replacement = f" {refusal._CODE_WORD}\n"
     for text in texts:
-        assert refusal._split_sentences(text) == _SENTENCE_BREAK_AS_WRITTEN.split(text)
+        # the sentences are the non-blank pieces (preparation drops the blank ones)
+        pieces = refusal._mark_sentence_breaks(text).split("\n")
+        written = _SENTENCE_BREAK_AS_WRITTEN.split(text)
+        assert [p.strip() for p in pieces if p.strip()] == [p.strip() for p in written if p.strip()]
         assert refusal._collapse_blanks(text) == _SPACES_AS_WRITTEN.sub(" ", text)
         expected = _INDENTED_CODE_AS_WRITTEN.sub(replacement, text)
         assert refusal._replace_indented_code(text, replacement) == expected
@@ -256,4 +301,3 @@ def test_the_generic_object_words_are_read_as_the_regex_reads_them() -> None:
         expected = refusal._GENERIC_OBJECT.reference_search(text) is not None
         assert refusal._generic_object(text) == expected, repr(text)
     assert sum(map(refusal._generic_object, texts)) > 2_000  # both answers are exercised
-

@@ -182,26 +182,26 @@ _SPACES = re.compile(r"[ \t](?:[ \t]+|(?<=\t))")
 _RUN_OF_SPACES = re.compile("  [ ]*")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
 # Sentences end at whitespace after sentence punctuation before a capital, a digit or a
-# bullet, and at newlines. The pattern starts at the punctuation or newline (so the scan
-# skips to those characters); group 1 is the whitespace of a punctuation break, which is
-# where the split falls (the punctuation stays with its sentence).
-_SENTENCE_BREAK = re.compile(r"[.!?:\n](?:(?<=\n)\n*|(\s+)(?=[\"'(\[]?[A-Z0-9*]))")
+# bullet, and at newlines. A punctuation break's whitespace is turned into one newline, so
+# that cutting the text is one C-level ``str.split("\n")``. One pattern per punctuation
+# mark, each opening with its mark as a literal the scan can jump to: a single pattern
+# would need the mark in a lookbehind (kept with its sentence) and stop at every blank, or
+# a capture group, whose substitution template runs as Python per break. The breaks of the
+# four marks never touch (each is one mark and the blanks after it), so the order of the
+# four substitutions does not matter.
+_BREAK_LOOKAHEAD = r"(?=[\"'(\[]?[A-Z0-9*])"
+_PUNCTUATION_BREAKS = tuple(
+    (mark, re.compile(re.escape(mark) + r"\s+" + _BREAK_LOOKAHEAD), mark + "\n") for mark in ".!?:"
+)
 
 
-def _split_sentences(text: str, source: str | None = None) -> list[str]:
-    """``text`` cut at its sentence breaks; the pieces are taken from ``source`` (``text``
-    itself by default, or a copy of it of the same length, such as its ASCII lowercase)."""
-    source = text if source is None else source
-    pieces = []
-    start = 0
-    for found in _SENTENCE_BREAK.finditer(text):
-        cut, resume = found.span(1)
-        if cut < 0:  # a newline break: the newlines themselves
-            cut, resume = found.span()
-        pieces.append(source[start:cut])
-        start = resume
-    pieces.append(source[start:])
-    return pieces
+def _mark_sentence_breaks(text: str) -> str:
+    """``text`` with the whitespace of every punctuation break replaced by a newline: its
+    sentences are then the non-blank pieces of ``.split("\n")``."""
+    for mark, pattern, marked in _PUNCTUATION_BREAKS:
+        if mark in text:
+            text = pattern.sub(marked, text)
+    return text
 
 
 def _replace_indented_code(text: str, replacement: str) -> str:
@@ -249,16 +249,16 @@ def _prepare(text: str) -> _Text:
         text = _SINGLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
     if "  " in text or "\t" in text:  # else there is no run of spaces to collapse
         text = _collapse_blanks(text)
-    if _SENTENCE_BREAK.search(text) is None:  # one sentence, as most agent replies are
+    marked = _mark_sentence_breaks(text)
+    if "\n" not in marked:  # one sentence, as most agent replies are
         sentence = text.strip().lower()
         return _Text((sentence,) if sentence else (), sentence)
-    if text.isascii():
-        # Lowercasing ASCII maps each character to one character, so the text is lowered
-        # once and cut where the original's breaks are (they look for capitals).
-        pieces = _split_sentences(text, text.lower())
-        sentences = tuple(filter(None, map(str.strip, pieces)))
+    if marked.isascii():
+        # Lowercasing ASCII maps each character to one character and keeps the newlines,
+        # so the text is lowered once (after the breaks, which look for capitals, are marked)
+        sentences = tuple(filter(None, map(str.strip, marked.lower().split("\n"))))
     else:
-        pieces = map(str.strip, _split_sentences(text))
+        pieces = map(str.strip, marked.split("\n"))
         sentences = tuple(piece.lower() for piece in pieces if piece)
     return _Text(sentences, " ".join(sentences))
 
