@@ -159,7 +159,10 @@ _SCANNING = True
 # Text the agent quotes, or writes as code, is not the agent speaking: a refusal phrase
 # there (print("I cannot do that"), a quoted customer email) must not count. Removed spans
 # become a placeholder word so sentence boundaries survive.
-_FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.S)  # an unclosed fence runs to the end
+# Fenced code runs from a ``` to the next one, or to the end when it is never closed (as in
+# truncated output): ``re.sub`` of "```.*?(?:```|\Z)" (re.S), found with str.find instead
+# (the lazy pattern tries its alternation at every character of the code).
+_FENCE = "```"
 # Two or more indented lines. Looked for at the start of the text and after each newline
 # (written newline-first, so the scan jumps from newline to newline instead of trying every
 # character as a line start).
@@ -204,6 +207,26 @@ def _mark_sentence_breaks(text: str) -> str:
     return text
 
 
+def _replace_fenced_code(text: str, replacement: str) -> str:
+    """Every fenced code span replaced (see ``_FENCE``)."""
+    start = text.find(_FENCE)
+    if start < 0:
+        return text
+    pieces = []
+    resume = 0
+    while start >= 0:
+        pieces.append(text[resume:start])
+        pieces.append(replacement)
+        end = text.find(_FENCE, start + 3)
+        if end < 0:  # never closed: the code runs to the end
+            resume = len(text)
+            break
+        resume = end + 3
+        start = text.find(_FENCE, resume)
+    pieces.append(text[resume:])
+    return "".join(pieces)
+
+
 def _replace_indented_code(text: str, replacement: str) -> str:
     """Every block of two or more indented lines replaced (what ``re.sub`` with the pattern
     anchored at each line start does)."""
@@ -237,7 +260,7 @@ def _prepare(text: str) -> _Text:
     if not text.isascii():
         text = _straighten_apostrophes(text)
     if "`" in text:
-        text = _FENCED_CODE.sub(f" {_CODE_WORD}\n", text)
+        text = _replace_fenced_code(text, f" {_CODE_WORD}\n")
         text = _INLINE_CODE.sub(" code ", text)
     if "\n    " in text or "\n\t" in text:  # a second indented line, which the pattern needs
         text = _replace_indented_code(text, f" {_CODE_WORD}\n")
