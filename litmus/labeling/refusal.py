@@ -1102,11 +1102,13 @@ def _names_withheld(sentence: str) -> bool:
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
     rest = sentence[end:]
     rest = rest[_WORD_TAIL.match(rest).end() :]  # type: ignore[union-attr]  # always matches
-    if len(rest.split()) < 3:  # cutting it at the reason cannot add words
+    words = len(rest.split())
+    if words < 3:  # cutting it at the reason cannot add words
         return False
     if any(map(rest.__contains__, _REASON_LITERALS)):
         rest = _REASON.split(rest, maxsplit=1)[0]
-    return len(rest.split()) >= 3 and not _generic_object(rest)
+        words = len(rest.split())
+    return words >= 3 and not _generic_object(rest)
 
 
 @lru_cache(maxsize=1 << 14)
