@@ -33,6 +33,8 @@ from litmus.labeling.refusal_scan import (
 )
 
 CLASSIFIER = RuleBasedRefusalClassifier()
+
+
 def _verdicts(trajectories: Sequence[Sequence[str]], *, scanning: bool) -> list[RefusalVerdict]:
     previous = refusal._SCANNING
     refusal._SCANNING = scanning
@@ -85,6 +87,29 @@ def test_real_and_spliced_texts_get_the_reference_verdicts() -> None:
 _SENTENCE_BREAK_AS_WRITTEN = re.compile(r"(?<=[.!?:])\s+(?=[\"'(\[]?[A-Z0-9*])|\n+")
 _SPACES_AS_WRITTEN = re.compile(r"[ \t]+")
 _INDENTED_CODE_AS_WRITTEN = re.compile(r"(?:^(?: {4}|\t)\S.*(?:\n|\Z)){2,}", re.M)
+_FENCED_CODE_AS_WRITTEN = re.compile(r"```.*?(?:```|\Z)", re.S)
+# What the preparation rewrites before it splits (quotations, code, apostrophes, blanks).
+_REWRITTEN_BEFORE_SPLITTING = re.compile("[`'\"\u201c>\t\u2019\u2018\u02bc\u00b4]|  ")
+
+
+def _break_texts(count: int, seed: int) -> Iterator[str]:
+    """Sentence punctuation, blanks of every kind and what may follow a break, at random."""
+    rng = random.Random(seed)
+    tokens = [".", "!", "?", ":", "..", "?!", "A", "a", "7", "*", "(", "[", "'", '"', "\u201c"]
+    tokens += [" ", "  ", "\n", "\n\n", "\t", "\r", "\x0b", "\x1c", "\x85", "\xa0", "\u2003"]
+    # words, and letters that lowercase by their neighbours (a capital sigma) or to two
+    # characters (a dotted capital I)
+    tokens += ["word", "Word", "I", "i", "\u03a3", "\u039f\u03a3", "\u0130", "\u212a"]
+    for _ in range(count):
+        yield "".join(rng.choices(tokens, k=rng.randint(0, 14)))
+
+
+def _fenced_texts(count: int, seed: int) -> Iterator[str]:
+    """Backticks in runs of one to seven among text and newlines, at random."""
+    rng = random.Random(seed)
+    tokens = ["`", "``", "```", "````", "``````", "```````", "code", " ", "\n", "x = 1\n", "é"]
+    for _ in range(count):
+        yield "".join(rng.choices(tokens, k=rng.randint(0, 12)))
 
 
 def _indented_texts(count: int, seed: int) -> Iterator[str]:
@@ -101,12 +126,23 @@ def test_faster_preparation_patterns_split_and_collapse_as_written() -> None:
     real = _real_texts()
     texts = [*real, *_spliced(real, 3000, seed=9), *_random_texts(3000, seed=4)]
     texts += _indented_texts(5000, seed=2)
+    texts += _break_texts(20000, seed=5)
+    texts += _fenced_texts(20000, seed=8)
     replacement = f" {refusal._CODE_WORD}\n"
     for text in texts:
-        assert refusal._split_sentences(text) == _SENTENCE_BREAK_AS_WRITTEN.split(text)
+        # the sentences are the non-blank pieces (preparation drops the blank ones)
+        pieces = refusal._mark_sentence_breaks(text).split("\n")
+        written = _SENTENCE_BREAK_AS_WRITTEN.split(text)
+        assert [p.strip() for p in pieces if p.strip()] == [p.strip() for p in written if p.strip()]
+        if not _REWRITTEN_BEFORE_SPLITTING.search(text):
+            # lowered sentence by sentence, as the preparation once did
+            sentences = tuple(p.strip().lower() for p in written if p.strip())
+            assert refusal._prepare(text).sentences == sentences
         assert refusal._collapse_blanks(text) == _SPACES_AS_WRITTEN.sub(" ", text)
         expected = _INDENTED_CODE_AS_WRITTEN.sub(replacement, text)
         assert refusal._replace_indented_code(text, replacement) == expected
+        expected = _FENCED_CODE_AS_WRITTEN.sub(replacement, text)
+        assert refusal._replace_fenced_code(text, replacement) == expected
 
 
 def test_randomized_fragment_texts_get_the_reference_verdicts() -> None:
@@ -256,4 +292,3 @@ def test_the_generic_object_words_are_read_as_the_regex_reads_them() -> None:
         expected = refusal._GENERIC_OBJECT.reference_search(text) is not None
         assert refusal._generic_object(text) == expected, repr(text)
     assert sum(map(refusal._generic_object, texts)) > 2_000  # both answers are exercised
-

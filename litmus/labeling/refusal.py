@@ -159,7 +159,10 @@ _SCANNING = True
 # Text the agent quotes, or writes as code, is not the agent speaking: a refusal phrase
 # there (print("I cannot do that"), a quoted customer email) must not count. Removed spans
 # become a placeholder word so sentence boundaries survive.
-_FENCED_CODE = re.compile(r"```.*?(?:```|\Z)", re.S)  # an unclosed fence runs to the end
+# Fenced code runs from a ``` to the next one, or to the end when it is never closed (as in
+# truncated output): ``re.sub`` of "```.*?(?:```|\Z)" (re.S), found with str.find instead
+# (the lazy pattern tries its alternation at every character of the code).
+_FENCE = "```"
 # Two or more indented lines. Looked for at the start of the text and after each newline
 # (written newline-first, so the scan jumps from newline to newline instead of trying every
 # character as a line start).
@@ -182,26 +185,46 @@ _SPACES = re.compile(r"[ \t](?:[ \t]+|(?<=\t))")
 _RUN_OF_SPACES = re.compile("  [ ]*")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,2}[.)]|[a-z][.)])\s+\S", re.M)
 # Sentences end at whitespace after sentence punctuation before a capital, a digit or a
-# bullet, and at newlines. The pattern starts at the punctuation or newline (so the scan
-# skips to those characters); group 1 is the whitespace of a punctuation break, which is
-# where the split falls (the punctuation stays with its sentence).
-_SENTENCE_BREAK = re.compile(r"[.!?:\n](?:(?<=\n)\n*|(\s+)(?=[\"'(\[]?[A-Z0-9*]))")
+# bullet, and at newlines. A punctuation break's whitespace is turned into one newline, so
+# that cutting the text is one C-level ``str.split("\n")``. One pattern per punctuation
+# mark, each opening with its mark as a literal the scan can jump to: a single pattern
+# would need the mark in a lookbehind (kept with its sentence) and stop at every blank, or
+# a capture group, whose substitution template runs as Python per break. The breaks of the
+# four marks never touch (each is one mark and the blanks after it), so the order of the
+# four substitutions does not matter.
+_BREAK_LOOKAHEAD = r"(?=[\"'(\[]?[A-Z0-9*])"
+_PUNCTUATION_BREAKS = tuple(
+    (mark, re.compile(re.escape(mark) + r"\s+" + _BREAK_LOOKAHEAD), mark + "\n") for mark in ".!?:"
+)
 
 
-def _split_sentences(text: str, source: str | None = None) -> list[str]:
-    """``text`` cut at its sentence breaks; the pieces are taken from ``source`` (``text``
-    itself by default, or a copy of it of the same length, such as its ASCII lowercase)."""
-    source = text if source is None else source
+def _mark_sentence_breaks(text: str) -> str:
+    """``text`` with the whitespace of every punctuation break replaced by a newline: its
+    sentences are then the non-blank pieces of ``.split("\n")``."""
+    for mark, pattern, marked in _PUNCTUATION_BREAKS:
+        if mark in text:
+            text = pattern.sub(marked, text)
+    return text
+
+
+def _replace_fenced_code(text: str, replacement: str) -> str:
+    """Every fenced code span replaced (see ``_FENCE``)."""
+    start = text.find(_FENCE)
+    if start < 0:
+        return text
     pieces = []
-    start = 0
-    for found in _SENTENCE_BREAK.finditer(text):
-        cut, resume = found.span(1)
-        if cut < 0:  # a newline break: the newlines themselves
-            cut, resume = found.span()
-        pieces.append(source[start:cut])
-        start = resume
-    pieces.append(source[start:])
-    return pieces
+    resume = 0
+    while start >= 0:
+        pieces.append(text[resume:start])
+        pieces.append(replacement)
+        end = text.find(_FENCE, start + 3)
+        if end < 0:  # never closed: the code runs to the end
+            resume = len(text)
+            break
+        resume = end + 3
+        start = text.find(_FENCE, resume)
+    pieces.append(text[resume:])
+    return "".join(pieces)
 
 
 def _replace_indented_code(text: str, replacement: str) -> str:
@@ -237,7 +260,7 @@ def _prepare(text: str) -> _Text:
     if not text.isascii():
         text = _straighten_apostrophes(text)
     if "`" in text:
-        text = _FENCED_CODE.sub(f" {_CODE_WORD}\n", text)
+        text = _replace_fenced_code(text, f" {_CODE_WORD}\n")
         text = _INLINE_CODE.sub(" code ", text)
     if "\n    " in text or "\n\t" in text:  # a second indented line, which the pattern needs
         text = _replace_indented_code(text, f" {_CODE_WORD}\n")
@@ -249,16 +272,16 @@ def _prepare(text: str) -> _Text:
         text = _SINGLE_QUOTED.sub(f" {_QUOTE_WORD} ", text)
     if "  " in text or "\t" in text:  # else there is no run of spaces to collapse
         text = _collapse_blanks(text)
-    if _SENTENCE_BREAK.search(text) is None:  # one sentence, as most agent replies are
+    marked = _mark_sentence_breaks(text)
+    if "\n" not in marked:  # one sentence, as most agent replies are
         sentence = text.strip().lower()
         return _Text((sentence,) if sentence else (), sentence)
-    if text.isascii():
-        # Lowercasing ASCII maps each character to one character, so the text is lowered
-        # once and cut where the original's breaks are (they look for capitals).
-        pieces = _split_sentences(text, text.lower())
-        sentences = tuple(filter(None, map(str.strip, pieces)))
+    if marked.isascii():
+        # Lowercasing ASCII maps each character to one character and keeps the newlines,
+        # so the text is lowered once (after the breaks, which look for capitals, are marked)
+        sentences = tuple(filter(None, map(str.strip, marked.lower().split("\n"))))
     else:
-        pieces = map(str.strip, _split_sentences(text))
+        pieces = map(str.strip, marked.split("\n"))
         sentences = tuple(piece.lower() for piece in pieces if piece)
     return _Text(sentences, " ".join(sentences))
 
@@ -1079,11 +1102,13 @@ def _names_withheld(sentence: str) -> bool:
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
     rest = sentence[end:]
     rest = rest[_WORD_TAIL.match(rest).end() :]  # type: ignore[union-attr]  # always matches
-    if len(rest.split()) < 3:  # cutting it at the reason cannot add words
+    words = len(rest.split())
+    if words < 3:  # cutting it at the reason cannot add words
         return False
     if any(map(rest.__contains__, _REASON_LITERALS)):
         rest = _REASON.split(rest, maxsplit=1)[0]
-    return len(rest.split()) >= 3 and not _generic_object(rest)
+        words = len(rest.split())
+    return words >= 3 and not _generic_object(rest)
 
 
 @lru_cache(maxsize=1 << 14)
