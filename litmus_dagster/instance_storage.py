@@ -85,6 +85,8 @@ class LitmusSqliteEventLogStorage(SqliteEventLogStorage):
             if engine is not None:
                 self._engines.move_to_end(shard)
                 return engine
+            if shard not in self._initialized_dbs and shard != INDEX_SHARD_NAME:
+                self._seed_shard(shard)  # _initdb then finds the head revision: no DDL
             engine = _pooled_engine(self.conn_string_for_shard(shard))
             self._engines[shard] = engine
             runs = [name for name in self._engines if name != INDEX_SHARD_NAME]
@@ -95,11 +97,9 @@ class LitmusSqliteEventLogStorage(SqliteEventLogStorage):
     @contextmanager
     def _connect(self, shard: str) -> Iterator[db.engine.Connection]:
         with self._db_lock:
-            if shard not in self._initialized_dbs and shard != INDEX_SHARD_NAME:
-                self._seed_shard(shard)
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:
-                self._initdb(engine)  # finds a seeded shard at the head revision: no DDL
+                self._initdb(engine)
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
