@@ -18,6 +18,8 @@ recorded too, and reported by the caller once the others were published.
 
 from __future__ import annotations
 
+import atexit
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,7 +110,22 @@ def local_instance(paths: LitmusPaths) -> dg.DagsterInstance:
     ref = InstanceRef.from_dir(str(home))
     if ref.storage_data == InstanceRef.config_defaults(str(home))["storage"]:
         ref = ref._replace(storage_data=LitmusSqliteStorage.class_data(str(home)))
-    return dg.DagsterInstance.from_ref(ref)
+    instance = dg.DagsterInstance.from_ref(ref)
+    _open_instances.add(instance)
+    return instance
+
+
+# Instances still open when the process exits are closed by an exit handler, not left to the
+# interpreter's teardown (which ``litmus`` skips, see ``cli.console_main``): closing the run
+# history's connections folds its SQLite logs back into the databases.
+_open_instances: weakref.WeakSet[dg.DagsterInstance] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_instances() -> None:
+    for instance in list(_open_instances):
+        instance.dispose()
+    _open_instances.clear()
 
 
 def _definitions() -> dg.Definitions:
