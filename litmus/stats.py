@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -324,23 +324,85 @@ def _register_disparity(
     return np.where(present.sum(axis=-1) >= 2, highest - lowest, np.nan)
 
 
-def multiplicity_matrix(
+# How many (resample, family) cells of the multiplicity matrix one block holds: a block is
+# drawn, counted and multiplied at a time, so the bootstrap's memory stays a few blocks
+# whatever the number of families (the whole matrix at 31,250 families and 1,000 resamples
+# is 250 MB of int64, and each use of it made a float64 copy as large).
+MULTIPLICITY_BLOCK_CELLS = 1 << 20
+
+
+def _multiplicity_blocks(
     categories: np.ndarray, n_resamples: int, rng: np.random.Generator
-) -> np.ndarray:
-    """How often each family is drawn in each resample (n_resamples × families).
+) -> Iterator[tuple[np.ndarray, slice, np.ndarray]]:
+    """The multiplicity matrix in blocks ``(members, resamples, block)``: ``block`` is
+    ``M[resamples, members]``, ``members`` the families of one category.
 
     Within each category of n families, every resample draws n of them with replacement, so
-    each row sums to n per category. The loop is over categories (strata), never resamples.
+    each row sums to n per category. Categories come in sorted order and, within one, the
+    resamples in order: the generator's stream is consumed exactly as one draw of all the
+    category's resamples at once would (numpy's bounded integers are drawn element by
+    element in C order), so the matrix does not depend on the block size.
     """
-    multiplicity = np.zeros((n_resamples, len(categories)), dtype=np.int64)
     for category in sorted(set(categories.tolist())):
         members = np.flatnonzero(categories == category)
         n_members = len(members)
-        draws = rng.integers(0, n_members, size=(n_resamples, n_members))
-        offsets = np.arange(n_resamples)[:, None] * n_members
-        drawn = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n_members)
-        multiplicity[:, members] = drawn.reshape(n_resamples, n_members)
+        step = max(1, MULTIPLICITY_BLOCK_CELLS // n_members)
+        for start in range(0, n_resamples, step):
+            rows = min(step, n_resamples - start)
+            draws = rng.integers(0, n_members, size=(rows, n_members))
+            draws += np.arange(rows)[:, None] * n_members
+            drawn = np.bincount(draws.ravel(), minlength=rows * n_members)
+            yield members, slice(start, start + rows), drawn.reshape(rows, n_members)
+
+
+def multiplicity_matrix(
+    categories: np.ndarray, n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """How often each family is drawn in each resample (n_resamples × families), whole
+    (:func:`_multiplicity_blocks`; the bootstrap itself uses :func:`resampled_totals`)."""
+    multiplicity = np.zeros((n_resamples, len(categories)), dtype=np.int64)
+    for members, resamples, block in _multiplicity_blocks(categories, n_resamples, rng):
+        multiplicity[resamples, members] = block
     return multiplicity
+
+
+def resampled_totals(
+    categories: np.ndarray,
+    n_resamples: int,
+    rng: np.random.Generator,
+    matrices: Sequence[np.ndarray],
+) -> list[np.ndarray]:
+    """``multiplicity_matrix(categories, n_resamples, rng) @ X`` for every ``X`` of
+    ``matrices`` (families × columns), one block of the matrix at a time.
+
+    The counts are whole numbers, so every product and partial sum is an integer held
+    exactly in float64 and the totals equal the whole-matrix product bit for bit, in
+    whatever order the blocks add up.
+    """
+    totals = [np.zeros((n_resamples, matrix.shape[1])) for matrix in matrices]
+    for members, resamples, block in _multiplicity_blocks(categories, n_resamples, rng):
+        weights = block.astype(np.float64)
+        for total, matrix in zip(totals, matrices, strict=True):
+            total[resamples] += weights @ matrix[members]
+    return totals
+
+
+def _streamed_metrics(
+    counts: FamilyCounts, n_resamples: int, rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """The resampled metrics of ``counts`` and the resampled register rows and refusals
+    (resamples × registers), without the multiplicity matrix held whole."""
+    resampled_counts, register_rows, register_refusals = resampled_totals(
+        counts.categories,
+        n_resamples,
+        rng,
+        [counts.counts, counts.register_rows, counts.register_refusals],
+    )
+    return (
+        metric_values(resampled_counts, register_rows, register_refusals),
+        register_rows,
+        register_refusals,
+    )
 
 
 def _resampled_metrics(counts: FamilyCounts, multiplicity: np.ndarray) -> dict[str, np.ndarray]:
@@ -479,7 +541,11 @@ def _rare_event_bounds(
 
 
 def register_disparity_interval(
-    counts: FamilyCounts, multiplicity: np.ndarray, *, confidence: float
+    counts: FamilyCounts,
+    resampled_rows: np.ndarray,
+    resampled_refusals: np.ndarray,
+    *,
+    confidence: float,
 ) -> tuple[float, float, float, str]:
     """(low, high, standard error, interval_method) of the register disparity
     ``d = |r_a − r_b|`` (most- minus least-refused register, picked on the point estimate).
@@ -502,9 +568,8 @@ def register_disparity_interval(
     present = rows.sum(axis=0) > 0
     if present.sum() < 2:
         return np.nan, np.nan, np.nan, UNIFIED_REGISTERS
-    weights = multiplicity.astype(np.float64)
     rates = _ratio(refusals.sum(axis=0), rows.sum(axis=0))
-    resampled = _ratio(weights @ refusals, weights @ rows)  # resamples × registers
+    resampled = _ratio(resampled_refusals, resampled_rows)  # resamples × registers
     ranked = np.where(present, rates, np.nan)
     a, b = int(np.nanargmax(ranked)), int(np.nanargmin(ranked))
     disparity = float(rates[a] - rates[b])
@@ -605,9 +670,8 @@ def bootstrap_cis(
     _validate(n_resamples, confidence)
     metric_names = list(metrics)
     rng = np.random.default_rng(seed)
-    multiplicity = multiplicity_matrix(counts.categories, n_resamples, rng)
+    resampled, register_rows, register_refusals = _streamed_metrics(counts, n_resamples, rng)
     point = _point_metrics(counts)
-    resampled = _resampled_metrics(counts, multiplicity)
     samples = np.column_stack([resampled[name] for name in metric_names])
     estimate = np.array([float(point[name]) for name in metric_names])
     totals, families = _proportion_inputs(counts, metric_names)
@@ -628,7 +692,9 @@ def bootstrap_cis(
     if "register_disparity" in metric_names:
         index = metric_names.index("register_disparity")
         low[index], high[index], standard_error[index], methods[index] = (
-            register_disparity_interval(counts, multiplicity, confidence=confidence)
+            register_disparity_interval(
+                counts, register_rows, register_refusals, confidence=confidence
+            )
         )
     low, high = np.where(available, low, np.nan), np.where(available, high, np.nan)
     valid = (~np.isnan(samples)).sum(axis=0)
@@ -701,9 +767,21 @@ def paired_bootstrap_difference(
             _with_registers(b_shared, registers),
         )
     rng = np.random.default_rng(seed)
-    multiplicity = multiplicity_matrix(a_shared.categories, n_resamples, rng)
-    resampled_a = _resampled_metrics(a_shared, multiplicity)
-    resampled_b = _resampled_metrics(b_shared, multiplicity)
+    # one pass over the resamples for both: the same resampled families apply to each
+    totals = resampled_totals(
+        a_shared.categories,
+        n_resamples,
+        rng,
+        [
+            a_shared.counts,
+            a_shared.register_rows,
+            a_shared.register_refusals,
+            b_shared.counts,
+            b_shared.register_rows,
+            b_shared.register_refusals,
+        ],
+    )
+    resampled_a, resampled_b = metric_values(*totals[:3]), metric_values(*totals[3:])
     point_a, point_b = _point_metrics(a_shared), _point_metrics(b_shared)
     estimate_a = np.array([float(point_a[name]) for name in metric_names])
     estimate_b = np.array([float(point_b[name]) for name in metric_names])
@@ -967,11 +1045,23 @@ def public_private_gap(
         ],
         dtype=object,
     )
-    multiplicity = multiplicity_matrix(strata, n_resamples, np.random.default_rng(seed))
+    # One resample draws both subsets; each subset's totals are the product with its own
+    # families' rows, the other's set to zero (whole numbers: the same totals exactly).
+    masks = (("public", ~private), ("private", private))
+    subset_totals = resampled_totals(
+        strata,
+        n_resamples,
+        np.random.default_rng(seed),
+        [
+            np.where(mask[:, None], matrix, 0.0)
+            for _, mask in masks
+            for matrix in (counts.counts, counts.register_rows, counts.register_refusals)
+        ],
+    )
     parts = {}
-    for name, mask in (("public", ~private), ("private", private)):
+    for index, (name, mask) in enumerate(masks):
         subset = counts.restricted_to(counts.family_ids[mask].tolist())
-        resampled = _resampled_metrics(subset, multiplicity[:, mask])
+        resampled = metric_values(*subset_totals[3 * index : 3 * index + 3])
         point = _point_metrics(subset)
         estimate = np.array([float(point[m]) for m in metric_names])
         samples = np.column_stack([resampled[m] for m in metric_names])
