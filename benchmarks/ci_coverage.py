@@ -52,12 +52,11 @@ from litmus.stats import (
     RATE_METRICS,
     FamilyCounts,
     _percentile_bounds,
-    _resampled_metrics,
     bootstrap_all_configurations,
     bootstrap_cis,
     metric_values,
-    multiplicity_matrix,
     paired_bootstrap_difference,
+    resampled_totals,
 )
 
 EPOCHS = 3
@@ -375,11 +374,20 @@ def run_scenario(
                 row.metric, _float(row.ci_low), _float(row.ci_high), truth["delta"][row.metric]
             )
         # The method before: percentile intervals of the same resamples.
-        multiplicity = multiplicity_matrix(
-            a.categories, DEFAULT_RESAMPLES, np.random.default_rng(DEFAULT_SEED)
+        totals = resampled_totals(
+            a.categories,
+            DEFAULT_RESAMPLES,
+            np.random.default_rng(DEFAULT_SEED),
+            [
+                a.counts,
+                a.register_rows,
+                a.register_refusals,
+                b.counts,
+                b.register_rows,
+                b.register_refusals,
+            ],
         )
-        resampled_a = _resampled_metrics(a, multiplicity)
-        resampled_b = _resampled_metrics(b, multiplicity)
+        resampled_a, resampled_b = metric_values(*totals[:3]), metric_values(*totals[3:])
         samples = np.column_stack([resampled_a[name] for name in SIMULATED_METRICS])
         low, high = _percentile_bounds(samples, tail)
         for name, lo, hi in zip(SIMULATED_METRICS, low, high, strict=True):

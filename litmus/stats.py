@@ -405,15 +405,6 @@ def _streamed_metrics(
     )
 
 
-def _resampled_metrics(counts: FamilyCounts, multiplicity: np.ndarray) -> dict[str, np.ndarray]:
-    weights = multiplicity.astype(np.float64)
-    return metric_values(
-        weights @ counts.counts,
-        weights @ counts.register_rows,
-        weights @ counts.register_refusals,
-    )
-
-
 def _point_metrics(counts: FamilyCounts) -> dict[str, np.ndarray]:
     return metric_values(
         counts.counts.sum(axis=0),
