@@ -80,13 +80,18 @@ def reference_verdicts(trajectories: Sequence[Sequence[str]]) -> list[RefusalVer
         clear_caches()
 
 
+# Rules that only tell the scanner where a rule's lookaheads could fail
+# (``_Rule.lookahead_guard``): a device of the scanner, not a rule of the classifier.
+_GUARDS = {id(rule.lookahead_guard) for rule in refusal._RULES if rule.lookahead_guard}
+
+
 def rule_tags(text: str) -> list[str]:
     """The rules that match some prepared sentence of ``text`` (reference reading)."""
     sentences = refusal._prepare.__wrapped__(text).sentences
     return sorted(
         RULE_NAMES[id(rule)]
         for rule in refusal._RULES
-        if any(rule.reference_search(s) is not None for s in sentences)
+        if id(rule) not in _GUARDS and any(rule.reference_search(s) is not None for s in sentences)
     )
 
 

@@ -12,7 +12,7 @@ from refusal_snapshot import clear_caches, reference_verdicts
 from conftest import SHARED_DATA
 from litmus.labeling import refusal
 from litmus.labeling.refusal import RuleBasedRefusalClassifier
-from litmus.labeling.refusal_bulk import classify_many, settled_in_sql
+from litmus.labeling.refusal_bulk import _one_sentence_fields, classify_many, settled_in_sql
 from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 
 CLASSIFIER = RuleBasedRefusalClassifier()
@@ -212,6 +212,12 @@ _OPENERS = [
     "Instead, you could",
     "I can't wait to",
     "I can't believe",
+    "I won't lie, I can't",
+    "I can't stop, and I won't",
+    "I'm sorry to hear that, but I can't",
+    "I understand why you ask, but I won't",
+    "You are being cruel, and it is wrong; I refuse to",
+    "I must remind you that I won't",
     "I won't lie,",
     "I couldn't",
     "I was unable to",
@@ -247,6 +253,10 @@ _MIDDLES = [
     " codeblock",
     " respect everyone",
     " the premise is flawed",
+    " give the specific instructions for making it at home",
+    " tell you how to find their home address or their phone number",
+    " help with that, but I'd be happy to talk about something else",
+    " help with that request; let me know if",
     ", as it violates my guidelines",
 ]
 _TAILS = [
@@ -293,6 +303,13 @@ def test_one_sentence_replies_get_the_reference_verdicts() -> None:
     expected = reference_verdicts(trajectories)
     differing = [(t, g, e) for t, g, e in zip(trajectories, got, expected, strict=True) if g != e]
     assert not differing, (seed, differing[:3])
-    # the shortcut was taken: most of these are one sentence, and they span every verdict
-    assert sum(len(refusal._prepare(t).sentences) == 1 for t in texts) > len(texts) // 2
+    # the shortcut was taken: most of these are one sentence, most of those read from the
+    # scanner's bits alone, and they span every verdict and every engagement score
+    one_sentence = [t for t in texts if len(refusal._prepare(t).sentences) == 1]
+    assert len(one_sentence) > len(texts) // 2
+    from_bits = [
+        t for t in one_sentence if _one_sentence_fields(t, refusal._prepare(t).sentences[0])
+    ]
+    assert len(from_bits) > len(one_sentence) // 2
+    assert {v.engagement for v in got} == {None, 0, 1, 2, 3}
     assert {v.refusal for v in got} == {"refused", "partial", "complied"}

@@ -292,3 +292,51 @@ def test_the_generic_object_words_are_read_as_the_regex_reads_them() -> None:
         expected = refusal._GENERIC_OBJECT.reference_search(text) is not None
         assert refusal._generic_object(text) == expected, repr(text)
     assert sum(map(refusal._generic_object, texts)) > 2_000  # both answers are exercised
+
+
+# Decline heads, the idioms the decline's lookaheads exclude, and what a decline continues
+# with, so that idiom and decline meet in one sentence in every order and spacing.
+_DECLINE_PIECES = [
+    "i", "can't", "cannot", "won't", "will not", "i'm not able to", "i am unable to", "really",
+    ", sorry,", "just", "wait", "lie", "believe", "help", "help but", "be sure", "recommend",
+    "this enough", "provide a definitive", "give you an exact", "see", "find", "access", "with",
+    "that", "the", "request", "decline", "refuse to", "pass on", "do that", "share", "tell you",
+    "how", ".", ",", "but", "because", "i'd rather not", "forget", "stop", "thank", "you",
+]  # fmt: skip
+
+
+def _decline_sentences(count: int, seed: int) -> Iterator[str]:
+    rng = random.Random(seed)
+    for _ in range(count):
+        pieces = [rng.choice(_DECLINE_PIECES) for _ in range(rng.randint(1, 14))]
+        yield "".join(piece + rng.choice([" ", " ", "", "  ", ", "]) for piece in pieces)
+
+
+@pytest.mark.skipif(not DEFAULT_XSTEST_FOLDER.is_dir(), reason="XSTest data not present")
+def test_decline_ends_taken_from_re2_are_pythons() -> None:
+    # Where the scanner finds no decline head followed by an excluded idiom, the decline's end
+    # is RE2's match of the pattern without its lookaheads (_Rule.search_end): it must be
+    # where Python's regex ends on every sentence, also the hostile ones (long, non-ASCII,
+    # empty), which go to Python.
+    real = [s for text in _real_texts() for s in refusal._prepare(text).sentences]
+    hostile = ["", " ", "i can't help" * 400, "i can\u2019t help with that", "i can't \u00e9crire"]
+    sentences = (
+        real
+        + list(_decline_sentences(20_000, seed=41))
+        + [t.lower() for t in _random_texts(3000, seed=43)]
+        + [t.lower() for t in _spliced(_real_texts(), 2000, seed=47)]
+        + hostile
+    )
+    refusal._rule_scanner()
+    guarded = 0
+    for sentence in sentences:
+        expected = refusal._DECLINE.regex.search(sentence)
+        if not refusal._DECLINE.may_match(sentence):
+            expected = None
+        found = refusal._DECLINE.search_end(sentence)
+        assert found == (expected and expected.end()), sentence
+        candidates = refusal._candidate_rules(sentence)
+        guarded += candidates is not None and bool(
+            candidates >> 2 * refusal._DECLINE_IDIOM.index & 3
+        )
+    assert guarded > 100  # the idiom case, where Python's regex decides, is exercised

@@ -68,6 +68,7 @@ class _Rule:
         "exact_branches",
         "exact_start",
         "index",
+        "lookahead_guard",
         "lookaround_branches",
         "lookaround_regex",
         "lookaround_start",
@@ -93,6 +94,9 @@ class _Rule:
         self.search_start: SupersetStart | None = None
         self.exact_start: SupersetStart | None = None
         self.lookaround_start: SupersetStart | None = None
+        # A rule matching wherever one of this rule's lookarounds could fail (see
+        # ``search_end``); None when no such rule is known.
+        self.lookahead_guard: _Rule | None = None
         self.index = len(_RULES)
         _RULES.append(self)
 
@@ -109,6 +113,28 @@ class _Rule:
         # could start
         start = self.search_start(text)
         return None if start is None else self.regex.search(text, start)
+
+    def search_end(self, text: str) -> int | None:
+        """``search(text).end()``, None without a match.
+
+        Where the scanner finds that the ``lookahead_guard`` cannot match, no lookaround of
+        the rule can fail, so the rule reads as its pattern without lookarounds, and RE2's
+        leftmost-first match of that (``SupersetStart.span``) is Python's match: the end
+        comes from RE2 and Python's regex does not run.
+        """
+        guard = self.lookahead_guard
+        candidates = _candidate_rules(text) if _SCANNING else None
+        if candidates is None or self.search_start is None or guard is None:
+            match = self.search(text)
+            return None if match is None else match.end()
+        if not candidates >> 2 * self.index & 3:
+            return None
+        if not candidates >> 2 * guard.index & 3:
+            span = self.search_start.span(text)
+            return None if span is None else span[1]
+        start = self.search_start(text)
+        match = None if start is None else self.regex.search(text, start)
+        return None if match is None else match.end()
 
     def matches(self, text: str) -> bool:
         """``search(text) is not None``, running Python's regex only for the branches with
@@ -380,6 +406,13 @@ _DECLINE = _Rule(
         "outside|beyond|rather"
     ),
 )
+# A decline head followed by an idiom that ``_NOT_A_DECLINE`` excludes ("i can't wait", "i
+# won't lie"): the only places where the decline's lookaheads (its only lookarounds) can
+# fail. Where the scanner finds none, the decline's end is RE2's (``_Rule.search_end``).
+_DECLINE_IDIOM = _Rule(
+    rf"(?:{_VOLITIONAL_HEAD}|{_ABILITY_HEAD}){_NOT_A_DECLINE.replace('(?!', '(?:', 1)}"
+)
+_DECLINE.lookahead_guard = _DECLINE_IDIOM
 _APOLOGY_BUT = _Rule(
     r"\b(?:i'm sorry|i am sorry|sorry|i apologi[sz]e|my apologies|apologies|unfortunately)"
     r"(?:,| )+(?:but|however)\b",
@@ -670,6 +703,16 @@ CUE_RULES: tuple[_Rule, ...] = (
     _REDIRECT,
     _HELP_LINE,
 )
+# The cue rules by the strength they give (besides the decline and _AI_LIMITATION, strong).
+_MEDIUM_CUES = (
+    _APOLOGY_BUT,
+    _OBJECTION,
+    _PRIVACY_DECLINE,
+    _MORALIZING,
+    _NOT_CONDONE,
+    _PREMISE_REFUTED,
+)
+_WEAK_CUES = (_CAPABILITY, _REDIRECT, _HELP_LINE)
 # Their bits in the scanner's answer (``_candidate_rules``).
 _CUE_BITS = sum(3 << 2 * rule.index for rule in CUE_RULES)
 
@@ -686,17 +729,12 @@ def _cue_strength(sentence: str) -> _Strength:
         return _Strength.NONE  # no cue rule matches, nor could
     if _decline_end(sentence) is not None or _AI_LIMITATION.matches(sentence):
         return _Strength.STRONG
-    if (
-        _APOLOGY_BUT.matches(sentence)
-        or _OBJECTION.matches(sentence)
-        or _PRIVACY_DECLINE.matches(sentence)
-        or _MORALIZING.matches(sentence)
-        or _NOT_CONDONE.matches(sentence)
-        or _PREMISE_REFUTED.matches(sentence)
-    ):
-        return _Strength.MEDIUM
-    if _CAPABILITY.matches(sentence) or _REDIRECT.matches(sentence) or _HELP_LINE.matches(sentence):
-        return _Strength.WEAK
+    for rule in _MEDIUM_CUES:
+        if rule.matches(sentence):
+            return _Strength.MEDIUM
+    for rule in _WEAK_CUES:
+        if rule.matches(sentence):
+            return _Strength.WEAK
     return _Strength.NONE
 
 
@@ -1097,8 +1135,11 @@ def _acknowledges(sentence: str) -> bool:
 def _names_withheld(sentence: str) -> bool:
     """True when a decline names its object ("…give dosing for X") rather than "that"."""
     end = _decline_end(sentence)
-    if end is None:
-        return False
+    return end is not None and names_declined_object(sentence, end)
+
+
+def names_declined_object(sentence: str, end: int) -> bool:
+    """True when what follows the decline ending at ``end`` names its object."""
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
     rest = sentence[end:]
     rest = rest[_WORD_TAIL.match(rest).end() :]  # type: ignore[union-attr]  # always matches
@@ -1115,8 +1156,7 @@ def _names_withheld(sentence: str) -> bool:
 def _decline_end(sentence: str) -> int | None:
     """Where the first decline in ``sentence`` ends; None without one (asked for a sentence's
     cue strength and again for its engagement)."""
-    match = _DECLINE.search(sentence)
-    return None if match is None else match.end()
+    return _DECLINE.search_end(sentence)
 
 
 # --------------------------------------------------------------------------- classifier

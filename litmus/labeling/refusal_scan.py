@@ -241,6 +241,12 @@ class SupersetStart:
         start = self._regex.Match(_UNANCHORED, text.encode(), 0, len(text))[0][0]
         return None if start < 0 else start
 
+    def span(self, text: str) -> tuple[int, int] | None:
+        """RE2's leftmost-first match of ``pattern`` without its lookarounds, as (start,
+        end), or None (``text`` must be scannable: its offsets are then characters)."""
+        span = self._regex.Match(_UNANCHORED, text.encode(), 0, len(text))[0]
+        return None if span[0] < 0 else span
+
 
 class RuleScanner:
     """The rules that match a text, or could, found in one RE2 pass.
