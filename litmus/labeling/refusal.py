@@ -114,7 +114,7 @@ class _Rule:
         start = self.search_start(text)
         return None if start is None else self.regex.search(text, start)
 
-    def search_end(self, text: str) -> int | None:
+    def search_end(self, text: str, candidates: int | None = None) -> int | None:
         """``search(text).end()``, None without a match.
 
         Where the scanner finds that the ``lookahead_guard`` cannot match, no lookaround of
@@ -123,7 +123,8 @@ class _Rule:
         comes from RE2 and Python's regex does not run.
         """
         guard = self.lookahead_guard
-        candidates = _candidate_rules(text) if _SCANNING else None
+        if candidates is None:  # else the scanner's answer for ``text``, known to the caller
+            candidates = _candidate_rules(text) if _SCANNING else None
         if candidates is None or self.search_start is None or guard is None:
             match = self.search(text)
             return None if match is None else match.end()

@@ -27,6 +27,7 @@ from functools import lru_cache
 import duckdb
 import pyarrow as pa
 
+from litmus.labeling import refusal as _refusal
 from litmus.labeling.refusal import (
     _ACKNOWLEDGE,
     _AI_LIMITATION,
@@ -47,12 +48,12 @@ from litmus.labeling.refusal import (
     CUE_RULES,
     RefusalVerdict,
     RuleBasedRefusalClassifier,
-    _candidate_rules,
     _classify_text,
     _cue_strengths,
     _pivot_tail,
     _prepare,
     _Rule,
+    _rule_scanner,
     _Strength,
     _TextVerdict,
     combine_text_verdicts,
@@ -264,7 +265,9 @@ def _one_sentence_fields(text: str, sentence: str) -> _Fields | None:
     to Python a bit is the rule's answer. A refusal's engagement is scored on the text itself,
     whose prepared sentences are this one and whose lowered form is this sentence.
     """
-    candidates = _candidate_rules(sentence)
+    # the scanner asked directly: the sentence is new (texts are unique), so caching its
+    # answer would cost more than it saves
+    candidates = _rule_scanner().candidates(sentence) if _refusal._SCANNING else None
     if candidates is None or _CONCESSION.match(sentence) is not None:
         return None
     if _PLACEHOLDER_ONLY.match(sentence):
@@ -272,7 +275,7 @@ def _one_sentence_fields(text: str, sentence: str) -> _Fields | None:
     strength = _Strength.NONE
     decline_end = None
     if candidates & _CUE_BITS:  # else no cue rule matches, nor could
-        decline_end = _DECLINE.search_end(sentence)
+        decline_end = _DECLINE.search_end(sentence, candidates)
         if decline_end is not None or candidates & _STRONG_BITS:
             strength = _Strength.STRONG
         elif candidates & _MEDIUM_BITS:
