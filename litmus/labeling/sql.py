@@ -20,8 +20,10 @@ from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RefusalClassifier,
     RefusalVerdict,
+    RuleBasedRefusalClassifier,
     default_classifier,
 )
+from litmus.labeling.refusal_bulk import classify_many
 from litmus.warehouse import transaction
 
 TEXT_BATCH_ROWS = 50_000
@@ -77,21 +79,21 @@ def compute_refusal_signals(
             "classifier_confidence": [],
             "classifier_engagement": [],
         }
-        for n_steps, final_response, steps, messages in zip(
-            columns["n_steps"],
-            columns["final_response"],
-            columns["message_steps"],
-            columns["messages"],
-            strict=True,
-        ):
-            texts = tuple(
+        batch_texts = [
+            tuple(
                 agent_texts(zip(steps or [], messages or [], strict=True), final_response, n_steps)
             )
-            known = cache.get(texts)
-            if known is None:
-                known = classify_agent_texts(texts, classifier)
-                cache[texts] = known
-            verdict, step = known
+            for n_steps, final_response, steps, messages in zip(
+                columns["n_steps"],
+                columns["final_response"],
+                columns["message_steps"],
+                columns["messages"],
+                strict=True,
+            )
+        ]
+        _classify_new(batch_texts, classifier, cache)
+        for texts in batch_texts:
+            verdict, step = cache[texts]
             out["classifier_refusal"].append(verdict.refusal)
             out["classifier_step"].append(step)
             out["classifier_confidence"].append(float(verdict.confidence))
@@ -119,6 +121,29 @@ def compute_refusal_signals(
         total += frame.num_rows
     reader_cursor.close()
     return total
+
+
+def _classify_new(
+    batch_texts: list[tuple[tuple[int, str], ...]],
+    classifier: RefusalClassifier,
+    cache: dict[tuple[tuple[int, str], ...], tuple[RefusalVerdict, int | None]],
+) -> None:
+    """Put the verdict on every text sequence of ``batch_texts`` not yet in ``cache`` there.
+
+    The rule classifier reads them all through its bulk path (``refusal_bulk.classify_many``,
+    the same verdicts, cheaper per text); any other classifier one trajectory at a time.
+    """
+    new = list(dict.fromkeys(texts for texts in batch_texts if texts and texts not in cache))
+    if type(classifier) is RuleBasedRefusalClassifier:
+        verdicts = classify_many(
+            [[text for _, text in texts] for texts in new], sql_settlement=False
+        )
+        for texts, verdict in zip(new, verdicts, strict=True):
+            step = texts[verdict.step][0] if verdict.step is not None else None
+            cache[texts] = (verdict, step)
+    for texts in batch_texts:
+        if texts not in cache:  # no text, or another classifier
+            cache[texts] = classify_agent_texts(texts, classifier)
 
 
 def run_label_sql(
