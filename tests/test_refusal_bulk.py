@@ -307,9 +307,7 @@ def test_one_sentence_replies_get_the_reference_verdicts() -> None:
     # scanner's bits alone, and they span every verdict and every engagement score
     one_sentence = [t for t in texts if len(refusal._prepare(t).sentences) == 1]
     assert len(one_sentence) > len(texts) // 2
-    from_bits = [
-        t for t in one_sentence if _one_sentence_fields(t, refusal._prepare(t).sentences[0])
-    ]
+    from_bits = [t for t in one_sentence if _one_sentence_fields(refusal._prepare(t).sentences[0])]
     assert len(from_bits) > len(one_sentence) // 2
     assert {v.engagement for v in got} == {None, 0, 1, 2, 3}
     assert {v.refusal for v in got} == {"refused", "partial", "complied"}

@@ -254,11 +254,11 @@ _MORALIZE_BIT = _matched_bits(_MORALIZE)
 _PERSON_VERDICT_BIT = _matched_bits(_PERSON_VERDICT)
 
 
-def _one_sentence_fields(text: str, sentence: str) -> _Fields | None:
+def _one_sentence_fields(sentence: str) -> _Fields | None:
     """The fields of ``classify([text])`` for a text whose prepared form is the one sentence
-    ``sentence``, read from the scanner's bits for it; None where they do not settle it (the
-    scanner cannot read the sentence, or it opens with a concession, whose cues are read on
-    the rest of it).
+    ``sentence`` (its lowered form is then the sentence too), read from the scanner's bits for
+    it; None where they do not settle it (the scanner cannot read the sentence, or it opens
+    with a concession, whose cues are read on the rest of it).
 
     ``_one_sentence_verdict`` and ``engagement_score`` with every rule answered by one bit of
     one scanner pass, the decline by ``_Rule.search_end``: for rules without branches left
@@ -320,7 +320,7 @@ def _verdict_fields(texts: Sequence[str], classify: object) -> _Fields:
         text = texts[0]
         sentences = _prepare(text).sentences
         if len(sentences) == 1:
-            fields = _one_sentence_fields(text, sentences[0])
+            fields = _one_sentence_fields(sentences[0])
             if fields is not None:
                 return fields
             refusal, confidence = _one_sentence_verdict(sentences[0])
