@@ -2,11 +2,14 @@
 
 A new release adds one configuration; its bootstrap intervals are the only ones to compute.
 Each per-configuration result (``metric_cis`` rows, ...) is stored with a digest of exactly
-what it was computed from: the configuration's own family counts (``FamilyCounts``: the
-families in their canonical (category, family_id) order, every count, the registers), the
+what it was computed from: the configuration's own rows in the dbt models its
+``FamilyCounts`` are built from (``family_split_counts``, ``family_register_counts``), the
 resampling parameters, and the code that computes it (``litmus/stats.py`` and numpy's
-version). The next publication computes the digests again (cheap: counts, no resampling)
-and copies the stored rows of every configuration whose digest is unchanged.
+version). The next publication computes the digests again in DuckDB (``table_rows_digests``:
+no rows read into Python, no counts built) and copies the stored rows of every
+configuration whose digest is unchanged; only the changed configurations' counts are read,
+one configuration at a time, so the work of a new release follows what changed, not the
+warehouse. Release drift and plug-in deltas do the same per pair (``ConfigurationCounts``).
 
 Reuse is exact, not approximate: the bootstrap of a configuration draws from its own
 generator, ``numpy.random.default_rng(seed)``, over its own families in their canonical
@@ -22,7 +25,7 @@ vouches for rows computed from other inputs; a missing or unequal digest means r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -98,34 +101,127 @@ def reusable_rows(
     }
 
 
+FAMILY_SPLIT_COUNTS = "family_split_counts"
+FAMILY_REGISTER_COUNTS = "family_register_counts"
+
+# One digest per configuration of the rows a table holds for it: each row as text that
+# no other row has (text columns length-prefixed, the others as a list, NULL spelled out),
+# the rows in the order of their text, so the digest is a function of the rows as a set,
+# as FamilyCounts is. ``{row_text}``/``{table}``: built from our own table's columns.
+TABLE_ROWS_DIGEST_SQL = """
+WITH row_texts AS (
+    SELECT partition_key, {row_text} AS row_text
+    FROM {table}
+    WHERE $keys IS NULL OR list_contains($keys, partition_key)
+)
+SELECT partition_key, sha256(string_agg(row_text, chr(10) ORDER BY row_text))
+FROM row_texts
+GROUP BY partition_key
+"""
+
+
+def _row_text_sql(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    # the partition key is the group's own: the same rows give the same digest in any group
+    columns = [
+        column
+        for column in con.execute(f"DESCRIBE {table}").fetchall()
+        if column[0] != "partition_key"
+    ]
+    texts = [
+        f"coalesce(length({name})::VARCHAR || ':' || {name}, '-')"
+        for name, kind, *_ in columns
+        if kind == "VARCHAR"
+    ]
+    others = [f"{name}::VARCHAR" for name, kind, *_ in columns if kind != "VARCHAR"]
+    if others:
+        texts.append(f"list_value({', '.join(others)})::VARCHAR")
+    return " || ';' || ".join(texts)
+
+
+def table_rows_digests(
+    con: duckdb.DuckDBPyConnection, table: str, keys: Sequence[str] | None = None
+) -> dict[str, str]:
+    """A digest of each configuration's rows in ``table`` (of the configurations ``keys``
+    only, when given), computed in DuckDB: no rows are read into Python."""
+    query = TABLE_ROWS_DIGEST_SQL.format(row_text=_row_text_sql(con, table), table=table)
+    return dict(con.execute(query, {"keys": list(keys) if keys is not None else None}).fetchall())
+
+
+def rows_of(con: duckdb.DuckDBPyConnection, table: str, keys: Sequence[str]) -> pd.DataFrame:
+    """The rows of ``table`` of the configurations ``keys`` only."""
+    return con.execute(
+        f"SELECT * FROM {table} WHERE list_contains(?, partition_key)", [list(keys)]
+    ).df()
+
+
+def configuration_digests(
+    con: duckdb.DuckDBPyConnection,
+    split_counts: str,
+    register_counts: str | None = None,
+    *,
+    keys: Sequence[str] | None = None,
+    **parameters: object,
+) -> dict[str, str]:
+    """Per configuration of ``split_counts``: a digest of its rows there and in
+    ``register_counts``, the parameters and the code (what :func:`counts_digest` covers, from
+    the rows FamilyCounts is built from rather than from FamilyCounts itself)."""
+    split_digests = table_rows_digests(con, split_counts, keys)
+    register_digests = table_rows_digests(con, register_counts, keys) if register_counts else {}
+    return {
+        key: _with_parameters(f"rows:{split_digests[key]};{register_digests.get(key, '')}",
+                              **parameters)
+        for key in sorted(split_digests)
+    }  # fmt: skip
+
+
+def _with_parameters(inputs_digest: str, **parameters: object) -> str:
+    """A digest of ``inputs_digest``, the parameters and the code that computes the result."""
+    digest = hashlib.sha256(code_identity().encode())
+    for name in sorted(parameters):
+        digest.update(f"{name}={parameters[name]!r};".encode())
+    digest.update(inputs_digest.encode())
+    return digest.hexdigest()
+
+
 METRIC_CIS = "metric_cis"
 
 
 def metric_cis_reusing_unchanged(
     con: duckdb.DuckDBPyConnection,
-    split_counts: pd.DataFrame,
-    register_counts: pd.DataFrame | None = None,
+    split_counts: str = FAMILY_SPLIT_COUNTS,
+    register_counts: str | None = FAMILY_REGISTER_COUNTS,
     *,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = stats.DEFAULT_SEED,
     confidence: float = stats.DEFAULT_CONFIDENCE,
 ) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
-    """What :func:`litmus.stats.bootstrap_all_configurations` returns, with the stored
-    ``metric_cis`` rows of every configuration whose inputs are unchanged. Also returns the
-    digests to record with the rows and the configurations that were recomputed."""
+    """What :func:`litmus.stats.bootstrap_all_configurations` returns over the tables
+    ``split_counts`` and ``register_counts``, with the stored ``metric_cis`` rows of every
+    configuration whose inputs are unchanged; only the other configurations' counts are read.
+    Also returns the digests to record with the rows and the configurations recomputed."""
     parameters = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
-    counts = stats.family_counts_by_configuration(split_counts, register_counts)
-    digests = {key: counts_digest(value, **parameters) for key, value in counts.items()}
-    reused = reusable_rows(con, METRIC_CIS, digests, expected_rows=len(stats.RATE_METRICS))
+    digests = configuration_digests(con, split_counts, register_counts, **parameters)
+    reused = {
+        key: rows
+        for key, rows in reusable_rows(
+            con, METRIC_CIS, digests, expected_rows=len(stats.RATE_METRICS)
+        ).items()
+        if set(rows["metric"]) == set(stats.RATE_METRICS)
+    }
+    recomputed = [key for key in digests if key not in reused]
     metric_order = {metric: index for index, metric in enumerate(stats.RATE_METRICS)}
-    frames, recomputed = [], []
-    for key, value in counts.items():
+    frames = []
+    for key in digests:
         rows = reused.get(key)
-        if rows is not None and set(rows["metric"]) == set(stats.RATE_METRICS):
+        if rows is not None:
             frames.append(rows.iloc[rows["metric"].map(metric_order).argsort()])
         else:
-            frames.append(stats.configuration_cis(key, value, **parameters))
-            recomputed.append(key)
+            # one configuration's counts in memory at a time
+            counts = stats.family_counts_from_frames(
+                rows_of(con, split_counts, [key]),
+                rows_of(con, register_counts, [key]) if register_counts else None,
+            )
+            frames.append(stats.configuration_cis(key, counts, **parameters))
     if not frames:
         return pd.DataFrame(columns=list(stats.CI_COLUMNS)), digests, recomputed
     cis = pd.concat(frames, ignore_index=True)[list(stats.CI_COLUMNS)]
@@ -137,24 +233,27 @@ PUBLIC_PRIVATE_GAPS = "public_private_gaps"
 
 def public_private_gaps_reusing_unchanged(
     con: duckdb.DuckDBPyConnection,
-    split_counts: pd.DataFrame,
     private_families: pd.DataFrame,
+    split_counts: str = FAMILY_SPLIT_COUNTS,
     *,
     n_resamples: int = stats.DEFAULT_RESAMPLES,
     seed: int = stats.DEFAULT_SEED,
     confidence: float = stats.DEFAULT_CONFIDENCE,
 ) -> tuple[pd.DataFrame, dict[str, str], list[str]]:
-    """What :func:`litmus.stats.public_private_gaps` returns, with the stored rows of every
-    configuration whose counts and private families are unchanged; also the digests to
+    """What :func:`litmus.stats.public_private_gaps` returns over the table ``split_counts``,
+    with the stored rows of every configuration whose counts and private families are
+    unchanged; only the other configurations' counts are read. Also returns the digests to
     record with the rows and the configurations that were recomputed."""
     parameters = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
     private_by_partition = private_families.groupby("partition_key")["family_id"].agg(
         lambda ids: tuple(sorted(str(value) for value in ids))
     )
-    counts = stats.family_counts_by_configuration(split_counts)
+    all_digests = configuration_digests(
+        con, split_counts, None, keys=private_by_partition.index.tolist(), **parameters
+    )
     digests = {
-        key: counts_digest(value, **parameters, private=private_by_partition[key])
-        for key, value in counts.items()
+        key: hashlib.sha256(f"{digest};private={private_by_partition[key]!r}".encode()).hexdigest()
+        for key, digest in all_digests.items()
         if key in private_by_partition.index
     }
     metrics = list(stats.HEADLINE_METRICS)
@@ -166,12 +265,16 @@ def public_private_gaps_reusing_unchanged(
         if sorted(rows["metric"]) == sorted(metrics)
     }
     recomputed = sorted(set(digests) - set(reused))
-    fresh = stats.public_private_gaps(
-        split_counts[split_counts["partition_key"].isin(recomputed)],
-        private_families,
-        n_resamples=n_resamples,
-        seed=seed,
-        confidence=confidence,
+    fresh = (
+        stats.public_private_gaps(
+            rows_of(con, split_counts, recomputed),
+            private_families,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+        )
+        if recomputed
+        else pd.DataFrame(columns=list(stats.PUBLIC_PRIVATE_COLUMNS))
     )
     order = {metric: index for index, metric in enumerate(metrics)}
     frames = [fresh] if len(fresh) else []
@@ -221,9 +324,69 @@ def pair_key(older: str, newer: str) -> str:
     return f"{older} -> {newer}"
 
 
+class ConfigurationCounts:
+    """Each configuration's :class:`~litmus.stats.FamilyCounts`, built only when a result
+    must be computed from them, and a digest of what they are built from: of the rows,
+    computed in DuckDB without reading them, when the counts are a warehouse table
+    (:meth:`from_warehouse`); of the built counts when they are a frame (:meth:`from_frame`)."""
+
+    def __init__(
+        self,
+        keys: Collection[str],
+        build: Callable[[str], stats.FamilyCounts],
+        rows_digest: Callable[[str], str] | None = None,
+    ) -> None:
+        self._keys = frozenset(keys)
+        self._build = build
+        self._rows_digest = rows_digest
+        self._built: dict[str, stats.FamilyCounts] = {}
+        self._digests: dict[str, str] = {}
+
+    @classmethod
+    def from_frame(cls, split_counts: pd.DataFrame) -> ConfigurationCounts:
+        """Over rows of ``family_split_counts`` in memory."""
+        frames = {str(key): frame for key, frame in split_counts.groupby("partition_key")}
+        return cls(frames, lambda key: stats.family_counts_from_frames(frames[key]))
+
+    @classmethod
+    def from_warehouse(
+        cls, con: duckdb.DuckDBPyConnection, split_counts: str = FAMILY_SPLIT_COUNTS
+    ) -> ConfigurationCounts:
+        """Over the table ``split_counts``; only the configurations asked for are digested
+        (in DuckDB), and only those whose counts are needed are read into Python."""
+        keys = [key for (key,) in con.execute(
+            f"SELECT DISTINCT partition_key FROM {split_counts}"
+        ).fetchall()]  # fmt: skip
+        return cls(
+            keys,
+            lambda key: stats.family_counts_from_frames(rows_of(con, split_counts, [key])),
+            lambda key: table_rows_digests(con, split_counts, [key])[key],
+        )
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def digest(self, key: str) -> str:
+        """What ``key``'s counts are built from (over a frame this builds them, which raises
+        on malformed counts)."""
+        if key not in self._digests:
+            self._digests[key] = (
+                f"rows:{self._rows_digest(key)}"
+                if self._rows_digest is not None
+                else f"counts:{counts_digest(self.counts(key))}"
+            )
+        return self._digests[key]
+
+    def counts(self, key: str) -> stats.FamilyCounts:
+        if key not in self._built:
+            self._built[key] = self._build(key)
+        return self._built[key]
+
+
 def paired_difference(
-    newer: stats.FamilyCounts,
-    older: stats.FamilyCounts,
+    newer: str,
+    older: str,
+    counts: ConfigurationCounts,
     *,
     stored: tuple[str, pd.DataFrame] | None,
     metrics: tuple[str, ...],
@@ -232,14 +395,15 @@ def paired_difference(
     confidence: float,
     **identity: object,
 ) -> tuple[pd.DataFrame, str, bool]:
-    """:func:`litmus.stats.paired_bootstrap_difference` of ``newer`` − ``older``, taken
-    from ``stored`` when its digest is what the pair would be computed from now (``identity``:
-    anything else the stored rows depend on, a version say). Returns the frame, its digest
-    and whether it was bootstrapped (raises what the bootstrap raises)."""
+    """:func:`litmus.stats.paired_bootstrap_difference` of the configurations ``newer`` −
+    ``older``, taken from ``stored`` when its digest is what the pair would be computed from
+    now (``identity``: anything else the stored rows depend on, a version say); their counts
+    are built only when the pair is bootstrapped. Returns the frame, its digest and whether it
+    was bootstrapped (raises what the bootstrap raises)."""
     parameters = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
     digest = "".join(
-        counts_digest(counts, metrics=metrics, **parameters, **identity)
-        for counts in (newer, older)
+        _with_parameters(counts.digest(key), metrics=metrics, **parameters, **identity)
+        for key in (newer, older)
     )
     if (
         stored is not None
@@ -251,6 +415,11 @@ def paired_difference(
         reused = frame.iloc[frame["metric"].map(order).argsort()].reset_index(drop=True)
         return reused, digest, False
     paired = stats.paired_bootstrap_difference(
-        newer, older, metrics=metrics, n_resamples=n_resamples, seed=seed, confidence=confidence
+        counts.counts(newer),
+        counts.counts(older),
+        metrics=metrics,
+        n_resamples=n_resamples,
+        seed=seed,
+        confidence=confidence,
     )
     return paired, digest, True

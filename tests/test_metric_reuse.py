@@ -37,10 +37,18 @@ def replace_table(
             record_digests(con, table, digests)
 
 
+def land_counts(con: duckdb.DuckDBPyConnection, counts: pd.DataFrame) -> None:
+    """``counts`` as the dbt model ``family_split_counts`` the metric assets read."""
+    con.register("landed_counts", counts)
+    con.execute("CREATE OR REPLACE TABLE family_split_counts AS SELECT * FROM landed_counts")
+    con.unregister("landed_counts")
+
+
 def publish(con: duckdb.DuckDBPyConnection, counts: pd.DataFrame, **options: object) -> list[str]:
     """What the metric_cis asset does; returns the configurations it recomputed."""
+    land_counts(con, counts)
     cis, digests, recomputed = metric_cis_reusing_unchanged(
-        con, counts, None, **{**OPTIONS, **options}
+        con, register_counts=None, **{**OPTIONS, **options}
     )
     replace_table(con, METRIC_CIS, cis, digests=digests)
     return recomputed
@@ -189,9 +197,8 @@ def test_public_private_gaps_are_recomputed_only_for_changed_counts_or_private_f
         )
 
     def publish_gaps(counts: pd.DataFrame, marked: pd.DataFrame) -> list[str]:
-        gaps, digests, recomputed = public_private_gaps_reusing_unchanged(
-            con, counts, marked, **OPTIONS
-        )
+        land_counts(con, counts)
+        gaps, digests, recomputed = public_private_gaps_reusing_unchanged(con, marked, **OPTIONS)
         replace_table(con, PUBLIC_PRIVATE_GAPS, gaps, digests=digests)
         return recomputed
 
@@ -255,3 +262,112 @@ def test_plugin_deltas_bootstrap_only_pairs_whose_configurations_changed(tmp_pat
     with connect(tmp_path / "scratch.duckdb") as con:
         scratch = publish(con, counts(8))
     pd.testing.assert_frame_equal(after, scratch, check_exact=True)
+
+
+def test_register_counts_are_part_of_what_a_configuration_is_computed_from(
+    con: duckdb.DuckDBPyConnection, tmp_path: Path
+) -> None:
+    from test_stats import register_frame
+
+    counts = configurations("config-a", "config-b")
+
+    def publish_with(registers: pd.DataFrame) -> list[str]:
+        land_counts(con, counts)
+        con.register("landed_registers", registers)
+        con.execute(
+            "CREATE OR REPLACE TABLE family_register_counts AS SELECT * FROM landed_registers"
+        )
+        con.unregister("landed_registers")
+        cis, digests, recomputed = metric_cis_reusing_unchanged(con, **OPTIONS)
+        replace_table(con, METRIC_CIS, cis, digests=digests)
+        return recomputed
+
+    registers = register_frame({"blunt": [2, 2, 1, 2, 1, 2], "hedged": [0, 1, 1, 0, 0, 1]})
+    assert publish_with(registers) == ["config-a", "config-b"]
+    assert publish_with(registers.iloc[::-1].reset_index(drop=True)) == []
+    changed_registers = registers.assign(
+        n_paired_refusals=registers["n_paired_refusals"].where(registers.index != 0, 0)
+    )
+    assert publish_with(changed_registers) == ["config-a"]  # only config-a has register rows
+    with connect(tmp_path / "scratch.duckdb") as scratch:
+        cis = bootstrap_all_configurations(counts, changed_registers, **OPTIONS)
+        replace_table(scratch, METRIC_CIS, cis)
+        pd.testing.assert_frame_equal(stored(con), stored(scratch), check_exact=True)
+
+
+def test_the_rows_digest_tells_apart_what_text_alone_would_not(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    from litmus.reuse import table_rows_digests
+
+    con.execute(
+        """
+        CREATE TABLE counted AS SELECT * FROM (VALUES
+            ('a', 'ab', 'c', 1), ('b', 'a', 'bc', 1),      -- the same text run together
+            ('c', '', 'x', NULL), ('d', NULL, 'x', NULL),  -- empty text and NULL
+            ('e', 'x', 'y', 10), ('f', 'x', 'y', 1),
+            ('g', 'x', 'y', 10), ('g', 'x', 'z', 1),        -- rows in either order
+            ('h', 'x', 'z', 1), ('h', 'x', 'y', 10)
+        ) AS t(partition_key, category, family_id, n)
+        """
+    )
+    digests = table_rows_digests(con, "counted")
+    assert len(set(digests.values())) == len(digests) - 1
+    assert digests["g"] == digests["h"]
+    assert table_rows_digests(con, "counted", ["a", "h"]) == {
+        "a": digests["a"],
+        "h": digests["h"],
+    }
+
+
+def test_drift_over_the_warehouse_equals_drift_over_frames_and_reads_only_what_changed(
+    con: duckdb.DuckDBPyConnection,
+) -> None:
+    from test_drift import configuration, release_counts
+
+    from litmus.releases.drift import (
+        compute_release_drift,
+        replace_release_drift,
+        stored_drift_pairs,
+    )
+    from litmus.reuse import ConfigurationCounts
+
+    releases = pd.DataFrame(
+        [
+            configuration("r1", "2026-09-01"),
+            configuration("r2", "2026-11-01"),
+            configuration("r3", "2027-01-15"),
+        ]
+    )
+
+    def counts(r3_drop: int) -> pd.DataFrame:
+        return pd.concat(
+            [
+                release_counts("r1"),
+                release_counts("r2", cm_drop=8),
+                release_counts("r3", hb_drop=r3_drop),
+            ],
+            ignore_index=True,
+        )
+
+    options = {"n_resamples": 150, "seed": 5}
+    land_counts(con, counts(6))
+    first = compute_release_drift(
+        releases, ConfigurationCounts.from_warehouse(con), **options, reusable={}
+    )
+    from_frames = compute_release_drift(releases, counts(6), **options)
+    pd.testing.assert_frame_equal(first.comparisons, from_frames.comparisons, check_exact=True)
+    replace_release_drift(con, first.comparisons, first.pair_digests)
+
+    land_counts(con, counts(4))  # r3 changed: only its pair is bootstrapped, r1's never read
+    warehouse_counts = ConfigurationCounts.from_warehouse(con)
+    second = compute_release_drift(
+        releases, warehouse_counts, **options, reusable=stored_drift_pairs(con)
+    )
+    assert second.recomputed == ["r2 -> r3"]
+    assert sorted(warehouse_counts._built) == ["r2", "r3"]
+    pd.testing.assert_frame_equal(
+        second.comparisons,
+        compute_release_drift(releases, counts(4), **options).comparisons,
+        check_exact=True,
+    )

@@ -34,12 +34,17 @@ import numpy as np
 import pandas as pd
 
 from litmus.gates.publication_decision import withheld_reasons
-from litmus.reuse import pair_key, paired_difference, record_digests, stored_pairs
+from litmus.reuse import (
+    ConfigurationCounts,
+    pair_key,
+    paired_difference,
+    record_digests,
+    stored_pairs,
+)
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    family_counts_from_frames,
 )
 from litmus.warehouse import replace_rows, table_exists, transaction
 
@@ -187,7 +192,7 @@ def order_releases(configurations: pd.DataFrame) -> pd.DataFrame:
 
 def compute_release_drift(
     configurations: pd.DataFrame,
-    split_counts: pd.DataFrame,
+    split_counts: pd.DataFrame | ConfigurationCounts,
     *,
     withheld: Collection[str] = (),
     metrics: Sequence[str] = DRIFT_METRICS,
@@ -200,10 +205,12 @@ def compute_release_drift(
 
     ``configurations``: one row per configuration (``CONFIGURATION_COLUMNS``; the dbt model
     ``configuration_identities`` plus the first ingestion time). ``split_counts``: rows of the
-    dbt model ``family_split_counts``. ``withheld``: partition keys whose numbers are not
-    published. ``reusable``: :func:`stored_drift_pairs`; a pair whose stored digest equals what it
-    would be computed from now is taken from there instead of being bootstrapped again (the
-    bootstrap of a pair depends on the two configurations' counts only: ``litmus.reuse``).
+    dbt model ``family_split_counts``, or :meth:`ConfigurationCounts.from_warehouse` (only the
+    counts of pairs that are bootstrapped are read). ``withheld``: partition keys whose
+    numbers are not published. ``reusable``: :func:`stored_drift_pairs`; a pair whose stored
+    digest equals what it would be computed from now is taken from there instead of being
+    bootstrapped again (the bootstrap of a pair depends on the two configurations' counts
+    only: ``litmus.reuse``).
     """
     reusable = reusable or {}
     pair_digests: dict[str, str] = {}
@@ -220,7 +227,11 @@ def compute_release_drift(
         raise ValueError(f"configuration(s) listed twice (mixed suites or keys?): {keys}")
 
     published = configurations[~configurations["partition_key"].isin(set(withheld))]
-    counts_by_partition = {key: frame for key, frame in split_counts.groupby("partition_key")}
+    counts = (
+        split_counts
+        if isinstance(split_counts, ConfigurationCounts)
+        else ConfigurationCounts.from_frame(split_counts)
+    )
     comparison_frames: list[pd.DataFrame] = []
     release_frames: list[pd.DataFrame] = []
     skipped: list[str] = [
@@ -237,19 +248,20 @@ def compute_release_drift(
         rows = ordered.to_dict("records")
         for index, (older, newer) in enumerate(itertools.pairwise(rows), start=1):
             pair = f"{lineage} {older['model_release']} → {newer['model_release']}"
-            if older["partition_key"] not in counts_by_partition:
+            if older["partition_key"] not in counts:
                 skipped.append(f"{pair}: no family counts for {older['partition_key']}")
                 continue
-            if newer["partition_key"] not in counts_by_partition:
+            if newer["partition_key"] not in counts:
                 skipped.append(f"{pair}: no family counts for {newer['partition_key']}")
                 continue
-            older_counts = family_counts_from_frames(counts_by_partition[older["partition_key"]])
-            newer_counts = family_counts_from_frames(counts_by_partition[newer["partition_key"]])
+            # outside the try: counts given as a frame are built here, and malformed ones raise
+            counts.digest(older["partition_key"]), counts.digest(newer["partition_key"])
             key = pair_key(older["partition_key"], newer["partition_key"])
             try:
                 paired, digest, bootstrapped = paired_difference(
-                    newer_counts,
-                    older_counts,
+                    newer["partition_key"],
+                    older["partition_key"],
+                    counts,
                     stored=reusable.get(key),
                     metrics=tuple(metrics),
                     n_resamples=n_resamples,
@@ -318,12 +330,12 @@ def compute_release_drift(
 @dataclass(frozen=True)
 class DriftInputs:
     configurations: pd.DataFrame
-    split_counts: pd.DataFrame
     withheld: dict[str, list[str]]
 
 
 def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
-    """What :func:`compute_release_drift` needs, from the dbt models and the gates table."""
+    """What :func:`compute_release_drift` needs besides the counts, from the dbt models and
+    the gates table (the counts: :meth:`ConfigurationCounts.from_warehouse`)."""
     for model in ("configuration_identities", "family_split_counts"):
         if not table_exists(con, model):
             raise LookupError(
@@ -342,9 +354,8 @@ def read_drift_inputs(con: duckdb.DuckDBPyConnection) -> DriftInputs:
         ORDER BY c.partition_key
         """
     ).df()
-    split_counts = con.sql("SELECT * FROM family_split_counts").df()
     withheld = withheld_reasons(con, configurations["partition_key"].tolist())
-    return DriftInputs(configurations, split_counts, withheld)
+    return DriftInputs(configurations, withheld)
 
 
 def replace_release_drift(

@@ -37,12 +37,17 @@ from litmus.releases.alerts import (
     validate_policy,
 )
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
-from litmus.reuse import pair_key, paired_difference, record_digests, stored_pairs
+from litmus.reuse import (
+    ConfigurationCounts,
+    pair_key,
+    paired_difference,
+    record_digests,
+    stored_pairs,
+)
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
-    family_counts_from_frames,
 )
 from litmus.warehouse import replace_rows, table_exists, transaction
 
@@ -88,7 +93,7 @@ def baseline_plugin(plugins: Sequence[str]) -> str:
 
 def compute_plugin_deltas(
     configurations: pd.DataFrame,
-    split_counts: pd.DataFrame,
+    split_counts: pd.DataFrame | ConfigurationCounts,
     *,
     withheld: Collection[str] = (),
     metrics: Sequence[str] = DRIFT_METRICS,
@@ -107,7 +112,11 @@ def compute_plugin_deltas(
     to store with the rows (:func:`replace_plugin_deltas`)."""
     reusable = reusable or {}
     published = configurations[~configurations["partition_key"].isin(set(withheld))]
-    counts_by_partition = {key: frame for key, frame in split_counts.groupby("partition_key")}
+    counts = (
+        split_counts
+        if isinstance(split_counts, ConfigurationCounts)
+        else ConfigurationCounts.from_frame(split_counts)
+    )
     frames, skipped = [], []
     for group_key, group in published.groupby(list(GROUP_COLUMNS), sort=True):
         if group["plugin"].nunique() < 2:
@@ -117,19 +126,21 @@ def compute_plugin_deltas(
             continue
         base_name = baseline_plugin(group["plugin"].astype(str).tolist())
         base = group[group["plugin"] == base_name].iloc[0]
-        if base["partition_key"] not in counts_by_partition:
+        if base["partition_key"] not in counts:
             skipped.append(f"{base['partition_key']}: no family counts")
             continue
-        base_counts = family_counts_from_frames(counts_by_partition[base["partition_key"]])
+        # outside the try: counts given as a frame are built here, and malformed ones raise
+        counts.digest(base["partition_key"])
         for row in group[group["plugin"] != base_name].sort_values("plugin").itertuples():
-            if row.partition_key not in counts_by_partition:
+            if row.partition_key not in counts:
                 skipped.append(f"{row.partition_key}: no family counts")
                 continue
             key = pair_key(base["partition_key"], row.partition_key)
             try:
                 paired, digest, _ = paired_difference(
-                    family_counts_from_frames(counts_by_partition[row.partition_key]),
-                    base_counts,
+                    row.partition_key,
+                    base["partition_key"],
+                    counts,
                     stored=reusable.get(key),
                     metrics=tuple(metrics),
                     n_resamples=n_resamples,

@@ -224,13 +224,10 @@ class MetricCIConfig(dg.Config):
 )
 def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
-        split_counts = con.sql("SELECT * FROM family_split_counts").df()
-        register_counts = con.sql("SELECT * FROM family_register_counts").df()
-        # configurations whose counts did not change keep their stored rows (litmus.reuse)
+        # configurations whose counts did not change keep their stored rows, and only the
+        # others' counts are read (litmus.reuse)
         cis, digests, recomputed = metric_cis_reusing_unchanged(
             con,
-            split_counts,
-            register_counts,
             n_resamples=config.n_resamples,
             seed=config.seed,
             confidence=config.confidence,
@@ -274,13 +271,11 @@ def public_private_gap_table(
     config: MetricCIConfig, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
-        split_counts = con.sql("SELECT * FROM family_split_counts").df()
         private = con.sql(PRIVATE_FAMILIES_SQL).df()
         # configurations whose counts and private families did not change keep their rows
         gaps, digests, _ = (
             public_private_gaps_reusing_unchanged(
                 con,
-                split_counts,
                 private,
                 n_resamples=config.n_resamples,
                 seed=config.seed,

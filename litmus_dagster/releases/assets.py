@@ -40,6 +40,7 @@ from litmus.releases.plugin_deltas import (
     replace_plugin_deltas,
     stored_plugin_pairs,
 )
+from litmus.reuse import ConfigurationCounts
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT_DIR,
@@ -109,15 +110,16 @@ def release_drift(
             "WHERE list_contains(?, metric)",
             params=[list(DRIFT_METRICS)],
         ).df()
-    result = compute_release_drift(
-        inputs.configurations,
-        inputs.split_counts,
-        withheld=inputs.withheld,
-        n_resamples=config.n_resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-        reusable=reusable,
-    )
+        # only the counts of pairs bootstrapped again are read (litmus.reuse)
+        result = compute_release_drift(
+            inputs.configurations,
+            ConfigurationCounts.from_warehouse(con),
+            withheld=inputs.withheld,
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+            reusable=reusable,
+        )
     # The decisions (regression / underpowered / no regression, raw and adjusted p-values)
     # are stored with the deltas, so the table shows what the check decided.
     policy = {
@@ -196,20 +198,20 @@ def plugin_deltas(
 ) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         configurations = read_configurations(con)
-        split_counts = con.sql("SELECT * FROM family_split_counts").df()
         withheld = withheld_reasons(con, configurations["partition_key"].tolist())
         reusable = stored_plugin_pairs(con)  # pairs whose two configurations did not change
-    pair_digests: dict[str, str] = {}
-    deltas, skipped = compute_plugin_deltas(
-        configurations,
-        split_counts,
-        withheld=withheld,
-        n_resamples=config.n_resamples,
-        seed=config.seed,
-        confidence=config.confidence,
-        reusable=reusable,
-        pair_digests=pair_digests,
-    )
+        pair_digests: dict[str, str] = {}
+        # only the counts of pairs bootstrapped again are read (litmus.reuse)
+        deltas, skipped = compute_plugin_deltas(
+            configurations,
+            ConfigurationCounts.from_warehouse(con),
+            withheld=withheld,
+            n_resamples=config.n_resamples,
+            seed=config.seed,
+            confidence=config.confidence,
+            reusable=reusable,
+            pair_digests=pair_digests,
+        )
     deltas = assess_plugin_deltas(
         deltas,
         threshold=regression_policy.resolved_threshold(),
