@@ -43,6 +43,7 @@ from litmus.stats import (
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
 from litmus.warehouse import replace_rows, transaction
+from litmus_dagster.metrics.dbt_in_process import dbt_build_events
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import DUCKDB_PATH_ENV, LitmusWarehouse
 
@@ -181,14 +182,15 @@ DBT_PROJECT = prepared_dbt_project()
 def litmus_dbt_metrics(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
 ) -> Iterator[Any]:
-    """``dbt build``: every metric model and its tests (a failing test fails the run)."""
+    """``dbt build``: every metric model and its tests (a failing test fails the run), run in
+    this process (``dbt_in_process``: the events dagster-dbt yields, without a dbt subprocess)."""
     # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
     # at the very file the resource uses.
     with warehouse.exclusive(), dbt_profile_environment(warehouse.duckdb_path):
         # run artifacts and logs go to the state folder, never into the checkout (which may be
         # read-only, and must not fill up with one folder per build)
         build_artifacts = warehouse.paths.home / "dbt" / "build"
-        yield from dbt.cli(["build"], context=context, target_path=build_artifacts).stream()
+        yield from dbt_build_events(dbt, context, build_artifacts)
 
 
 FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
