@@ -422,6 +422,36 @@ def test_dbt_build_fails_closed_on_an_unknown_label(tmp_path: Path) -> None:
     assert "assert_label_agrees_with_outcome" in failed
 
 
+def test_the_dbt_asset_fails_on_a_failing_dbt_test_and_lets_go_of_the_warehouse(
+    tmp_path: Path,
+) -> None:
+    """dbt runs inside this process: a failing dbt test fails the step with its check
+    evaluations recorded, and no DuckDB connection of dbt's is left open afterwards."""
+    warehouse = LitmusWarehouse(home=str(tmp_path / "home"))
+    with connect(warehouse.duckdb_path) as con:
+        write_known_warehouse(con)
+        con.execute("UPDATE audited_trajectories SET label = 'probably_fine' WHERE epoch = 1")
+    dbt_assets_def = next(a for a in metrics_assets if a.node_def.name == "litmus_dbt_metrics")
+
+    result = dg.materialize(
+        [dbt_assets_def],
+        resources={**metrics_resources, "warehouse": warehouse},
+        raise_on_error=False,
+    )
+
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "litmus_dbt_metrics"
+    assert failure.step_failure_data.error.cls_name == "DagsterDbtCliRuntimeError"
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert "assert_label_agrees_with_outcome" in failed
+    assert any(name.startswith("accepted_values_stg_trajectory_flags_label") for name in failed)
+    # another configuration of the same file in this process: DuckDB refuses it while dbt's
+    # read-write database is still open
+    con = duckdb.connect(str(warehouse.duckdb_path), read_only=True)
+    con.close()
+
+
 def test_a_clean_clone_gets_its_manifest_parsed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,7 +11,6 @@ import os
 import shutil
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
@@ -33,7 +32,6 @@ from litmus.reuse import (
     public_private_gaps_reusing_unchanged,
     record_digests,
 )
-from litmus.settings import litmus_paths
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -43,13 +41,19 @@ from litmus.stats import (
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
 from litmus.warehouse import replace_rows, transaction
+from litmus_dagster.metrics.dbt_in_process import (
+    dbt_build_events,
+    dbt_profile_environment,
+    newest_source_change,
+    parse_profile_path,
+)
 from litmus_dagster.partitions import WAREHOUSE_POOL
-from litmus_dagster.resources import DUCKDB_PATH_ENV, LitmusWarehouse
+from litmus_dagster.resources import LitmusWarehouse
 
 DBT_PROJECT_DIR = PROJECT_DIR / "dbt_project"
 METRICS_GROUP = "metrics"
-# Files whose change makes a parsed manifest stale.
-DBT_SOURCE_GLOBS = ("dbt_project.yml", "profiles.yml", "models/**/*", "macros/**/*", "tests/**/*")
+# Beside the manifest: the profile path it was parsed against (manifest_is_stale).
+PARSE_PROFILE_RECORD = "parse_profile_path.txt"
 
 
 def dbt_executable() -> str:
@@ -81,37 +85,16 @@ class LitmusDbtCli(DbtCliResource):
         return None
 
 
-@contextmanager
-def dbt_profile_environment(duckdb_path: Path | str | None = None) -> Iterator[None]:
-    """Set LITMUS_DUCKDB_PATH (what ``profiles.yml`` reads) for a dbt subprocess.
-
-    With ``duckdb_path`` the variable is set to it; without, an existing value is kept and a
-    missing one is filled from the LITMUS settings (enough for ``dbt parse``, which renders
-    the profile but never opens the database). The previous value is restored afterwards, so
-    the setting never leaks into ``LitmusPaths.duckdb_path`` of the calling process.
-    """
-    previous = os.environ.get(DUCKDB_PATH_ENV)
-    chosen = duckdb_path or previous or litmus_paths().duckdb_path
-    os.environ[DUCKDB_PATH_ENV] = os.fspath(chosen)
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(DUCKDB_PATH_ENV, None)
-        else:
-            os.environ[DUCKDB_PATH_ENV] = previous
-
-
 def manifest_is_stale(project: DbtProject) -> bool:
-    """True when the manifest is missing (a clean clone) or older than a project file."""
-    if not project.manifest_path.exists():
+    """True when the manifest is missing (a clean clone), older than a project file, or parsed
+    against another profile path than the in-process builds parse against (its partial-parse
+    state would serve none of them)."""
+    record = project.project_dir / project.target_path / PARSE_PROFILE_RECORD
+    if not project.manifest_path.exists() or not record.exists():
         return True
-    manifest_time = project.manifest_path.stat().st_mtime
-    return any(
-        path.is_file() and path.stat().st_mtime > manifest_time
-        for pattern in DBT_SOURCE_GLOBS
-        for path in project.project_dir.glob(pattern)
-    )
+    if record.read_text(encoding="utf-8") != os.fspath(parse_profile_path(project.project_dir)):
+        return True
+    return newest_source_change(project.project_dir) > project.manifest_path.stat().st_mtime_ns
 
 
 def parse_if_stale(project: DbtProject) -> None:
@@ -125,6 +108,8 @@ def parse_if_stale(project: DbtProject) -> None:
             DbtCliResource(project_dir=project, dbt_executable=dbt_executable()).cli(
                 ["parse", "--quiet"], target_path=project.target_path
             ).wait()
+            record = project.project_dir / project.target_path / PARSE_PROFILE_RECORD
+            record.write_text(os.fspath(parse_profile_path(project.project_dir)), encoding="utf-8")
 
 
 def prepared_dbt_project(project_dir: Path = DBT_PROJECT_DIR) -> DbtProject:
@@ -135,7 +120,9 @@ def prepared_dbt_project(project_dir: Path = DBT_PROJECT_DIR) -> DbtProject:
     manifest is missing or older than the project files.
     """
     project = DbtProject(project_dir=project_dir)
-    with dbt_profile_environment():
+    # parsed against the fixed path the in-process builds parse against too, so that its
+    # partial-parse state serves them (dbt_in_process.parsed_project)
+    with dbt_profile_environment(parse_profile_path(project.project_dir)):
         # not project.prepare_if_dev(): under `dagster dev` it runs `dbt parse` with the
         # executable "dbt" looked up on PATH, which a venv used without activation lacks;
         # parse_if_stale re-parses whenever a project file changed, with the venv's dbt.
@@ -181,14 +168,15 @@ DBT_PROJECT = prepared_dbt_project()
 def litmus_dbt_metrics(
     context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
 ) -> Iterator[Any]:
-    """``dbt build``: every metric model and its tests (a failing test fails the run)."""
-    # dbt opens the DuckDB file itself: hold the warehouse lock for it, and point its profile
-    # at the very file the resource uses.
-    with warehouse.exclusive(), dbt_profile_environment(warehouse.duckdb_path):
+    """``dbt build``: every metric model and its tests (a failing test fails the run), run in
+    this process (``dbt_in_process``: the events dagster-dbt yields, without a dbt subprocess)."""
+    # dbt opens the DuckDB file itself: hold the warehouse lock for it (dbt_build_events points
+    # its profile at the very file the resource uses).
+    with warehouse.exclusive():
         # run artifacts and logs go to the state folder, never into the checkout (which may be
         # read-only, and must not fill up with one folder per build)
         build_artifacts = warehouse.paths.home / "dbt" / "build"
-        yield from dbt.cli(["build"], context=context, target_path=build_artifacts).stream()
+        yield from dbt_build_events(dbt, context, warehouse.duckdb_path, build_artifacts)
 
 
 FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
