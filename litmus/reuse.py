@@ -25,6 +25,7 @@ vouches for rows computed from other inputs; a missing or unequal digest means r
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -107,7 +108,7 @@ FAMILY_REGISTER_COUNTS = "family_register_counts"
 # One digest per configuration of the rows a table holds for it: each row as text that
 # no other row has (text columns length-prefixed, the others as a list, NULL spelled out),
 # the rows in the order of their text, so the digest is a function of the rows as a set,
-# as FamilyCounts is. ``{row_text}``/``{table}``: built from our own table's columns.
+# as FamilyCounts is. ``{row_text}``/``{table}``: our own table (``_table``) and its columns.
 TABLE_ROWS_DIGEST_SQL = """
 WITH row_texts AS (
     SELECT partition_key, {row_text} AS row_text
@@ -120,19 +121,34 @@ GROUP BY partition_key
 """
 
 
+_TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+
+def _table(name: str) -> str:
+    """``name`` as a quoted SQL identifier: a table of our own (the module's constants or a
+    caller's literal), refused if it is anything but a plain lower-case name."""
+    if not _TABLE_NAME.fullmatch(name):
+        raise ValueError(f"unexpected table name for a digest: {name!r}")
+    return f'"{name}"'
+
+
+def _column(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
 def _row_text_sql(con: duckdb.DuckDBPyConnection, table: str) -> str:
     # the partition key is the group's own: the same rows give the same digest in any group
     columns = [
-        column
-        for column in con.execute(f"DESCRIBE {table}").fetchall()
+        (_column(column[0]), column[1])
+        for column in con.execute(f"DESCRIBE {_table(table)}").fetchall()
         if column[0] != "partition_key"
     ]
     texts = [
         f"coalesce(length({name})::VARCHAR || ':' || {name}, '-')"
-        for name, kind, *_ in columns
+        for name, kind in columns
         if kind == "VARCHAR"
     ]
-    others = [f"{name}::VARCHAR" for name, kind, *_ in columns if kind != "VARCHAR"]
+    others = [f"{name}::VARCHAR" for name, kind in columns if kind != "VARCHAR"]
     if others:
         texts.append(f"list_value({', '.join(others)})::VARCHAR")
     return " || ';' || ".join(texts)
@@ -143,14 +159,14 @@ def table_rows_digests(
 ) -> dict[str, str]:
     """A digest of each configuration's rows in ``table`` (of the configurations ``keys``
     only, when given), computed in DuckDB: no rows are read into Python."""
-    query = TABLE_ROWS_DIGEST_SQL.format(row_text=_row_text_sql(con, table), table=table)
+    query = TABLE_ROWS_DIGEST_SQL.format(row_text=_row_text_sql(con, table), table=_table(table))
     return dict(con.execute(query, {"keys": list(keys) if keys is not None else None}).fetchall())
 
 
 def rows_of(con: duckdb.DuckDBPyConnection, table: str, keys: Sequence[str]) -> pd.DataFrame:
     """The rows of ``table`` of the configurations ``keys`` only."""
     return con.execute(
-        f"SELECT * FROM {table} WHERE list_contains(?, partition_key)", [list(keys)]
+        f"SELECT * FROM {_table(table)} WHERE list_contains(?, partition_key)", [list(keys)]
     ).df()
 
 
@@ -355,7 +371,7 @@ class ConfigurationCounts:
         """Over the table ``split_counts``; only the configurations asked for are digested
         (in DuckDB), and only those whose counts are needed are read into Python."""
         keys = [key for (key,) in con.execute(
-            f"SELECT DISTINCT partition_key FROM {split_counts}"
+            f"SELECT DISTINCT partition_key FROM {_table(split_counts)}"
         ).fetchall()]  # fmt: skip
         return cls(
             keys,

@@ -371,3 +371,11 @@ def test_drift_over_the_warehouse_equals_drift_over_frames_and_reads_only_what_c
         compute_release_drift(releases, counts(4), **options).comparisons,
         check_exact=True,
     )
+
+
+def test_a_digest_refuses_a_table_name_that_is_not_a_plain_name() -> None:
+    from litmus.reuse import table_rows_digests
+
+    con = duckdb.connect()
+    with pytest.raises(ValueError, match="unexpected table name"):
+        table_rows_digests(con, 'family_split_counts"; DROP TABLE metric_cis; --')

@@ -240,6 +240,12 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus_dagster/audit/cli.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus_dagster/gates/assets.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus/reuse.py", "result"): "a result table: the module's constants or a caller's literal",
+    ("litmus/reuse.py", "_table(table)"): (
+        "a count table's name, refused unless a plain lower-case name, double-quoted"
+    ),
+    ("litmus/reuse.py", "_table(split_counts)"): (
+        "a count table's name, refused unless a plain lower-case name, double-quoted"
+    ),
     ("litmus/reuse.py", "older"): "stored_pairs' column name: a literal at every caller",
     ("litmus/reuse.py", "newer"): "stored_pairs' column name: a literal at every caller",
     ("litmus/reuse.py", "', '.join(columns)"): "the callers' constant _PAIRED_COLUMNS names",
