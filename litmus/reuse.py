@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from litmus import stats
+from litmus.warehouse import quoted_identifier
 
 
 @cache
@@ -129,17 +130,13 @@ def _table(name: str) -> str:
     caller's literal), refused if it is anything but a plain lower-case name."""
     if not _TABLE_NAME.fullmatch(name):
         raise ValueError(f"unexpected table name for a digest: {name!r}")
-    return f'"{name}"'
-
-
-def _column(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    return quoted_identifier(name)
 
 
 def _row_text_sql(con: duckdb.DuckDBPyConnection, table: str) -> str:
     # the partition key is the group's own: the same rows give the same digest in any group
     columns = [
-        (_column(column[0]), column[1])
+        (quoted_identifier(column[0]), column[1])
         for column in con.execute(f"DESCRIBE {_table(table)}").fetchall()
         if column[0] != "partition_key"
     ]

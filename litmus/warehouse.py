@@ -166,6 +166,11 @@ def connect_read_only(
             con.close()
 
 
+def quoted_identifier(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (an embedded quote doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Run the block as one DuckDB transaction: committed at its end, rolled back when

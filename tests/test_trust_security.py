@@ -223,7 +223,9 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ): "one of the constant frame SQL strings",
     ("litmus/gates/ge_runner.py", "source"): "the caller's temp table name, double-quoted",
     ("litmus/gates/ge_runner.py", "selected"): "double-quoted names of columns DESCRIBE listed",
-    ("litmus/gates/ge_runner.py", "_quoted(c)"): "a double-quoted name of a column DESCRIBE listed",
+    ("litmus/gates/ge_runner.py", "quoted_identifier(c)"): (
+        "a double-quoted name of a column DESCRIBE listed"
+    ),
     ("litmus/gates/ge_runner.py", "keys"): "double-quoted key columns DESCRIBE listed",
     ("litmus/gates/ge_runner.py", "join"): "equalities of double-quoted columns DESCRIBE listed",
     ("litmus/gates/ge_runner.py", "_TUPLES"): "constant temp table name",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from litmus import PROJECT_DIR
 from litmus.errors import LitmusError
+from litmus.warehouse import quoted_identifier
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -377,10 +378,6 @@ def _referenced_columns(expectation: Mapping[str, Any], available: Sequence[str]
     return list(dict.fromkeys(named))
 
 
-def _quoted(column: str) -> str:
-    return '"' + column.replace('"', '""') + '"'
-
-
 def _compressible(expectation: Mapping[str, Any]) -> bool:
     kwargs = expectation["kwargs"]
     if "mostly" in kwargs and kwargs["mostly"] not in (None, 1, 1.0):
@@ -396,7 +393,7 @@ def run_suite_in_warehouse(
 
     ``relation`` must be a trusted identifier (a temp table the caller created).
     """
-    source = _quoted(relation)
+    source = quoted_identifier(relation)
     available = [row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()]
     for column in (document.key_column, document.group_column):
         if column is not None and column not in available:
@@ -424,7 +421,7 @@ def run_suite_in_warehouse(
             columns = [c for c in dict.fromkeys(columns) if c in available]
         else:
             columns = available
-        selected = ", ".join(_quoted(c) for c in columns)
+        selected = ", ".join(quoted_identifier(c) for c in columns)
         frame = con.execute(f"SELECT {selected} FROM {source}").df()
         counted_verdicts = _validate(document, counted, frame, index_columns)
         verdicts.update(counted_verdicts)
@@ -436,7 +433,7 @@ def run_suite_in_warehouse(
         for position in compressed:
             columns.extend(_referenced_columns(expectations[position], available))
         columns = [c for c in dict.fromkeys(columns) if c in available]
-        selected = ", ".join(_quoted(c) for c in columns)
+        selected = ", ".join(quoted_identifier(c) for c in columns)
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT *, "
             f"(row_number() OVER () - 1)::BIGINT AS {_TUPLE_ID} "
@@ -450,10 +447,13 @@ def run_suite_in_warehouse(
             tuple_verdicts = _validate(document, compressed, frame, [_TUPLE_ID])
             verdicts.update(tuple_verdicts)
             join = (
-                " AND ".join(f"r.{_quoted(c)} IS NOT DISTINCT FROM t.{_quoted(c)}" for c in columns)
+                " AND ".join(
+                    f"r.{quoted_identifier(c)} IS NOT DISTINCT FROM t.{quoted_identifier(c)}"
+                    for c in columns
+                )
                 or "true"
             )
-            keys = ", ".join(f"r.{_quoted(c)}" for c in index_columns)
+            keys = ", ".join(f"r.{quoted_identifier(c)}" for c in index_columns)
             for position in compressed:
                 verdict = tuple_verdicts.get(position)
                 ids = sorted(

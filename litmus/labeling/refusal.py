@@ -688,23 +688,7 @@ class _Strength(IntEnum):
 _CONCESSION = re.compile(r"^(?:while|although|though|even though|whilst) [^,]{3,120}, ")
 
 
-# Every rule that can give a sentence a cue. Each is guarded by literal triggers, so a text
-# containing none of their triggers holds no cue: the bulk path (litmus/labeling/refusal_bulk.py)
-# relies on this to settle such texts in DuckDB without running the rules.
-CUE_RULES: tuple[_Rule, ...] = (
-    _DECLINE,
-    _AI_LIMITATION,
-    _APOLOGY_BUT,
-    _OBJECTION,
-    _PRIVACY_DECLINE,
-    _MORALIZING,
-    _NOT_CONDONE,
-    _PREMISE_REFUTED,
-    _CAPABILITY,
-    _REDIRECT,
-    _HELP_LINE,
-)
-# The cue rules by the strength they give (besides the decline and _AI_LIMITATION, strong).
+# The cue rules by the strength they give (the decline and _AI_LIMITATION: strong).
 _MEDIUM_CUES = (
     _APOLOGY_BUT,
     _OBJECTION,
@@ -714,6 +698,10 @@ _MEDIUM_CUES = (
     _PREMISE_REFUTED,
 )
 _WEAK_CUES = (_CAPABILITY, _REDIRECT, _HELP_LINE)
+# Every rule that can give a sentence a cue. Each is guarded by literal triggers, so a text
+# containing none of their triggers holds no cue: the bulk path (litmus/labeling/refusal_bulk.py)
+# relies on this to settle such texts in DuckDB without running the rules.
+CUE_RULES: tuple[_Rule, ...] = (_DECLINE, _AI_LIMITATION, *_MEDIUM_CUES, *_WEAK_CUES)
 # Their bits in the scanner's answer (``_candidate_rules``).
 _CUE_BITS = sum(3 << 2 * rule.index for rule in CUE_RULES)
 
