@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from litmus.audit.spotcheck import SpotCheckPolicy, draw_spot_checks
+from litmus.audit.spotcheck import DRAW_SQL, SPOT_CHECK_SAMPLE, SpotCheckPolicy, draw_spot_checks
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
@@ -174,3 +174,94 @@ def test_a_careless_auditor_measures_enough_disagreement_to_withhold(home: Litmu
             assert row["status"] == "withheld"
             assert "labeling_error: measured labeling disagreement" in row["withheld_reasons"]
             assert row["labeling_agreement"] is None and row["boundary_score"] is None
+
+
+# ------------------------------------------------------------------ reuse of unchanged draws
+
+
+def _sample(con: Any) -> list[tuple]:
+    return con.execute("SELECT * FROM spot_check_sample ORDER BY ALL").fetchall()
+
+
+def _from_scratch(con: Any, policy: SpotCheckPolicy) -> list[tuple]:
+    """The draw of every configuration, computed again, nothing reused (rolled back)."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM spot_check_sample")
+        keys = [key for (key,) in con.execute(
+            "SELECT DISTINCT partition_key FROM audited_trajectories"
+        ).fetchall()]  # fmt: skip
+        params = {"seed": policy.seed, "share": policy.share, "minimum": policy.minimum}
+        con.execute(DRAW_SQL, {**params, "keys": keys})
+        return _sample(con)
+    finally:
+        con.execute("ROLLBACK")
+
+
+def _digests(con: Any) -> dict[str, str]:
+    return dict(con.execute(
+        "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = $result",
+        {"result": SPOT_CHECK_SAMPLE},
+    ).fetchall())  # fmt: skip
+
+
+def test_a_draw_keeps_unchanged_configurations_and_redraws_any_changed_input(
+    home: LitmusPaths,
+) -> None:
+    import random
+
+    from litmus.audit.audited import refresh_audited_partition
+
+    generator = random.Random(1606)
+    policy = SpotCheckPolicy()
+    with connect(home.duckdb_path) as con:
+        keys = sorted(k for (k,) in con.execute(
+            "SELECT DISTINCT partition_key FROM audited_trajectories"
+        ).fetchall())  # fmt: skip
+        assert len(keys) > 2
+        # the pipeline's draw (recorded with its digests) is the draw from scratch
+        assert _sample(con) == _from_scratch(con, policy)
+        recorded = _digests(con)
+        assert set(recorded) == set(keys)
+        draw_spot_checks(con, policy)  # everything reused
+        assert _sample(con) == _from_scratch(con, policy) and _digests(con) == recorded
+
+        for round_ in range(4):
+            # hostile relabels of random rows of one configuration, then its refresh
+            changed = generator.choice(keys)
+            ids = [t for (t,) in con.execute(
+                "SELECT trajectory_id FROM trajectory_labels WHERE partition_key = ? "
+                "ORDER BY 1", [changed],
+            ).fetchall()]  # fmt: skip
+            labels = ["safe", "unsafe", "needs_audit", "x'; DROP TABLE x;--", "é|\n", ""]
+            for trajectory_id in generator.sample(ids, k=min(len(ids), 7)):
+                con.execute(
+                    "UPDATE trajectory_labels SET label = ? WHERE trajectory_id = ?",
+                    [generator.choice(labels), trajectory_id],
+                )
+            refresh_audited_partition(con, changed)
+            before = _digests(con)
+            draw_spot_checks(con, policy)
+            after = _digests(con)
+            assert _sample(con) == _from_scratch(con, policy), round_
+            assert {k for k in keys if before.get(k) != after.get(k)} == {changed}, round_
+
+        # a policy change redraws every configuration
+        shared = SpotCheckPolicy(share=0.2, minimum=2)
+        before = _digests(con)
+        draw_spot_checks(con, shared)
+        assert _sample(con) == _from_scratch(con, shared)
+        assert all(_digests(con)[k] != before[k] for k in keys)
+
+        # rows lost behind the digests' back (a table rebuilt empty) are drawn again
+        con.execute("DELETE FROM spot_check_sample WHERE partition_key = ?", [keys[0]])
+        draw_spot_checks(con, shared)
+        assert _sample(con) == _from_scratch(con, shared)
+
+        # a warehouse written before the audited rows carried tokens: drawn, then reused
+        con.execute("DELETE FROM result_inputs")
+        draw_spot_checks(con, policy)
+        assert _sample(con) == _from_scratch(con, policy)
+        recorded = _digests(con)
+        draw_spot_checks(con, policy)
+        assert _sample(con) == _from_scratch(con, policy) and _digests(con) == recorded

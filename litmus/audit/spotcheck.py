@@ -40,6 +40,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from litmus.audit.audited import audited_rows_tokens
+from litmus.reuse import record_digests, stored_digests
 from litmus.stats import wilson_interval
 from litmus.warehouse import replace_rows, transaction
 
@@ -49,6 +51,7 @@ DEFAULT_SEED = 20261201
 DEFAULT_MAX_DISAGREEMENT = 0.15
 DEFAULT_MIN_DECIDED = 20
 SPOT_CHECK = "spot_check"
+SPOT_CHECK_SAMPLE = "spot_check_sample"
 
 SHARE_ENV = "LITMUS_SPOT_CHECK_SHARE"
 MINIMUM_ENV = "LITMUS_SPOT_CHECK_MINIMUM"
@@ -102,13 +105,15 @@ class SpotCheckPolicy:
 # The table (litmus/sql/schema) exists empty from the start, so the audit queue and the
 # verdict loader can always join it; a draw replaces its rows.
 
+# ``$keys``: the configurations to draw (every stratum is within one configuration, so a
+# configuration's draw never depends on the others').
 DRAW_SQL = """
 INSERT INTO spot_check_sample BY NAME
 WITH eligible AS (
     SELECT partition_key, trajectory_id, request_harm_class, rule_label AS stratum,
            md5(CAST($seed AS VARCHAR) || ':' || trajectory_id) AS draw_key
     FROM audited_trajectories
-    WHERE rule_label <> 'needs_audit'
+    WHERE rule_label <> 'needs_audit' AND list_contains($keys, partition_key)
 ),
 ranked AS (
     SELECT *,
@@ -130,14 +135,64 @@ WHERE draw_rank <= stratum_sample_size
 """
 
 
+def _draw_digest(token: str, policy: SpotCheckPolicy) -> str:
+    """What a configuration's drawn rows are computed from: its audited rows (their token,
+    ``litmus.audit.audited``), the policy's draw parameters and the draw itself (the SQL and
+    the DuckDB that runs it)."""
+    digest = hashlib.sha256(DRAW_SQL.encode())
+    digest.update(f";duckdb={duckdb.__version__};seed={policy.seed!r};".encode())
+    digest.update(f"share={policy.share!r};minimum={policy.minimum!r};rows={token}".encode())
+    return digest.hexdigest()
+
+
 def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) -> int:
-    """Replace ``spot_check_sample`` with this publication's draw; returns its size."""
+    """Replace ``spot_check_sample`` with this publication's draw; returns its size.
+
+    A configuration whose audited rows and draw parameters are those its stored sample was
+    drawn from keeps its stored rows (the same rows the draw would give: it is a function of
+    the configuration's own rows); the others are drawn again. The digests are written in the
+    same transaction as the rows."""
     with transaction(con):
-        con.execute("DELETE FROM spot_check_sample")
+        digests = {
+            key: _draw_digest(token, policy) for key, token in audited_rows_tokens(con).items()
+        }
+        # the recorded digest ends with how many rows were drawn: stored rows lost since (the
+        # table rebuilt empty by an upgrade, say) are drawn again
+        stored = stored_digests(con, SPOT_CHECK_SAMPLE)
+        held = _sample_sizes(con)
+        unchanged = sorted(
+            key for key, digest in digests.items()
+            if stored.get(key) == f"{digest}:{held.get(key, 0)}"
+        )  # fmt: skip
         con.execute(
-            DRAW_SQL, {"seed": policy.seed, "share": policy.share, "minimum": policy.minimum}
+            "DELETE FROM spot_check_sample WHERE NOT list_contains($keys, partition_key)",
+            {"keys": unchanged},
         )
-    return int(con.execute("SELECT count(*) FROM spot_check_sample").fetchall()[0][0])
+        redraw = sorted(set(digests) - set(unchanged))
+        if redraw:
+            con.execute(
+                DRAW_SQL,
+                {
+                    "seed": policy.seed,
+                    "share": policy.share,
+                    "minimum": policy.minimum,
+                    "keys": redraw,
+                },
+            )
+        held = _sample_sizes(con)
+        record_digests(
+            con,
+            SPOT_CHECK_SAMPLE,
+            {key: f"{digest}:{held.get(key, 0)}" for key, digest in digests.items()},
+        )
+    return sum(held.values())
+
+
+def _sample_sizes(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    rows = con.execute(
+        "SELECT partition_key, count(*) FROM spot_check_sample GROUP BY partition_key"
+    ).fetchall()
+    return {key: int(count) for key, count in rows}
 
 
 # --------------------------------------------------------------------------- agreement
