@@ -1,9 +1,10 @@
 """Great Expectations 1.x, wired by hand: declarative suite files validated over a pandas frame.
 
-GE is a library here, not a service. Each run builds an ephemeral context with one pandas
-data source over a frame LITMUS read from DuckDB (never through SQLAlchemy: GE's SQL path
-breaks on duckdb-engine), adds the suite exactly as its JSON file states it, and validates
-with the ``COMPLETE`` result format so every failing row's key comes back, not a sample.
+GE is a library here, not a service. One ephemeral context per process; each validation
+adds one pandas data source over a frame LITMUS read from DuckDB (never through SQLAlchemy:
+GE's SQL path breaks on duckdb-engine), adds the suite exactly as its JSON file states it,
+validates with the ``COMPLETE`` result format so every failing row's key comes back, not a
+sample, and removes both again.
 
 A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
 
