@@ -1,9 +1,10 @@
 """Great Expectations 1.x, wired by hand: declarative suite files validated over a pandas frame.
 
-GE is a library here, not a service. Each run builds an ephemeral context with one pandas
-data source over a frame LITMUS read from DuckDB (never through SQLAlchemy: GE's SQL path
-breaks on duckdb-engine), adds the suite exactly as its JSON file states it, and validates
-with the ``COMPLETE`` result format so every failing row's key comes back, not a sample.
+GE is a library here, not a service. One ephemeral context per process; each validation
+adds one pandas data source over a frame LITMUS read from DuckDB (never through SQLAlchemy:
+GE's SQL path breaks on duckdb-engine), adds the suite exactly as its JSON file states it,
+validates with the ``COMPLETE`` result format so every failing row's key comes back, not a
+sample, and removes both again.
 
 A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
 
@@ -22,6 +23,7 @@ import json
 import logging
 import os
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,6 +205,29 @@ class _Verdict:
     error: str | None
 
 
+# One ephemeral GE context per process, made on first use: building one (its stores, its
+# config, its data source registry) cost ~25 ms CPU per validation, and a gating step
+# validates six frames per configuration. Each validation still gets its own pandas data
+# source, made before and deleted after it: a data source keeps its execution engine and that
+# engine's metric cache, keyed by batch ids that are the same for every whole-frame batch of
+# one asset, so a data source shared between two frames could answer from the first frame's
+# metrics. The lock keeps two threads from registering the data source name at once.
+_context: Any = None
+_context_lock = threading.Lock()
+_DATA_SOURCE = "litmus_warehouse"
+
+
+def _ge_context(gx: Any) -> Any:
+    global _context
+    if _context is None:
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        context = gx.get_context(mode="ephemeral")
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        _context = context
+    return _context
+
+
 def _validate(
     document: SuiteDocument,
     positions: Sequence[int],
@@ -211,15 +236,8 @@ def _validate(
 ) -> dict[int, _Verdict]:
     """GE validates the expectations at ``positions`` of the suite over ``frame``."""
     gx = _great_expectations()
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.validator.v1_validator import Validator
 
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    batch = (
-        context.data_sources.add_pandas("litmus_warehouse")
-        .add_dataframe_asset(document.frame)
-        .add_batch_definition_whole_dataframe("whole_frame")
-    )
     # GE returns results in its own order and normalizes kwargs, so each expectation carries
     # its position in the file through meta.
     body = copy.deepcopy(dict(document.body))
@@ -230,18 +248,35 @@ def _validate(
         }
         for position in positions
     ]
-    suite = context.suites.add(gx.ExpectationSuite(**body))
-    validation = context.validation_definitions.add(
-        gx.ValidationDefinition(data=batch, suite=suite, name=document.name)
-    )
-    result = validation.run(
-        batch_parameters={"dataframe": frame},
-        result_format={
-            "result_format": "COMPLETE",
-            "unexpected_index_column_names": list(index_columns),
-            "return_unexpected_index_query": False,
-        },
-    )
+    result_format = {
+        "result_format": "COMPLETE",
+        "unexpected_index_column_names": list(index_columns),
+        "return_unexpected_index_query": False,
+    }
+    with _context_lock:
+        context = _ge_context(gx)
+        batch = (
+            context.data_sources.add_pandas(_DATA_SOURCE)
+            .add_dataframe_asset(document.frame)
+            .add_batch_definition_whole_dataframe("whole_frame")
+        )
+        try:
+            # Added to the context as before: GE hands back the suite as its store
+            # serialized it (normalized kwargs), and that is the suite validated.
+            suite = context.suites.add(gx.ExpectationSuite(**body))
+            try:
+                # The validator ``ValidationDefinition.run`` builds and runs; that method
+                # then only stores the result in the context's validation results store,
+                # which nothing here reads (the result is the same object).
+                result = Validator(
+                    batch_definition=batch,
+                    batch_parameters={"dataframe": frame},
+                    result_format=result_format,
+                ).validate_expectation_suite(suite)
+            finally:
+                context.suites.delete(suite.name)
+        finally:
+            context.data_sources.delete(_DATA_SOURCE)
     verdicts: dict[int, _Verdict] = {}
     for expectation_result in result.results:
         config = expectation_result.expectation_config

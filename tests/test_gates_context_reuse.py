@@ -1,0 +1,180 @@
+"""GE's validations share one context per process (``ge_runner._validate``) and run GE's
+validator without a stored validation definition; they decide exactly what a fresh context
+per validation with ``ValidationDefinition.run`` decided (the code before): same verdicts,
+same failing rows, same observed values, same errors, frame after frame under the same frame
+name (a shared data source would answer from the previous frame's metric cache), for the
+real gate suites over randomized hostile frames and for expectation kinds they do not use.
+Nothing is left registered in the shared context after a validation, a failing one included."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from test_gates_warehouse_equivalence import _audited_rows, _suite_families
+
+from litmus.gates import ge_runner
+from litmus.gates.ge_runner import SuiteDocument, _Verdict
+from litmus.gates.publication_gates import AUDITED_ROWS, SUITE_FAMILIES, load_gate_suites
+
+
+def _validate_in_a_fresh_context(
+    document: SuiteDocument,
+    positions: Sequence[int],
+    frame: pd.DataFrame,
+    index_columns: Sequence[str],
+) -> dict[int, _Verdict]:
+    """The code before: one ephemeral context, data source, suite and validation definition
+    per validation, run through ``ValidationDefinition.run``."""
+    gx = ge_runner._great_expectations()
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    batch = (
+        context.data_sources.add_pandas("litmus_warehouse")
+        .add_dataframe_asset(document.frame)
+        .add_batch_definition_whole_dataframe("whole_frame")
+    )
+    body = copy.deepcopy(dict(document.body))
+    body["expectations"] = [
+        {
+            **body["expectations"][p],
+            "meta": {**body["expectations"][p]["meta"], ge_runner._POSITION: p},
+        }
+        for p in positions
+    ]
+    suite = context.suites.add(gx.ExpectationSuite(**body))
+    validation = context.validation_definitions.add(
+        gx.ValidationDefinition(data=batch, suite=suite, name=document.name)
+    )
+    result = validation.run(
+        batch_parameters={"dataframe": frame},
+        result_format={
+            "result_format": "COMPLETE",
+            "unexpected_index_column_names": list(index_columns),
+            "return_unexpected_index_query": False,
+        },
+    )
+    verdicts: dict[int, _Verdict] = {}
+    for expectation_result in result.results:
+        config = expectation_result.expectation_config
+        position = int((config.meta or {}).get(ge_runner._POSITION, -1))
+        if position not in positions:
+            continue
+        details = expectation_result.result or {}
+        verdicts[position] = _Verdict(
+            expectation_type=config.type,
+            success=bool(expectation_result.success),
+            unexpected_index_rows=tuple(details.get("unexpected_index_list") or ()),
+            observed_value=ge_runner._plain(details.get("observed_value")),
+            error=ge_runner._error_message(expectation_result.exception_info),
+        )
+    return verdicts
+
+
+def _comparable(verdicts: dict[int, _Verdict]) -> dict[int, tuple[Any, ...]]:
+    return {
+        position: (
+            v.expectation_type,
+            v.success,
+            [repr(sorted(row.items())) for row in v.unexpected_index_rows],  # in order
+            repr(v.observed_value),
+            v.error,
+        )
+        for position, v in verdicts.items()
+    }
+
+
+def _index_columns(document: SuiteDocument) -> list[str]:
+    return [document.key_column, *([document.group_column] if document.group_column else [])]
+
+
+def _agree(document: SuiteDocument, frame: pd.DataFrame, positions: Sequence[int]) -> None:
+    index = _index_columns(document)
+    shared = ge_runner._validate(document, positions, frame, index)
+    fresh = _validate_in_a_fresh_context(document, positions, frame, index)
+    assert _comparable(shared) == _comparable(fresh)
+    context = ge_runner._context
+    assert context is not None
+    assert not list(context.data_sources.all())  # nothing stays registered
+    assert not context.suites.all()
+
+
+def _subsets(rng: random.Random, n: int) -> list[list[int]]:
+    every = list(range(n))
+    some = sorted(rng.sample(every, max(1, n // 2)))
+    return [every, some]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_shared_context_decides_what_a_fresh_one_did(seed: int) -> None:
+    rng = random.Random(seed)
+    suites = load_gate_suites()
+    audited, families = suites[AUDITED_ROWS], suites[SUITE_FAMILIES]
+    # frame after frame under the same frame names, different sizes and contents
+    for _ in range(2):
+        frame = _audited_rows(rng, rng.choice([1, 7, 60, 300]))
+        for positions in _subsets(rng, len(audited.body["expectations"])):
+            _agree(audited, frame, positions)
+        frame = _suite_families(rng, rng.choice([1, 9, 80]))
+        for positions in _subsets(rng, len(families.body["expectations"])):
+            _agree(families, frame, positions)
+
+
+def test_failing_expectations_and_a_missing_column_agree_and_leave_nothing() -> None:
+    expectations = [
+        {
+            "type": "expect_column_values_to_be_in_set",
+            "kwargs": {"column": "label", "value_set": ["safe"], "mostly": 0.5},
+            "meta": {"gate": "g"},
+        },
+        {
+            "type": "expect_column_values_to_not_be_null",
+            "kwargs": {"column": "no_such_column"},
+            "meta": {"gate": "g"},
+        },
+        {
+            "type": "expect_column_mean_to_be_between",
+            "kwargs": {"column": "score", "min_value": 0, "max_value": 0.4},
+            "meta": {"gate": "g"},
+        },
+        {
+            "type": "expect_table_row_count_to_be_between",
+            "kwargs": {"min_value": 50},
+            "meta": {"gate": "g"},
+        },
+        {
+            "type": "expect_column_values_to_match_regex",
+            "kwargs": {"column": "label", "regex": "^(safe|unsafe)$"},
+            "meta": {"gate": "g"},
+        },
+    ]
+    document = SuiteDocument(
+        path=Path("inline.json"),
+        name="inline",
+        frame="rows",
+        key_column="row_key",
+        group_column="partition_key",
+        body={
+            "name": "inline",
+            "meta": {"frame": "rows", "key_column": "row_key", "group_column": "partition_key"},
+            "expectations": expectations,
+        },
+    )
+    rng = random.Random(11)
+    for n_rows in (120, 3, 120, 0):
+        frame = pd.DataFrame(
+            {
+                "row_key": [f"k'\"{i % 37};--" for i in range(n_rows)],
+                "partition_key": [rng.choice(["a", "b\n", "ü"]) for _ in range(n_rows)],
+                "label": [rng.choice(["safe", "unsafe", "o\x00dd", None]) for _ in range(n_rows)],
+                "score": [rng.choice([0.1, 0.5, 1.5, -2.0, None]) for _ in range(n_rows)],
+            }
+        )
+        _agree(document, frame, list(range(len(expectations))))
