@@ -48,8 +48,10 @@ from litmus.labeling.refusal import (
     CUE_RULES,
     RefusalVerdict,
     RuleBasedRefusalClassifier,
+    _classify_prepared,
     _classify_text,
     _cue_strengths,
+    _engagement_of_prepared,
     _pivot_tail,
     _prepare,
     _Rule,
@@ -57,7 +59,6 @@ from litmus.labeling.refusal import (
     _Strength,
     _TextVerdict,
     combine_text_verdicts,
-    engagement_score,
     names_declined_object,
 )
 
@@ -243,6 +244,9 @@ def _matched_bits(*rules: _Rule) -> int:
     return sum(1 << 2 * rule.index for rule in rules)
 
 
+# ``_prepare`` without its cache (a pure function of the text).
+_prepare_uncached = _prepare.__wrapped__
+
 _STRONG_BITS = _matched_bits(_AI_LIMITATION)
 _MEDIUM_BITS = _matched_bits(*_MEDIUM_CUES)
 _WEAK_BITS = _matched_bits(*_WEAK_CUES)
@@ -317,18 +321,23 @@ def _verdict_fields(texts: Sequence[str], classify: object) -> _Fields:
     ``_one_sentence_fields`` or ``_one_sentence_verdict``, everything else through the
     classifier itself."""
     if len(texts) == 1:
-        text = texts[0]
-        sentences = _prepare(text).sentences
+        # Prepared once, past _prepare's cache: the texts are unique, so the cache would only
+        # hash and store each one (about a tenth of a one-sentence reply's time), and the
+        # preparation is handed to the rules below instead of being looked up again.
+        prepared = _prepare_uncached(texts[0])
+        sentences = prepared.sentences
         if len(sentences) == 1:
             fields = _one_sentence_fields(sentences[0])
             if fields is not None:
                 return fields
             refusal, confidence = _one_sentence_verdict(sentences[0])
-            if refusal == "complied":
-                return ("complied", None, confidence, None)
-            # combine_text_verdicts for one text: the decline is at step 0, and what was said
-            # from there on is the text itself
-            return (refusal, 0, confidence, engagement_score(text, refusal == "partial"))
+        else:
+            refusal, confidence = _classify_prepared(prepared)
+        if refusal == "complied":
+            return ("complied", None, confidence, None)
+        # combine_text_verdicts for one text: the decline is at step 0, and what was said
+        # from there on is the text itself
+        return (refusal, 0, confidence, _engagement_of_prepared(prepared, refusal == "partial"))
     verdict = classify(texts)  # type: ignore[operator]
     return (verdict.refusal, verdict.step, verdict.confidence, verdict.engagement)
 
