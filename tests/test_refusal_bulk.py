@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import re
 
 import pytest
 from refusal_snapshot import clear_caches, reference_verdicts
@@ -353,3 +354,31 @@ def test_texts_prepared_line_by_line_are_prepared_as_a_whole() -> None:
     # most of them were read line by line, not handed to the whole-text preparation
     by_lines = [t for t in texts if "\n" in t and "`" not in t and "\n    " not in t]
     assert len(by_lines) > len(texts) // 2
+
+
+def _names_declined_object_as_written(sentence: str, end: int) -> bool:
+    """``refusal.names_declined_object`` as first written (a substring test per literal)."""
+    rest = sentence[end:]
+    rest = rest[re.match(r"^[\w'-]*", rest).end() :]  # type: ignore[union-attr]
+    words = len(rest.split())
+    if words < 3:
+        return False
+    if any(literal in rest for literal in refusal._REASON_LITERALS):
+        rest = refusal._REASON.split(rest, maxsplit=1)[0]
+        words = len(rest.split())
+    return words >= 3 and not refusal._generic_object(rest)
+
+
+def test_the_declined_object_is_read_as_first_written() -> None:
+    seed = random.randrange(1 << 30)  # new texts every run; the seed reproduces a failure
+    rng = random.Random(seed)
+    sentences = [t.lower() for t in [*_one_sentence_texts(3000, seed), *_random_texts(3000, 5)]]
+    sentences += ["", "a", "provid-ing it, as asked", "give x y z as well", "i can't: a b c"]
+    for sentence in sentences:
+        ends = {0, len(sentence), rng.randint(0, len(sentence))}
+        decline_end = refusal._DECLINE.search_end(sentence)
+        if decline_end is not None:
+            ends.add(decline_end)
+        for end in ends:
+            expected = _names_declined_object_as_written(sentence, end)
+            assert refusal.names_declined_object(sentence, end) == expected, (seed, sentence, end)
