@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import random
+import re
 
 import pytest
 from refusal_snapshot import clear_caches, reference_verdicts
@@ -12,7 +13,12 @@ from refusal_snapshot import clear_caches, reference_verdicts
 from conftest import SHARED_DATA
 from litmus.labeling import refusal
 from litmus.labeling.refusal import RuleBasedRefusalClassifier
-from litmus.labeling.refusal_bulk import _one_sentence_fields, classify_many, settled_in_sql
+from litmus.labeling.refusal_bulk import (
+    _one_sentence_fields,
+    _prepare_by_lines,
+    classify_many,
+    settled_in_sql,
+)
 from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 
 CLASSIFIER = RuleBasedRefusalClassifier()
@@ -311,3 +317,68 @@ def test_one_sentence_replies_get_the_reference_verdicts() -> None:
     assert len(from_bits) > len(one_sentence) // 2
     assert {v.engagement for v in got} == {None, 0, 1, 2, 3}
     assert {v.refusal for v in got} == {"refused", "partial", "complied"}
+
+
+# Characters the preparation reads around a line break: quotes of both kinds, apostrophes,
+# code marks, block quotes, blanks, sentence marks before capitals, Python-only whitespace and
+# line separators str.split("\n") keeps, final sigma (its lowercase depends on the context).
+_LINE_JOINTS = [
+    "\n", "\n\n", ". \n", ".\n \nA", ' "\n', '"\n"', "'\n'", "\n'", "'\n", "\n> ", ">\n",
+    "\n   ", "\n  \t", " \t\n", "\u2019\n", "\n\u201c", "\u201d\n", ":\n", "!\n\n(", "?\n\n\n*",
+    "\r\n", "\x0b\n", "\n\x1c", "\x85\n", "\u2028", "\n\u2029", "\xa0\n", "\u03a3\n\u03a3",
+    "\u0130\n", "\n- ", "\n1. ", "\n    x", "\n\tx", "`\n", "\n```\n", "Σ\n",
+]
+
+
+def _multi_line_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    pool = [*FRAGMENTS, *_agent_texts()]
+    texts = []
+    for _ in range(count):
+        pieces = []
+        for _ in range(rng.randint(1, 6)):
+            text = rng.choice(pool)
+            start = rng.randrange(len(text) + 1)
+            pieces.append(text[start : start + rng.randint(0, 120)])
+        joints = rng.choices(_LINE_JOINTS, k=len(pieces))
+        texts.append("".join(p + j for p, j in zip(pieces, joints, strict=True)))
+    return texts
+
+
+def test_texts_prepared_line_by_line_are_prepared_as_a_whole() -> None:
+    seed = random.randrange(1 << 30)  # new texts every run; the seed reproduces a failure
+    texts = [*_multi_line_texts(20_000, seed), *_random_texts(3000, seed=23)]
+    texts += ["\n", "\n\n", " \n ", "a\nb", "A.\nB", "'a\nb'", '"a\nb"', "x\n" * 500]
+    differing = [t for t in texts if _prepare_by_lines(t) != refusal._prepare.__wrapped__(t)]
+    assert not differing, (seed, differing[:3])
+    # most of them were read line by line, not handed to the whole-text preparation
+    by_lines = [t for t in texts if "\n" in t and "`" not in t and "\n    " not in t]
+    assert len(by_lines) > len(texts) // 2
+
+
+def _names_declined_object_as_written(sentence: str, end: int) -> bool:
+    """``refusal.names_declined_object`` as first written (a substring test per literal)."""
+    rest = sentence[end:]
+    rest = rest[re.match(r"^[\w'-]*", rest).end() :]  # type: ignore[union-attr]
+    words = len(rest.split())
+    if words < 3:
+        return False
+    if any(literal in rest for literal in refusal._REASON_LITERALS):
+        rest = refusal._REASON.split(rest, maxsplit=1)[0]
+        words = len(rest.split())
+    return words >= 3 and not refusal._generic_object(rest)
+
+
+def test_the_declined_object_is_read_as_first_written() -> None:
+    seed = random.randrange(1 << 30)  # new texts every run; the seed reproduces a failure
+    rng = random.Random(seed)
+    sentences = [t.lower() for t in [*_one_sentence_texts(3000, seed), *_random_texts(3000, 5)]]
+    sentences += ["", "a", "provid-ing it, as asked", "give x y z as well", "i can't: a b c"]
+    for sentence in sentences:
+        ends = {0, len(sentence), rng.randint(0, len(sentence))}
+        decline_end = refusal._DECLINE.search_end(sentence)
+        if decline_end is not None:
+            ends.add(decline_end)
+        for end in ends:
+            expected = _names_declined_object_as_written(sentence, end)
+            assert refusal.names_declined_object(sentence, end) == expected, (seed, sentence, end)

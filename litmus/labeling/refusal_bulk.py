@@ -48,16 +48,18 @@ from litmus.labeling.refusal import (
     CUE_RULES,
     RefusalVerdict,
     RuleBasedRefusalClassifier,
+    _classify_prepared,
     _classify_text,
     _cue_strengths,
+    _engagement_of_prepared,
     _pivot_tail,
     _prepare,
     _Rule,
     _rule_scanner,
     _Strength,
+    _Text,
     _TextVerdict,
     combine_text_verdicts,
-    engagement_score,
     names_declined_object,
 )
 
@@ -243,6 +245,36 @@ def _matched_bits(*rules: _Rule) -> int:
     return sum(1 << 2 * rule.index for rule in rules)
 
 
+# ``_prepare`` without its cache (a pure function of the text).
+_prepare_uncached = _prepare.__wrapped__
+
+
+@lru_cache(maxsize=1 << 16)
+def _line_sentences(line: str) -> tuple[str, ...]:
+    # cached: agents repeat whole lines (greetings, list items, sign-offs) across their
+    # replies, while the reply as a whole is unique (ids, timestamps)
+    return _prepare_uncached(line).sentences
+
+
+def _prepare_by_lines(text: str) -> _Text:
+    """``_prepare(text)``, with the lines of a multi-line text prepared (and cached) one by
+    one where that gives the same sentences.
+
+    Every rewrite of the preparation but two reads within one line: inline code, block
+    quotes and both kinds of quotation exclude the newline (``[^…\n]``, ``.``; a single
+    quote's lookbehind sees the newline before a line as it sees the start of a text, both
+    not a word character), blanks are spaces and tabs, apostrophes and lowering act per
+    character (lowering's final-sigma context stops at a newline), and a newline always ends
+    a sentence. A sentence break's whitespace can run across lines, but it only becomes the
+    newline the lines are cut at anyway, and the blank pieces either way are dropped. The two
+    exceptions, fenced code (which spans lines) and indented code (blocks of lines), send
+    the text to ``_prepare`` whole, as does a text of one line.
+    """
+    if "\n" not in text or "`" in text or "\n    " in text or "\n\t" in text:
+        return _prepare_uncached(text)
+    sentences = tuple(s for line in text.split("\n") for s in _line_sentences(line))
+    return _Text(sentences, " ".join(sentences))
+
 _STRONG_BITS = _matched_bits(_AI_LIMITATION)
 _MEDIUM_BITS = _matched_bits(*_MEDIUM_CUES)
 _WEAK_BITS = _matched_bits(*_WEAK_CUES)
@@ -317,18 +349,23 @@ def _verdict_fields(texts: Sequence[str], classify: object) -> _Fields:
     ``_one_sentence_fields`` or ``_one_sentence_verdict``, everything else through the
     classifier itself."""
     if len(texts) == 1:
-        text = texts[0]
-        sentences = _prepare(text).sentences
+        # Prepared once, past _prepare's cache: the texts are unique, so the cache would only
+        # hash and store each one (about a tenth of a one-sentence reply's time), and the
+        # preparation is handed to the rules below instead of being looked up again.
+        prepared = _prepare_by_lines(texts[0])
+        sentences = prepared.sentences
         if len(sentences) == 1:
             fields = _one_sentence_fields(sentences[0])
             if fields is not None:
                 return fields
             refusal, confidence = _one_sentence_verdict(sentences[0])
-            if refusal == "complied":
-                return ("complied", None, confidence, None)
-            # combine_text_verdicts for one text: the decline is at step 0, and what was said
-            # from there on is the text itself
-            return (refusal, 0, confidence, engagement_score(text, refusal == "partial"))
+        else:
+            refusal, confidence = _classify_prepared(prepared)
+        if refusal == "complied":
+            return ("complied", None, confidence, None)
+        # combine_text_verdicts for one text: the decline is at step 0, and what was said
+        # from there on is the text itself
+        return (refusal, 0, confidence, _engagement_of_prepared(prepared, refusal == "partial"))
     verdict = classify(texts)  # type: ignore[operator]
     return (verdict.refusal, verdict.step, verdict.confidence, verdict.engagement)
 
