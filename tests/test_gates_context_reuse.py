@@ -61,21 +61,7 @@ def _validate_in_a_fresh_context(
             "return_unexpected_index_query": False,
         },
     )
-    verdicts: dict[int, _Verdict] = {}
-    for expectation_result in result.results:
-        config = expectation_result.expectation_config
-        position = int((config.meta or {}).get(ge_runner._POSITION, -1))
-        if position not in positions:
-            continue
-        details = expectation_result.result or {}
-        verdicts[position] = _Verdict(
-            expectation_type=config.type,
-            success=bool(expectation_result.success),
-            unexpected_index_rows=tuple(details.get("unexpected_index_list") or ()),
-            observed_value=ge_runner._plain(details.get("observed_value")),
-            error=ge_runner._error_message(expectation_result.exception_info),
-        )
-    return verdicts
+    return ge_runner.verdicts_of_result(result, positions)
 
 
 def _comparable(verdicts: dict[int, _Verdict]) -> dict[int, tuple[Any, ...]]:

@@ -277,6 +277,12 @@ def _validate(
                 context.suites.delete(suite.name)
         finally:
             context.data_sources.delete(_DATA_SOURCE)
+    return verdicts_of_result(result, positions)
+
+
+def verdicts_of_result(result: Any, positions: Sequence[int]) -> dict[int, _Verdict]:
+    """Each validated expectation's verdict, by its position in the suite file (carried in
+    its meta, since GE returns results in its own order)."""
     verdicts: dict[int, _Verdict] = {}
     for expectation_result in result.results:
         config = expectation_result.expectation_config
