@@ -251,6 +251,17 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/reuse.py", "older"): "stored_pairs' column name: a literal at every caller",
     ("litmus/reuse.py", "newer"): "stored_pairs' column name: a literal at every caller",
     ("litmus/reuse.py", "', '.join(columns)"): "the callers' constant _PAIRED_COLUMNS names",
+    ("litmus/reuse.py", "_row_text_sql(con, table)"): (
+        "the table's own column names from DESCRIBE, each double-quoted, in constant casts"
+    ),
+    ("benchmarks/bench_labeler.py", "PARTITION"): "the benchmark's constant partition key",
+    ("benchmarks/bench_labeler.py", "args.trajectories"): "an argparse int (type=int)",
+    (
+        "benchmarks/bench_labeler.py",
+        "'[' + ', '.join((\"'\" + t.replace(\"'\", \"''\") + \"'\" for t in TEXTS)) + ']'",
+    ): "the module's constant TEXTS, each a quoted SQL literal with quotes doubled",
+    ("benchmarks/bench_labeler.py", "len(TEXTS)"): "an int: the length of a constant list",
+    ("benchmarks/bench_labeler.py", "9 if args.unique_responses else 3"): "one of two ints",
 }
 # Functions whose SQL identifier parameter must be a string literal at every call site:
 # (function, argument position) → the files that call it ("" for every file).
@@ -271,17 +282,55 @@ def python_files() -> list[Path]:
     )
 
 
-def _constant_text(node: ast.AST) -> str:
+def _constant_text(node: ast.AST, named: dict[str, str] | None = None) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
         return "".join(_constant_text(part) for part in node.values)
+    if isinstance(node, ast.Name) and named:
+        return named.get(node.id, "")
     return ""
 
 
-def sql_interpolations(tree: ast.AST) -> list[tuple[int, str]]:
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def module_text_constants(trees: dict[str, ast.Module]) -> dict[str, dict[str, str]]:
+    """Per module, the names bound at its top level to a text (its own assignments and the
+    texts it imports from the project's modules): a template kept in a named constant and
+    filled in with ``.format`` or ``%`` is as much SQL built from Python values as an
+    f-string is."""
+    own: dict[str, dict[str, str]] = {}
+    for module, tree in trees.items():
+        own[module] = {}
+        for node in tree.body:
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            text = _constant_text(value) if value is not None else ""
+            for target in targets:
+                if isinstance(target, ast.Name) and text:
+                    own[module][target.id] = text
+    visible = {module: dict(names) for module, names in own.items()}
+    for module, tree in trees.items():
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom) and node.module in own:
+                for alias in node.names:
+                    if alias.name in own[node.module]:
+                        visible[module][alias.asname or alias.name] = own[node.module][alias.name]
+    return visible
+
+
+def sql_interpolations(tree: ast.AST, named: dict[str, str] | None = None) -> list[tuple[int, str]]:
     """(line, expression) for every expression spliced into text that looks like SQL: f-strings,
-    str.format, %-formatting and + concatenation."""
+    str.format, %-formatting and + concatenation, the text written in place or kept in a named
+    constant (``named``: the module's names bound to texts)."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr) and SQL_WORDS.search(_constant_text(node)):
@@ -294,25 +343,53 @@ def sql_interpolations(tree: ast.AST) -> list[tuple[int, str]]:
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "format"
-            and SQL_WORDS.search(_constant_text(node.func.value))
+            and SQL_WORDS.search(_constant_text(node.func.value, named))
         ):
             found += [(node.lineno, ast.unparse(arg)) for arg in node.args]
             found += [(node.lineno, ast.unparse(kw.value)) for kw in node.keywords]
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod | ast.Add):
             for text_side, other in ((node.left, node.right), (node.right, node.left)):
-                if SQL_WORDS.search(_constant_text(text_side)) and not (
-                    isinstance(other, ast.Constant | ast.JoinedStr)
+                if SQL_WORDS.search(_constant_text(text_side, named)) and not (
+                    isinstance(other, ast.Constant | ast.JoinedStr) or _constant_text(other, named)
                 ):
                     found.append((node.lineno, ast.unparse(other)))
     return found
 
 
+def test_templates_in_named_constants_are_reviewed_too() -> None:
+    """The scanner itself: a named SQL template filled in with ``.format`` or ``%``, here or
+    imported from another module, is found; a named non-SQL text is not."""
+    templates = ast.parse('TEMPLATE = "SELECT {column} FROM t"\nGREETING = "hello {name}"\n')
+    user = ast.parse(
+        "from litmus.templates import TEMPLATE as T\n"
+        "from litmus.templates import GREETING\n"
+        "def f(x, y, z):\n"
+        "    a = T.format(column=x)\n"
+        "    b = 'DELETE FROM t WHERE id = %s' % y\n"
+        "    c = GREETING.format(name=z)\n"
+        "    d = T + z\n"
+    )
+    named = module_text_constants({"litmus.templates": templates, "litmus.user": user})
+    assert sorted(
+        expression for _, expression in sql_interpolations(user, named["litmus.user"])
+    ) == [
+        "x",
+        "y",
+        "z",
+    ]
+
+
 def test_sql_text_only_ever_interpolates_reviewed_constants() -> None:
     seen: set[tuple[str, str]] = set()
     unreviewed = []
+    trees = {
+        _module_name(path): ast.parse(path.read_text(encoding="utf-8")) for path in python_files()
+    }
+    named = module_text_constants(trees)
     for path in python_files():
         relative = path.relative_to(ROOT).as_posix()
-        for line, expression in sql_interpolations(ast.parse(path.read_text(encoding="utf-8"))):
+        module = _module_name(path)
+        for line, expression in sql_interpolations(trees[module], named[module]):
             key = (relative, expression)
             seen.add(key)
             if key not in SQL_INTERPOLATION_ALLOW_LIST:
