@@ -220,6 +220,8 @@ def default_provers() -> int:
     ingesting process itself), else one on a machine of two cores or more: the ingesting
     process proves batches too whenever the prover is busy (``ingest_items``), so one prover
     keeps two cores busy, and each more costs a process's memory (~400 MB at peak)."""
+    if not sys.executable:  # an embedded interpreter: no Python to start the prover with
+        return 0
     setting = os.environ.get("LITMUS_INGEST_PROVERS")
     if setting is not None and setting.strip():
         return max(0, int(setting))
