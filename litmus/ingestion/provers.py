@@ -118,7 +118,12 @@ class _Prover:
         self.results: queue.Queue[Any] = queue.Queue()
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
-        self.send(instances)
+        # The instances are written while the prover starts (imports take ~0.4 s), so that
+        # the ingesting process reads its first batch meanwhile instead of waiting on the pipe.
+        self.starting: threading.Thread | None = threading.Thread(
+            target=self._send, args=(instances,), daemon=True
+        )
+        self.starting.start()
 
     def _drain(self) -> None:
         while True:
@@ -132,11 +137,20 @@ class _Prover:
                 return
             self.results.put(None if trajectories is None else (trajectories, steps))
 
-    def send(self, table: pa.Table) -> None:
+    def _send(self, table: pa.Table) -> bool:
         try:
             _write_table(self.stdin, table)
             self.stdin.flush()
-        except BrokenPipeError:
+        except (BrokenPipeError, ValueError):  # ValueError: closed by close() meanwhile
+            return False
+        return True
+
+    def send(self, table: pa.Table) -> None:
+        # after the instances (if writing them failed, the prover is gone: so does this)
+        if self.starting is not None:
+            self.starting.join()
+            self.starting = None
+        if not self._send(table):
             self.fail()
 
     def receive(self) -> Proven:
@@ -152,6 +166,8 @@ class _Prover:
         raise ProverError(f"an ingestion prover process failed (exit code {code}): {detail}")
 
     def close(self) -> None:
+        if self.starting is not None:
+            self.starting.join(timeout=30)
         with contextlib.suppress(BrokenPipeError):
             self.stdin.close()
         try:
