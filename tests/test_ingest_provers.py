@@ -36,7 +36,7 @@ from litmus.warehouse import connect
 
 pytestmark = pytest.mark.costly(rank=14)
 
-EXAMPLES = 10
+EXAMPLES = 8
 
 
 def ordered_rows(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
@@ -56,10 +56,15 @@ def _items(lines: list[bytes], parsed_every: int) -> Iterator[SourceItem]:
     for line_no, line in enumerate(lines, start=1):
         if parsed_every and line_no % parsed_every == 0:
             try:
-                yield line_no, json.loads(line)
-                continue
-            except ValueError:
+                value = json.loads(line)
+                # an importer's items are Python text: no lone surrogate (which only a
+                # "\\ud800" escape in raw JSON can carry, and the raw line's path reports)
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except (ValueError, RecursionError):
                 pass
+            else:
+                yield line_no, value
+                continue
         yield line_no, line
 
 
@@ -119,7 +124,7 @@ def test_provers_store_the_serial_paths_rows_in_its_order(
         expected_rows, got_rows = ordered_rows(s_con), ordered_rows(p_con)
     for table, rows in expected_rows.items():
         assert got_rows[table] == rows, table
-    assert counter["bulk_accepted"] >= 50
+    assert counter["bulk_accepted"] >= 20
     assert len(expected_rows["quarantine"]) >= 200
     assert counter["batches"] >= 4 * EXAMPLES
     assert not _children()
