@@ -3,9 +3,14 @@
 Ingests one run file into a fresh copy of a warehouse that holds its suite (the copy is
 deleted after) and prints CPU and wall seconds per statement, summed over the file's
 batches, largest first, with the total. Statements run on the ingestion's connection and on
-the bulk path's scratch database (``bulk.open_worker``) alike; the Arrow inserts of
-``bulk.insert_arrow`` and the Python side of ``bulk._incoming_lines`` are timed as one entry
-each. Nothing of the ingestion changes but the timing around it.
+the bulk path's scratch database (``bulk.open_scratch``) alike; the Arrow inserts of
+``bulk.insert_arrow``, the Python side of ``bulk._incoming_lines``, the line splitting
+(``run_files.split_lines``, timed line by line: its figure holds the timer's own cost, about
+1 µs a line) and the per-record parser and validator are timed as one entry each. The
+ingestion runs without prover processes, so every statement is this process's. It also
+prints the ingestion's user and system CPU and its minor page faults (memory the allocators
+hand back to the kernel and touch again). Nothing of the ingestion changes but the timing
+around it.
 
     .venv/bin/python benchmarks/profile_ingest_statements.py RUN_FILE WAREHOUSE
 
@@ -16,6 +21,8 @@ each. Nothing of the ingestion changes but the timing around it.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -84,10 +91,25 @@ class _TimedRelation:
 
 def instrument(timings: Timings) -> None:
     """Time the bulk path's scratch database, its Arrow inserts and its batch building."""
-    open_worker, insert_arrow, incoming = bulk.open_worker, bulk.insert_arrow, bulk._incoming_lines
+    open_scratch, insert_arrow, incoming = (
+        bulk.open_scratch,
+        bulk.insert_arrow,
+        bulk._incoming_lines,
+    )
+    split_lines = run_files.split_lines
 
-    def timed_open_worker(con: Any) -> Any:
-        return TimedConnection(open_worker(getattr(con, "inner", con)), timings)
+    def timed_open_scratch(instances: pa.Table) -> Any:
+        return TimedConnection(open_scratch(instances), timings)
+
+    def timed_split_lines(path: Path, *args: Any) -> Any:
+        # the generator's own time, line by line (its consumer's time is not counted)
+        lines = split_lines(path, *args)
+        while True:
+            try:
+                line = timings.timed("Python: read and split lines", lambda: next(lines))
+            except StopIteration:
+                return
+            yield line
 
     def timed_insert(con: Any, table: str, frame: pa.Table, names: str | None = None) -> None:
         # the inner connection: the insert reads ``frame`` by DuckDB's replacement scan
@@ -99,7 +121,18 @@ def instrument(timings: Timings) -> None:
     def timed_incoming(lines: Any) -> pa.Table:
         return timings.timed("Python: decode, hash, Arrow batch", lambda: incoming(lines))
 
-    run_files.open_worker = timed_open_worker
+    parse_line, validate = run_files._parse_line, run_files._validate
+
+    def timed_parse_line(raw: bytes) -> Any:
+        return timings.timed("Python: per-record json.loads (_parse_line)", lambda: parse_line(raw))
+
+    def timed_validate(value: Any) -> Any:
+        return timings.timed("Python: per-record validator (_validate)", lambda: validate(value))
+
+    run_files.open_scratch = timed_open_scratch
+    run_files._parse_line = timed_parse_line
+    run_files._validate = timed_validate
+    run_files.split_lines = timed_split_lines
     run_files.insert_arrow = timed_insert
     bulk.insert_arrow = timed_insert
     bulk._incoming_lines = timed_incoming
@@ -117,11 +150,23 @@ def main() -> int:
         paths = litmus_paths(Path(work) / "home").ensure()
         shutil.copyfile(args.warehouse, paths.duckdb_path)
         with connect(paths.duckdb_path) as con:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
             cpu, wall = time.process_time(), time.perf_counter()
-            report = run_files.ingest_file(TimedConnection(con, timings), args.run_file, paths)  # type: ignore[arg-type]
+            # provers=0: every statement runs in this process (a prover's run in its own)
+            report = run_files.ingest_file(
+                TimedConnection(con, timings),  # type: ignore[arg-type]
+                args.run_file,
+                paths,
+                provers=0,
+            )
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            after = resource.getrusage(resource.RUSAGE_SELF)
     print(report.summary(), f"({report.bulk_accepted} by the bulk path)")
-    print(f"ingest_file: CPU {cpu:.2f} s, wall {wall:.2f} s")
+    print(
+        f"ingest_file: CPU {cpu:.2f} s (user {after.ru_utime - usage.ru_utime:.2f}, system "
+        f"{after.ru_stime - usage.ru_stime:.2f}), wall {wall:.2f} s, minor page faults "
+        f"{after.ru_minflt - usage.ru_minflt:,}, load {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'CPU s':>7} {'wall s':>7}  statement (summed over batches)")
     for label, seconds in sorted(timings.cpu.items(), key=lambda item: -item[1]):
         if seconds >= 0.005:

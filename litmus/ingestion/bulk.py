@@ -504,9 +504,27 @@ def stage_provable_lines(
     ``worker`` is a scratch database of :func:`open_worker`: the batch's intermediate tables
     live and die there, so the ingestion's transaction holds only the staged rows.
     """
-    incoming = _incoming_lines(lines)
+    return stage_proven(con, prove_lines(worker, lines, file_hash))
+
+
+# The rows a batch's proof stages: (trajectories, steps), or None when it proved nothing
+# because no line was UTF-8 (or there were none).
+Proven = tuple[pa.Table, pa.Table] | None
+
+
+def prove_lines(
+    worker: duckdb.DuckDBPyConnection, lines: Sequence[tuple[int, bytes]], file_hash: str
+) -> Proven:
+    """The rows :func:`stage_provable_lines` stages for ``lines``, computed in ``worker``
+    alone (a scratch database of :func:`open_scratch`): it needs nothing of the warehouse,
+    so it can run in another process (``litmus.ingestion.provers``)."""
+    return prove_incoming(worker, _incoming_lines(lines), file_hash)
+
+
+def prove_incoming(worker: duckdb.DuckDBPyConnection, incoming: pa.Table, file_hash: str) -> Proven:
+    """:func:`prove_lines` of a batch already made into (line_no, line, line_sha256)."""
     if not incoming.num_rows:
-        return set()
+        return None
     worker.register("incoming_lines", incoming)
     try:
         worker.execute(_RECORDS_SQL, [_TRAILING_COMMA, _CONTROL_ESCAPE])
@@ -534,6 +552,14 @@ def stage_provable_lines(
         steps = worker.sql(_STEP_ROWS_SQL).to_arrow_table()
     finally:
         worker.unregister("incoming_lines")
+    return trajectories, steps
+
+
+def stage_proven(con: duckdb.DuckDBPyConnection, proven: Proven) -> set[int]:
+    """Stage a batch's proven rows into ``con``; the numbers of the lines they came from."""
+    if proven is None:
+        return set()
+    trajectories, steps = proven
     for table, rows in (("staged_trajectories", trajectories), ("staged_steps", steps)):
         if rows.num_rows:
             insert_arrow(con, table, rows)
@@ -599,14 +625,23 @@ def open_worker(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     Not a cursor of ``con``: a table replaced in a database whose ingestion transaction is
     open is kept until that transaction ends, so a file's batches would pile up in memory.
     """
+    return open_scratch(stored_instances(con))
+
+
+def stored_instances(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """(suite, suite_version, instance_id) of every stored instance, once each."""
+    return con.sql(
+        "SELECT DISTINCT suite, suite_version, instance_id FROM suite_instances"
+    ).to_arrow_table()
+
+
+def open_scratch(instances: pa.Table) -> duckdb.DuckDBPyConnection:
+    """The scratch database of :func:`open_worker`, given the stored instances."""
     worker = duckdb.connect(":memory:")
     worker.execute(f"SET memory_limit = '{WORKER_MEMORY_LIMIT}'")
     # A batch is one morsel (fewer rows than a row group), so DuckDB runs each statement on
     # one thread anyway; a second one only adds its coordination (about a fifth of the time).
     worker.execute("SET threads = 1")
-    instances = con.sql(
-        "SELECT DISTINCT suite, suite_version, instance_id FROM suite_instances"
-    ).to_arrow_table()
     worker.register("stored_instances", instances)
     worker.execute("CREATE TABLE suite_instances AS SELECT * FROM stored_instances")
     worker.unregister("stored_instances")

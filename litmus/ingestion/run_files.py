@@ -22,6 +22,7 @@ import json
 import math
 import os
 import stat
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,7 +36,16 @@ from pydantic import ValidationError
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord
 from litmus.globmatch import match_text
-from litmus.ingestion.bulk import insert_arrow, open_worker, stage_provable_lines
+from litmus.ingestion.bulk import (
+    Proven,
+    insert_arrow,
+    open_scratch,
+    prove_lines,
+    stage_provable_lines,
+    stage_proven,
+    stored_instances,
+)
+from litmus.ingestion.provers import ProverPool, default_provers
 from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
@@ -49,6 +59,12 @@ BATCH_RECORDS = 5_000
 BULK_LINES = 10_000
 BULK_BYTES = 32 << 20
 PROGRESS_RECORDS = 10_000
+# Files from this size on are proven by helper processes (ingest_file's default): about two
+# bulk batches of the sample's lines; below it, starting the processes costs more.
+PROVERS_MIN_BYTES = 16 << 20
+# Batches cut and not yet staged, at most (with the provers' own): each holds its lines
+# (at most BULK_BYTES) and its proof until staged.
+MAX_WAITING_BATCHES = 4
 EXCERPT_CHARS = 300
 
 ProgressCallback = Callable[[int], None]
@@ -548,8 +564,13 @@ def ingest_items(
     progress: ProgressCallback | None = None,
     retry_lines: frozenset[int] | None = None,
     vectorized: bool = True,
+    provers: int = 0,
 ) -> IngestReport:
     """Validate and store one source's records in a single transaction.
+
+    ``provers``: how many helper processes prove the bulk path's batches
+    (``litmus.ingestion.provers``) while this one stages them; 0 proves them here. Either
+    way the same rows are staged in the same order.
 
     ``retry_lines``: the lines of an already ingested file whose curable quarantine rows are
     being retried (``items`` holds exactly those); their old quarantine rows are replaced and
@@ -638,31 +659,78 @@ def ingest_items(
 
     pending: list[tuple[int, bytes]] = []
     pending_bytes = 0
+    pool: ProverPool | None = None
+    # batches cut and not staged yet, oldest first: their lines, the record count when each
+    # was cut (its progress report is due once it is staged) and, for a batch this process
+    # proved itself, its proof (None: a prover's, to be received)
+    waiting: deque[tuple[list[tuple[int, bytes]], int, Proven | None]] = deque()
+
+    def finish_batch(lines: list[tuple[int, bytes]], staged: set[int]) -> None:
+        """A batch whose proven lines are staged: the rest one by one, in file order."""
+        report.bulk_accepted += len(staged)
+        for line_no, payload in lines:
+            if line_no not in staged:
+                validate_one(line_no, payload)
+        if len(quarantine["line_no"]) >= BATCH_RECORDS:
+            flush_quarantine()
+
+    def stage_oldest() -> None:
+        assert pool is not None
+        lines, count, proven = waiting.popleft()
+        finish_batch(lines, stage_proven(con, proven if proven is not None else pool.receive()))
+        if progress is not None and count % PROGRESS_RECORDS == 0:
+            progress(count)
+
+    def head_ready() -> bool:
+        """Whether the oldest waiting batch can be staged without waiting for a prover."""
+        assert pool is not None
+        return bool(waiting) and (waiting[0][2] is not None or pool.oldest_ready())
+
+    def drain() -> None:
+        while waiting:
+            stage_oldest()
 
     def validate_pending() -> None:
         """The batch of raw lines: proven in bulk where possible, the rest one by one."""
-        nonlocal pending_bytes
-        staged = stage_provable_lines(con, worker, pending, file_hash)
-        report.bulk_accepted += len(staged)
-        for line_no, payload in pending:
-            if line_no not in staged:
-                validate_one(line_no, payload)
-        pending.clear()
+        nonlocal pending, pending_bytes
+        if pool is None:
+            assert worker is not None
+            finish_batch(pending, stage_provable_lines(con, worker, pending, file_hash))
+            pending.clear()
+        elif pending:
+            # Staging stays in file order; who proves a batch does not change its proof.
+            while head_ready():
+                stage_oldest()
+            if len(waiting) >= MAX_WAITING_BATCHES:  # bounds the memory of unstaged batches
+                stage_oldest()
+            if pool.full:
+                # the provers are busy: prove this one here rather than wait for them (so
+                # both cores work whichever side, proving or staging, is behind)
+                waiting.append(
+                    (pending, report.records_total, prove_lines(worker, pending, file_hash))
+                )
+            else:
+                pool.submit(pending)
+                waiting.append((pending, report.records_total, None))
+            pending = []
         pending_bytes = 0
-        if len(quarantine["line_no"]) >= BATCH_RECORDS:
-            flush_quarantine()
 
     def flush_quarantine() -> None:
         _append(con, "staged_quarantine", quarantine)
         for values in quarantine.values():
             values.clear()
 
-    worker = open_worker(con)
+    worker: duckdb.DuckDBPyConnection | None = None
     try:
+        instances = stored_instances(con)
+        worker = open_scratch(instances)
+        if provers and vectorized:
+            pool = ProverPool(provers, instances, file_hash)
         with bounded_memory(con), transaction(con):
             con.execute(_STAGING_DDL)
             for line_no, payload in items:
                 report.records_total += 1
+                deferred = False  # the progress report waits for the batch's staging
                 if vectorized and isinstance(payload, bytes):
                     pending.append((line_no, payload))
                     pending_bytes += len(payload)
@@ -672,11 +740,18 @@ def ingest_items(
                         or report.records_total % PROGRESS_RECORDS == 0
                     ):
                         validate_pending()
+                        deferred = pool is not None
                 else:
+                    drain()  # the serial path has staged every batch cut before this record
                     validate_one(line_no, payload)
-                if progress is not None and report.records_total % PROGRESS_RECORDS == 0:
+                if (
+                    progress is not None
+                    and not deferred
+                    and report.records_total % PROGRESS_RECORDS == 0
+                ):
                     progress(report.records_total)
             validate_pending()
+            drain()
             _flush(con, batch)
             flush_quarantine()
             _quarantine_duplicates(con, now, source_name)
@@ -710,7 +785,10 @@ def ingest_items(
                 ],
             )
     finally:
-        worker.close()
+        if worker is not None:
+            worker.close()
+        if pool is not None:
+            pool.close()
     if progress is not None:
         progress(report.records_total)
     return report
@@ -886,11 +964,15 @@ def ingest_file(
     *,
     progress: ProgressCallback | None = None,
     vectorized: bool = True,
+    provers: int | None = None,
 ) -> IngestReport:
     """Keep the file in the raw store, then ingest it from there (never from the landing copy).
 
     ``vectorized=False`` sends every record through the per-record validator (the reference
-    the vectorized path is checked against).
+    the vectorized path is checked against). ``provers``: helper processes proving the bulk
+    path's batches (see :func:`ingest_items`); by default ``provers.default_provers()`` for
+    a file of more than a couple of batches, none for a smaller one (starting them costs
+    more than they save there).
     """
     digest = file_sha256(path, regular_only=True)
     stored = store_raw_file(path, paths, digest)
@@ -900,6 +982,9 @@ def ingest_file(
         if file_format == "native-jsonl"
         else _inspect_items(stored, load_inspect_mapping(paths))
     )
+    size_bytes = stored.stat().st_size
+    if provers is None:
+        provers = default_provers() if size_bytes >= PROVERS_MIN_BYTES else 0
     return ingest_items(
         con,
         items,
@@ -907,9 +992,10 @@ def ingest_file(
         file_hash=digest,
         stored_path=stored,
         file_format=file_format,
-        size_bytes=stored.stat().st_size,
+        size_bytes=size_bytes,
         progress=progress,
         vectorized=vectorized,
+        provers=provers if file_format == "native-jsonl" else 0,
     )
 
 

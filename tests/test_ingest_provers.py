@@ -1,0 +1,225 @@
+"""Ingestion with the bulk path's proofs in prover processes (litmus/ingestion/provers.py)
+against the same ingestion proving in the ingesting process itself.
+
+The parallel path must store exactly what the serial one does, in the same order: the same
+rows of every table in the same row order, the same quarantine rows (file, line, field,
+reason, excerpt), the same reports and progress reports. Hostile files (the mixed corpus of
+test_ingest_bulk) are cut into small batches so that every file spans many batches and both
+provers; some records are handed over already parsed (as importers do), which makes the
+ingesting process stage every batch cut before them first. A prover that dies, or an error
+in the ingesting process, rolls the file back and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_fuzz_ingest import file_settings
+from test_ingest_bulk import fresh_home, mixed_files
+
+from litmus.ingestion import run_files
+from litmus.ingestion.provers import ProverError
+from litmus.ingestion.run_files import SourceItem, file_sha256, ingest_file, ingest_items
+from litmus.ingestion.suites import load_suite_file, store_suite
+from litmus.sample import generate_sample
+from litmus.settings import litmus_paths
+from litmus.warehouse import connect
+
+pytestmark = pytest.mark.costly(rank=14)
+
+EXAMPLES = 8
+
+
+def ordered_rows(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row ingestion stored, in the tables' own row order (clock readings aside)."""
+    queries = {
+        "raw_trajectories": "SELECT * FROM raw_trajectories ORDER BY rowid",
+        "raw_steps": "SELECT * FROM raw_steps ORDER BY rowid",
+        "quarantine": "SELECT * EXCLUDE (quarantined_at) FROM quarantine ORDER BY rowid",
+        "raw_files": "SELECT * EXCLUDE (stored_path, ingested_at) FROM raw_files ORDER BY rowid",
+    }
+    return {table: con.execute(query).fetchall() for table, query in queries.items()}
+
+
+def _items(lines: list[bytes], parsed_every: int) -> Iterator[SourceItem]:
+    """The file's items; every ``parsed_every``-th line that is JSON as an object already
+    parsed (an importer's item), the rest as raw lines."""
+    for line_no, line in enumerate(lines, start=1):
+        if parsed_every and line_no % parsed_every == 0:
+            try:
+                value = json.loads(line)
+                # an importer's items are Python text: no lone surrogate (which only a
+                # "\\ud800" escape in raw JSON can carry, and the raw line's path reports)
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except (ValueError, RecursionError):
+                pass
+            else:
+                yield line_no, value
+                continue
+        yield line_no, line
+
+
+def _children() -> set[tuple[int, int]]:
+    """The live child processes of this one (from /proc), each as (pid, start time): the
+    start time tells a pid the kernel reused for a new child from the one it had before."""
+    mine = str(os.getpid())
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            # fields[0] is the state (field 3 of stat), [1] the parent, [19] the start time
+            if fields[1] == mine and fields[0] != "Z":
+                found.add((int(entry.name), int(fields[19])))
+    return found
+
+
+def _new_children(before: set[tuple[int, int]]) -> set[int]:
+    """The pids of the live children that were not there before the test: the ones it
+    started. Under xdist a worker also runs other modules, whose own children (a Dagster
+    run, a dbt invocation, a pool worker) may still be alive; they are not this test's
+    business, but every child the test started must be gone when it ends."""
+    return {pid for pid, _ in _children() - before}
+
+
+def test_provers_store_the_serial_paths_rows_in_its_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # batches of a few lines: every file spans many batches, handed to both provers in turn
+    monkeypatch.setattr(run_files, "BULK_LINES", 7)
+    before = _children()
+    serial, parallel = fresh_home(tmp_path, "serial"), fresh_home(tmp_path, "parallel")
+    counter = {"files": 0, "bulk_accepted": 0, "batches": 0}
+    with connect(serial.duckdb_path) as s_con, connect(parallel.duckdb_path) as p_con:
+
+        @file_settings(EXAMPLES)
+        @given(mixed_files(), st.sampled_from([0, 0, 5, 23]))
+        def same_rows(lines: list[bytes], parsed_every: int) -> None:
+            counter["files"] += 1
+            name = f"mixed-{counter['files']}.jsonl"
+            stored = tmp_path / name
+            stored.write_bytes(b"".join(line + b"\n" for line in lines))
+            reports = []
+            for con, provers in ((s_con, 0), (p_con, 2)):
+                progress: list[int] = []
+                report = ingest_items(
+                    con,
+                    _items(lines, parsed_every),
+                    source_name=name,
+                    file_hash=file_sha256(stored),
+                    stored_path=stored,
+                    file_format="native-jsonl",
+                    size_bytes=stored.stat().st_size,
+                    progress=progress.append,
+                    provers=provers,
+                )
+                reports.append((report, progress))
+            (expected, expected_progress), (got, got_progress) = reports
+            assert got == expected
+            assert got_progress == expected_progress
+            counter["bulk_accepted"] += got.bulk_accepted
+            counter["batches"] += len(lines) // 7
+
+        same_rows()
+        expected_rows, got_rows = ordered_rows(s_con), ordered_rows(p_con)
+    for table, rows in expected_rows.items():
+        assert got_rows[table] == rows, table
+    assert counter["bulk_accepted"] >= 20
+    assert len(expected_rows["quarantine"]) >= 200
+    assert counter["batches"] >= 4 * EXAMPLES
+    assert not _new_children(before)
+
+
+@pytest.fixture(scope="module")
+def sample_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(suite, one run file of 22,400 lines: three bulk batches and then some)."""
+    root = tmp_path_factory.mktemp("provers-sample")
+    manifest = generate_sample(root / "sample", n_families=700)
+    joined = root / "joined.jsonl"
+    joined.write_bytes(b"".join(path.read_bytes() for path in sorted(manifest.run_paths.values())))
+    return manifest.suite_path, joined
+
+
+def _home(root: Path, name: str, suite: Path) -> Any:
+    paths = litmus_paths(root / name).ensure()
+    with connect(paths.duckdb_path) as con:
+        store_suite(con, load_suite_file(suite), suite.name)
+    return paths
+
+
+def test_a_real_file_through_the_provers_is_the_serial_ingestion(
+    sample_file: tuple[Path, Path], tmp_path: Path
+) -> None:
+    suite, joined = sample_file
+    before = _children()
+    results = {}
+    for provers in (0, 1, 2):
+        paths = _home(tmp_path, f"home-{provers}", suite)
+        progress: list[int] = []
+        with connect(paths.duckdb_path) as con:
+            report = ingest_file(con, joined, paths, progress=progress.append, provers=provers)
+            results[provers] = (report.summary(), report.bulk_accepted, progress, ordered_rows(con))
+    assert results[0][2] == [10_000, 20_000, 22_400]
+    assert results[1] == results[0]
+    assert results[2] == results[0]
+    assert not _new_children(before)
+
+
+def test_a_prover_that_dies_rolls_the_file_back(
+    sample_file: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prover killed mid-file (say, by the kernel's OOM killer) fails the file's
+    ingestion: nothing of it is stored, the other prover is stopped, and a later run
+    ingests the file in full."""
+    # 23 batches: at the first progress report most are still to be handed out
+    monkeypatch.setattr(run_files, "BULK_LINES", 1_000)
+    suite, joined = sample_file
+    paths = _home(tmp_path, "home", suite)
+    before = _children()
+
+    def kill_the_provers(count: int) -> None:
+        # only the provers this ingestion started: never another module's child
+        for pid in _new_children(before):
+            os.kill(pid, signal.SIGKILL)
+
+    with connect(paths.duckdb_path) as con:
+        with pytest.raises(ProverError, match="prover process failed"):
+            ingest_file(con, joined, paths, progress=kill_the_provers, provers=2)
+        assert ordered_rows(con) == {
+            "raw_trajectories": [],
+            "raw_steps": [],
+            "quarantine": [],
+            "raw_files": [],
+        }
+        assert not _new_children(before)
+        report = ingest_file(con, joined, paths, provers=2)
+        assert report.accepted == 22_400
+    assert not _new_children(before)
+
+
+def test_an_error_while_staging_stops_the_provers(
+    sample_file: tuple[Path, Path], tmp_path: Path
+) -> None:
+    suite, joined = sample_file
+    paths = _home(tmp_path, "home", suite)
+    before = _children()
+
+    def fail(count: int) -> None:
+        raise RuntimeError(f"stopped at {count}")
+
+    with connect(paths.duckdb_path) as con:
+        with pytest.raises(RuntimeError, match="stopped at 10000"):
+            ingest_file(con, joined, paths, progress=fail, provers=2)
+        assert con.execute("SELECT count(*) FROM raw_trajectories").fetchone() == (0,)
+    assert not _new_children(before)
