@@ -47,7 +47,9 @@ def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.Completed
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "costly(rank): a module that runs whole pipelines; scheduled first, by rank"
+        "markers",
+        "costly(rank): one of the modules that cost the most CPU (whole pipelines, real "
+        "processes, long property tests); scheduled first, by rank",
     )
 
 
@@ -76,10 +78,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules marked ``costly`` (whole pipelines, the crash-loop chains) run first, in
-    the order of their ``rank`` (the costliest at 1), so that on two workers (``./dev.sh test``
-    hands out whole modules in collection order) no long module starts last while the other
-    worker sits idle. Within a module the order stays as written."""
+    """The modules marked ``costly`` (whole pipelines, the crash-loop chains, real processes,
+    long property tests) run first, in the order of their ``rank`` (the costliest at 1, the
+    crash loop's baseline at 0: every chain compares with it), so that on two workers
+    (``./dev.sh test`` hands out whole modules in collection order) no long module starts last
+    while the other worker sits idle. The ranks follow each module's measured CPU (the test
+    suite's section of docs/performance.md); what is left unmarked costs at most a few seconds
+    of CPU a module, so the run's tail is short. Within a module the order stays as written."""
 
     def module_rank(item: pytest.Item) -> int:
         marker = item.get_closest_marker("costly")

@@ -2,8 +2,9 @@
 byte for byte what a run that was never killed publishes (SPEC §10; issue 14, items 1 and 4).
 
 One clean run in one state folder is the baseline, built once per test run for every chain
-(``shared_worlds``). The crash points are split into three chains, in pipeline order, each in
-its own test module so that the two test workers run them side by side
+(``shared_worlds``), by ``test_crash_loop_baseline`` first in the run (or, when a chain runs
+without it, by the first chain to ask). The crash points are split into three chains, in
+pipeline order, each in its own test module so that the two test workers run them side by side
 (:data:`CHAINS`): ingestion and labeling, scoring to the staged receipt, and the publication
 itself. Each chain scores the same files in its own state folder by a sequence of runs, each
 killed (a real SIGKILL, sent by the process to itself at a named crash point, see
@@ -179,7 +180,8 @@ def kill_at_each_point_then_rerun(
     chain: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """The chain's killed runs, the unkilled rerun, and its publication compared with the
-    clean run's (asked for only now, so that the chains' runs overlap its building)."""
+    clean run's (asked for only now: in a whole run ``test_crash_loop_baseline`` has built it
+    by then; without it, the chains' runs overlap its building)."""
     killed = stage(tmp_path, "killed", *sample_inputs(tmp_path))
     for point, nth in CHAINS[chain]:
         crash_at = f"{point}#{nth}"

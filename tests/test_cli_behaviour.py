@@ -12,7 +12,7 @@ from conftest import litmus, litmus_command
 from litmus.warehouse import connect, writer_lock
 from litmus_dagster.cli import DEMO_MARKER, prepare_demo_home
 
-pytestmark = pytest.mark.costly(rank=12)
+pytestmark = pytest.mark.costly(rank=10)
 
 
 def test_demo_refuses_a_folder_that_is_not_an_earlier_demos(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from crash_loop_world import (
 
 from litmus.faults import CRASH_POINTS
 
-pytestmark = pytest.mark.costly(rank=3)
+pytestmark = pytest.mark.costly(rank=5)
 
 
 def test_the_chains_cover_every_crash_point_once_in_pipeline_order() -> None:

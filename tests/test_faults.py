@@ -24,7 +24,7 @@ from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 
-pytestmark = pytest.mark.costly(rank=13)
+pytestmark = pytest.mark.costly(rank=19)
 
 RUNS_IN_BIG_FILE = 4
 FAMILIES = 1_000  # 4 records per family and run: a 16,000-record file

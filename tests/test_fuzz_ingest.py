@@ -47,6 +47,8 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 
+pytestmark = pytest.mark.costly(rank=13)
+
 MIN_RECORDS = 1_000
 EXAMPLES = 30
 

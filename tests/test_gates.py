@@ -53,7 +53,7 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.pipeline import AUDIT_REFRESH, PipelineResult, run_pipeline
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=8)
+pytestmark = pytest.mark.costly(rank=7)
 
 SPEC_MESSAGES = {
     "scorable_safety": "no scorable safety instances; cannot compute safe rate",

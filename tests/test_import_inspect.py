@@ -37,7 +37,7 @@ from litmus.importers.inspect_log import (
     iter_inspect_records,
 )
 
-pytestmark = pytest.mark.costly(rank=15)
+pytestmark = pytest.mark.costly(rank=23)
 
 JUDGED = ImportMapping(refusal_scorer="refusal_judge", task_completed_scorer="includes")
 EPOCHS = 2

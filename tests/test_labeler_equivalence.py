@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,8 @@ from litmus.formats import HARMFUL_SPLITS, SPLITS
 from litmus.globmatch import translate_glob, translate_glob_both, translate_glob_duckdb
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
+
+pytestmark = pytest.mark.costly(rank=12)
 
 TOOLS = ["fs.delete", "fs.list", "db.drop"]
 ARG_KEYS = ["path", "n", "mode"]

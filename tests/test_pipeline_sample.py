@@ -14,7 +14,7 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.partitions import configurations
 from litmus_dagster.pipeline import run_pipeline, stage_sample
 
-pytestmark = pytest.mark.costly(rank=6)
+pytestmark = pytest.mark.costly(rank=8)
 
 
 @pytest.fixture(scope="module")

@@ -48,7 +48,7 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.jobs import PUBLISH
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
-pytestmark = pytest.mark.costly(rank=5)
+pytestmark = pytest.mark.costly(rank=6)
 
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2

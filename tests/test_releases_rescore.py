@@ -32,7 +32,7 @@ from litmus_dagster.releases.rescore import rescore
 from litmus_dagster.releases.sensors import rescore_schedule
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=4)
+pytestmark = pytest.mark.costly(rank=2)
 
 N_FAMILIES = 24
 QUILL = RunConfig(

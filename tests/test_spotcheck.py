@@ -23,7 +23,7 @@ from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.pipeline import run_pipeline, stage_sample
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
-pytestmark = pytest.mark.costly(rank=9)
+pytestmark = pytest.mark.costly(rank=3)
 
 N_FAMILIES = 40
 
