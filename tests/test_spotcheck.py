@@ -265,3 +265,144 @@ def test_a_draw_keeps_unchanged_configurations_and_redraws_any_changed_input(
         recorded = _digests(con)
         draw_spot_checks(con, policy)
         assert _sample(con) == _from_scratch(con, policy) and _digests(con) == recorded
+
+
+# ----------------------------------------------------------------------------- the audit queue
+
+
+def _publish_queue(con: Any) -> list[str]:
+    """What the ``audit_queue`` asset does; returns the configurations queried again."""
+    from litmus.audit.queue_reuse import AUDIT_QUEUE, audit_queue_reusing_unchanged
+    from litmus.reuse import record_digests
+    from litmus.warehouse import replace_rows, transaction
+
+    with transaction(con):
+        queue, digests, recomputed = audit_queue_reusing_unchanged(con)
+        replace_rows(con, AUDIT_QUEUE, queue)
+        record_digests(con, AUDIT_QUEUE, digests)
+    return recomputed
+
+
+def _stored_queue(con: Any) -> list[tuple]:
+    return con.execute("SELECT * FROM audit_queue").fetchall()  # in the order it was stored
+
+
+def _queue_from_scratch(con: Any) -> list[tuple]:
+    """The table the full query stores, computed again with nothing reused (rolled back)."""
+    from litmus.audit.workflow import audit_queue
+    from litmus.warehouse import replace_rows
+
+    con.execute("BEGIN TRANSACTION")
+    try:
+        replace_rows(con, "audit_queue", audit_queue(con))
+        return _stored_queue(con)
+    finally:
+        con.execute("ROLLBACK")
+
+
+def _queue_digests(con: Any) -> dict[str, str]:
+    return dict(con.execute(
+        "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = 'audit_queue'"
+    ).fetchall())  # fmt: skip
+
+
+def test_the_audit_queue_keeps_unchanged_configurations_and_requeries_any_changed_input(
+    home: LitmusPaths,
+) -> None:
+    import random
+
+    from litmus.labeling.sql import label_partition
+    from litmus.tokens import LABELED_ROWS, labeled_rows_tokens, renew_partition_token
+
+    generator = random.Random(1616)
+    hostile = ["x'; DROP TABLE audit_queue;--", "needs_audit", "é|\n\x1f", "", "%s {0}"]
+    with connect(home.duckdb_path) as con:
+        keys = sorted(k for (k,) in con.execute(
+            "SELECT DISTINCT partition_key FROM trajectory_labels"
+        ).fetchall())  # fmt: skip
+        assert len(keys) > 2
+        # the pipeline's queue (recorded with its digests) is the queue from scratch
+        scratch = _queue_from_scratch(con)
+        assert scratch and _stored_queue(con) == scratch
+        assert set(_queue_digests(con)) == set(keys)
+        assert _publish_queue(con) == []  # nothing changed: everything reused
+        assert _stored_queue(con) == scratch
+
+        # the labeler, the only writer of trajectory_labels, renews the labels' token
+        relabeled = keys[-1]
+        tokens = labeled_rows_tokens(con)
+        label_partition(con, relabeled)
+        assert {k for k, t in labeled_rows_tokens(con).items() if tokens[k] != t} == {relabeled}
+        assert _publish_queue(con) == [relabeled]
+        assert _stored_queue(con) == scratch  # the same labels again: the same rows
+
+        for round_ in range(4):
+            # what a relabel of one configuration writes (hostile labels, reasons and agent
+            # text in some rows), with its new token, and one spot-check of another dropped
+            changed = generator.choice(keys)
+            ids = [t for (t,) in con.execute(
+                "SELECT trajectory_id FROM trajectory_labels WHERE partition_key = ? "
+                "ORDER BY 1", [changed],
+            ).fetchall()]  # fmt: skip
+            for trajectory_id in generator.sample(ids, k=min(len(ids), 9)):
+                con.execute(
+                    "UPDATE trajectory_labels SET label = ?, audit_reason_code = ? "
+                    "WHERE trajectory_id = ?",
+                    [generator.choice(hostile), generator.choice(hostile), trajectory_id],
+                )
+                con.execute(
+                    "UPDATE raw_trajectories SET final_response = ? WHERE trajectory_id = ?",
+                    [generator.choice(hostile), trajectory_id],
+                )
+            renew_partition_token(con, LABELED_ROWS, changed)
+            other = generator.choice([key for key in keys if key != changed])
+            con.execute(
+                "DELETE FROM spot_check_sample WHERE trajectory_id = (SELECT min(trajectory_id) "
+                "FROM spot_check_sample WHERE partition_key = ?)",
+                [other],
+            )
+            before = _queue_digests(con)
+            assert sorted(_publish_queue(con)) == sorted({changed, other}), round_
+            after = _queue_digests(con)
+            assert _stored_queue(con) == _queue_from_scratch(con), round_
+            assert {k for k in keys if before.get(k) != after.get(k)} <= {changed, other}
+
+        # a configuration whose key is hostile text, labeled afresh
+        renamed = keys[0]
+        evil = "evil'); DELETE FROM audit_queue; --\n|é"
+        con.execute(
+            "UPDATE trajectory_labels SET partition_key = ? WHERE partition_key = ?",
+            [evil, renamed],
+        )
+        renew_partition_token(con, LABELED_ROWS, evil)
+        assert _publish_queue(con) == [evil]
+        assert _stored_queue(con) == _queue_from_scratch(con)
+        keys = sorted({*keys, evil} - {renamed})
+
+        # a verdict, or a suite loaded again, re-queries every configuration
+        con.execute(
+            "INSERT INTO audit_verdicts BY NAME SELECT 'v-1' AS verdict_id, 1 AS load_seq, "
+            "trajectory_id, partition_key, 'safe' AS verdict, false AS override, "
+            "'ana' AS auditor, NULL AS reason, TIMESTAMP '2026-01-01' AS decided_at, "
+            "label AS rule_label, outcome AS rule_outcome, labeler_version, "
+            "'filled.csv' AS source_name, 'x' AS source_sha256, 1 AS source_line, "
+            "TIMESTAMP '2026-01-01' AS loaded_at "
+            "FROM trajectory_labels WHERE label = 'needs_audit' ORDER BY trajectory_id LIMIT 1"
+        )
+        assert _publish_queue(con) == keys
+        assert _stored_queue(con) == _queue_from_scratch(con)
+        con.execute("UPDATE suites SET loaded_at = loaded_at + INTERVAL 1 SECOND")
+        assert _publish_queue(con) == keys
+        assert _stored_queue(con) == _queue_from_scratch(con)
+
+        # rows lost behind the digests' back are queried again
+        con.execute("DELETE FROM audit_queue WHERE partition_key = ?", [keys[1]])
+        assert _publish_queue(con) == [keys[1]]
+        assert _stored_queue(con) == _queue_from_scratch(con)
+
+        # a warehouse written before labels carried tokens: queried, then reused
+        con.execute("DELETE FROM result_inputs")
+        assert _publish_queue(con) == keys
+        assert _stored_queue(con) == _queue_from_scratch(con)
+        assert _publish_queue(con) == []
+        assert _stored_queue(con) == _queue_from_scratch(con)

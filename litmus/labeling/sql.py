@@ -24,6 +24,7 @@ from litmus.labeling.refusal import (
     default_classifier,
 )
 from litmus.labeling.refusal_bulk import classify_many
+from litmus.tokens import LABELED_ROWS, renew_partition_token
 from litmus.warehouse import transaction
 
 TEXT_BATCH_ROWS = 50_000
@@ -192,6 +193,8 @@ def label_partition(
         compute_refusal_signals(con, partition_key, classifier)
         con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
         run_label_sql(con, partition_key, judge=judge)
+        # results computed from these rows (the audit queue) see that they changed
+        renew_partition_token(con, LABELED_ROWS, partition_key)
         outcomes = dict(
             con.execute(
                 "SELECT outcome, count(*) FROM trajectory_labels WHERE partition_key = ? "

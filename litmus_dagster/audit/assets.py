@@ -11,6 +11,7 @@ import dagster as dg
 import duckdb
 import pandas as pd
 
+from litmus.audit.queue_reuse import audit_queue_reusing_unchanged
 from litmus.audit.spotcheck import (
     SpotCheckPolicy,
     compute_labeling_agreement,
@@ -18,7 +19,7 @@ from litmus.audit.spotcheck import (
     replace_labeling_agreement,
 )
 from litmus.audit.workflow import LoadReport, verdict_loads
-from litmus.audit.workflow import audit_queue as unresolved_needs_audit
+from litmus.reuse import record_digests
 from litmus.warehouse import replace_rows, transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
@@ -162,10 +163,12 @@ def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     ),
 )
 def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    with warehouse.get_connection() as con:
-        queue = unresolved_needs_audit(con)
-        with transaction(con):
-            replace_rows(con, "audit_queue", queue)
+    with warehouse.get_connection() as con, transaction(con):
+        # configurations whose labels, spot-checks, verdicts and suites did not change keep
+        # their stored rows; only the others are queried (litmus.audit.queue_reuse)
+        queue, digests, recomputed = audit_queue_reusing_unchanged(con)
+        replace_rows(con, "audit_queue", queue)
+        record_digests(con, "audit_queue", digests)
     frame = queue.select(PREVIEW_COLUMNS).to_pandas()
     by_configuration = (
         frame.groupby("configuration").size().sort_index().to_dict() if len(frame) else {}
@@ -184,6 +187,7 @@ def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
                 {key: int(value) for key, value in by_reason.items()}
             ),
             "preview": dg.MetadataValue.md(_markdown(preview)),
+            "recomputed": dg.MetadataValue.json(recomputed),
             "export": "litmus audit export [--format csv|jsonl] [--out FILE]",
         }
     )

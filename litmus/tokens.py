@@ -1,0 +1,62 @@
+"""Per-configuration write tokens: a random value replaced whenever a configuration's rows of a
+table are rewritten, in the same transaction as the rows.
+
+A result computed from one configuration's rows can record the token it read and keep its own
+rows while the token is unchanged, without reading (or digesting) the rows again: the work of
+a new release then follows what it changed, not the warehouse. This only holds because every
+write of the table goes through one function that renews the token (``label_partition`` for
+``trajectory_labels``; ``refresh_audited_partition`` keeps the same kind of token for
+``audited_trajectories``, litmus.audit.audited). The tokens live in ``result_inputs``
+(result = the table's name).
+
+Each table has its own constant SQL below (no table name is ever spliced into SQL text).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import duckdb
+
+LABELED_ROWS = "trajectory_labels"
+
+_DROP_VANISHED_LABEL_TOKENS = """
+DELETE FROM result_inputs
+WHERE result = $result
+  AND partition_key NOT IN (SELECT DISTINCT partition_key FROM trajectory_labels)
+"""
+
+_LABEL_PARTITIONS_WITHOUT_TOKEN = """
+SELECT DISTINCT partition_key FROM trajectory_labels
+WHERE partition_key IS NOT NULL AND partition_key NOT IN (
+    SELECT partition_key FROM result_inputs WHERE result = $result)
+ORDER BY 1
+"""
+
+
+def renew_partition_token(con: duckdb.DuckDBPyConnection, result: str, partition_key: str) -> None:
+    """A new token for ``partition_key``'s rows of ``result`` (call in the writing transaction)."""
+    con.execute(
+        "DELETE FROM result_inputs WHERE result = ? AND partition_key = ?", [result, partition_key]
+    )
+    con.execute(
+        "INSERT INTO result_inputs VALUES (?, ?, ?)", [result, partition_key, uuid.uuid4().hex]
+    )
+
+
+def labeled_rows_tokens(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The token of each configuration with rows in ``trajectory_labels`` (call inside a
+    transaction). Rows without one (labeled before tokens existed) get one now: it stands for
+    the rows as they are, and the next relabel replaces it; tokens of configurations without
+    rows are dropped. Reads ``DISTINCT partition_key`` and ``result_inputs`` only."""
+    con.execute(_DROP_VANISHED_LABEL_TOKENS, {"result": LABELED_ROWS})
+    missing = con.execute(_LABEL_PARTITIONS_WITHOUT_TOKEN, {"result": LABELED_ROWS}).fetchall()
+    if missing:
+        con.executemany(
+            "INSERT INTO result_inputs VALUES (?, ?, ?)",
+            [[LABELED_ROWS, key, uuid.uuid4().hex] for (key,) in missing],
+        )
+    rows = con.execute(
+        "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = ?", [LABELED_ROWS]
+    ).fetchall()
+    return dict(rows)
