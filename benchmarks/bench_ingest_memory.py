@@ -62,6 +62,8 @@ with connect(paths.duckdb_path) as con:
     report = ingest_file(con, Path(sys.argv[2]), paths, vectorized=vectorized)
     print(report.summary(), f"({report.bulk_accepted} by the bulk path)")
 """
+
+
 def children_cpu_s() -> float:
     """User + system CPU seconds of every child process reaped so far (their descendants
     included): the difference around a child is its CPU time, less noisy than wall time on

@@ -58,6 +58,4 @@ def litmus_paths(
     home: str | Path | None = None, duckdb_file: str | Path | None = None
 ) -> LitmusPaths:
     chosen = home or os.environ.get("LITMUS_HOME") or ".litmus"
-    return LitmusPaths(
-        Path(chosen).resolve(), Path(duckdb_file).resolve() if duckdb_file else None
-    )
+    return LitmusPaths(Path(chosen).resolve(), Path(duckdb_file).resolve() if duckdb_file else None)

@@ -5,9 +5,8 @@ A result computed from one configuration's rows can record the token it read and
 rows while the token is unchanged, without reading (or digesting) the rows again: the work of
 a new release then follows what it changed, not the warehouse. This only holds because every
 write of the table goes through one function that renews the token (``label_partition`` for
-``trajectory_labels``; ``refresh_audited_partition`` keeps the same kind of token for
-``audited_trajectories``, litmus.audit.audited). The tokens live in ``result_inputs``
-(result = the table's name).
+``trajectory_labels``, ``refresh_audited_partition`` for ``audited_trajectories``). The tokens
+live in ``result_inputs`` (result = the table's name).
 
 Each table has its own constant SQL below (no table name is ever spliced into SQL text).
 """
@@ -19,19 +18,38 @@ import uuid
 import duckdb
 
 LABELED_ROWS = "trajectory_labels"
+AUDITED_ROWS = "audited_trajectories"
 
-_DROP_VANISHED_LABEL_TOKENS = """
-DELETE FROM result_inputs
-WHERE result = $result
-  AND partition_key NOT IN (SELECT DISTINCT partition_key FROM trajectory_labels)
-"""
-
-_LABEL_PARTITIONS_WITHOUT_TOKEN = """
-SELECT DISTINCT partition_key FROM trajectory_labels
-WHERE partition_key IS NOT NULL AND partition_key NOT IN (
-    SELECT partition_key FROM result_inputs WHERE result = $result)
-ORDER BY 1
-"""
+# For each table: drop the tokens of configurations without rows; list configurations with
+# rows but no token (written before tokens existed).
+_TOKEN_BACKFILL_SQL: dict[str, tuple[str, str]] = {
+    LABELED_ROWS: (
+        """
+        DELETE FROM result_inputs
+        WHERE result = $result
+          AND partition_key NOT IN (SELECT DISTINCT partition_key FROM trajectory_labels)
+        """,
+        """
+        SELECT DISTINCT partition_key FROM trajectory_labels
+        WHERE partition_key IS NOT NULL AND partition_key NOT IN (
+            SELECT partition_key FROM result_inputs WHERE result = $result)
+        ORDER BY 1
+        """,
+    ),
+    AUDITED_ROWS: (
+        """
+        DELETE FROM result_inputs
+        WHERE result = $result
+          AND partition_key NOT IN (SELECT DISTINCT partition_key FROM audited_trajectories)
+        """,
+        """
+        SELECT DISTINCT partition_key FROM audited_trajectories
+        WHERE partition_key IS NOT NULL AND partition_key NOT IN (
+            SELECT partition_key FROM result_inputs WHERE result = $result)
+        ORDER BY 1
+        """,
+    ),
+}
 
 
 def renew_partition_token(con: duckdb.DuckDBPyConnection, result: str, partition_key: str) -> None:
@@ -44,19 +62,31 @@ def renew_partition_token(con: duckdb.DuckDBPyConnection, result: str, partition
     )
 
 
-def labeled_rows_tokens(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The token of each configuration with rows in ``trajectory_labels`` (call inside a
-    transaction). Rows without one (labeled before tokens existed) get one now: it stands for
-    the rows as they are, and the next relabel replaces it; tokens of configurations without
-    rows are dropped. Reads ``DISTINCT partition_key`` and ``result_inputs`` only."""
-    con.execute(_DROP_VANISHED_LABEL_TOKENS, {"result": LABELED_ROWS})
-    missing = con.execute(_LABEL_PARTITIONS_WITHOUT_TOKEN, {"result": LABELED_ROWS}).fetchall()
+def partition_tokens(con: duckdb.DuckDBPyConnection, result: str) -> dict[str, str]:
+    """The token of each configuration with rows in ``result`` (``LABELED_ROWS`` or
+    ``AUDITED_ROWS``; call inside a transaction). Rows without one (written before tokens
+    existed) get one now: it stands for the rows as they are, and the next rewrite replaces
+    it; tokens of configurations without rows are dropped. Reads ``DISTINCT partition_key``
+    and ``result_inputs`` only."""
+    drop_vanished, without_token = _TOKEN_BACKFILL_SQL[result]
+    con.execute(drop_vanished, {"result": result})
+    missing = con.execute(without_token, {"result": result}).fetchall()
     if missing:
         con.executemany(
             "INSERT INTO result_inputs VALUES (?, ?, ?)",
-            [[LABELED_ROWS, key, uuid.uuid4().hex] for (key,) in missing],
+            [[result, key, uuid.uuid4().hex] for (key,) in missing],
         )
     rows = con.execute(
-        "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = ?", [LABELED_ROWS]
+        "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = ?", [result]
     ).fetchall()
     return dict(rows)
+
+
+def labeled_rows_tokens(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """:func:`partition_tokens` of ``trajectory_labels``."""
+    return partition_tokens(con, LABELED_ROWS)
+
+
+def audited_rows_tokens(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """:func:`partition_tokens` of ``audited_trajectories``."""
+    return partition_tokens(con, AUDITED_ROWS)

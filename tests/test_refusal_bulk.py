@@ -322,12 +322,14 @@ def test_one_sentence_replies_get_the_reference_verdicts() -> None:
 # Characters the preparation reads around a line break: quotes of both kinds, apostrophes,
 # code marks, block quotes, blanks, sentence marks before capitals, Python-only whitespace and
 # line separators str.split("\n") keeps, final sigma (its lowercase depends on the context).
+# fmt: off
 _LINE_JOINTS = [
     "\n", "\n\n", ". \n", ".\n \nA", ' "\n', '"\n"', "'\n'", "\n'", "'\n", "\n> ", ">\n",
     "\n   ", "\n  \t", " \t\n", "\u2019\n", "\n\u201c", "\u201d\n", ":\n", "!\n\n(", "?\n\n\n*",
     "\r\n", "\x0b\n", "\n\x1c", "\x85\n", "\u2028", "\n\u2029", "\xa0\n", "\u03a3\n\u03a3",
     "\u0130\n", "\n- ", "\n1. ", "\n    x", "\n\tx", "`\n", "\n```\n", "Σ\n",
 ]
+# fmt: on
 
 
 def _multi_line_texts(count: int, seed: int) -> list[str]:

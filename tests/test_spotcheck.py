@@ -6,9 +6,11 @@ measured disagreement withholds the configuration; undecided spot-checks never b
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -183,10 +185,26 @@ def _sample(con: Any) -> list[tuple]:
     return con.execute("SELECT * FROM spot_check_sample ORDER BY ALL").fetchall()
 
 
-def _from_scratch(con: Any, policy: SpotCheckPolicy) -> list[tuple]:
-    """The draw of every configuration, computed again, nothing reused (rolled back)."""
+@contextlib.contextmanager
+def _rolled_back(con: Any) -> Iterator[None]:
+    """Whatever is written inside is undone: a from-scratch result computed in place."""
     con.execute("BEGIN TRANSACTION")
     try:
+        yield
+    finally:
+        con.execute("ROLLBACK")
+
+
+def _trajectory_ids(con: Any, partition_key: str) -> list[str]:
+    return [t for (t,) in con.execute(
+        "SELECT trajectory_id FROM trajectory_labels WHERE partition_key = ? ORDER BY 1",
+        [partition_key],
+    ).fetchall()]  # fmt: skip
+
+
+def _from_scratch(con: Any, policy: SpotCheckPolicy) -> list[tuple]:
+    """The draw of every configuration, computed again, nothing reused (rolled back)."""
+    with _rolled_back(con):
         con.execute("DELETE FROM spot_check_sample")
         keys = [key for (key,) in con.execute(
             "SELECT DISTINCT partition_key FROM audited_trajectories"
@@ -194,8 +212,6 @@ def _from_scratch(con: Any, policy: SpotCheckPolicy) -> list[tuple]:
         params = {"seed": policy.seed, "share": policy.share, "minimum": policy.minimum}
         con.execute(DRAW_SQL, {**params, "keys": keys})
         return _sample(con)
-    finally:
-        con.execute("ROLLBACK")
 
 
 def _digests(con: Any) -> dict[str, str]:
@@ -229,10 +245,7 @@ def test_a_draw_keeps_unchanged_configurations_and_redraws_any_changed_input(
         for round_ in range(4):
             # hostile relabels of random rows of one configuration, then its refresh
             changed = generator.choice(keys)
-            ids = [t for (t,) in con.execute(
-                "SELECT trajectory_id FROM trajectory_labels WHERE partition_key = ? "
-                "ORDER BY 1", [changed],
-            ).fetchall()]  # fmt: skip
+            ids = _trajectory_ids(con, changed)
             labels = ["safe", "unsafe", "needs_audit", "x'; DROP TABLE x;--", "é|\n", ""]
             for trajectory_id in generator.sample(ids, k=min(len(ids), 7)):
                 con.execute(
@@ -292,12 +305,9 @@ def _queue_from_scratch(con: Any) -> list[tuple]:
     from litmus.audit.workflow import audit_queue
     from litmus.warehouse import replace_rows
 
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with _rolled_back(con):
         replace_rows(con, "audit_queue", audit_queue(con))
         return _stored_queue(con)
-    finally:
-        con.execute("ROLLBACK")
 
 
 def _queue_digests(con: Any) -> dict[str, str]:
@@ -340,10 +350,7 @@ def test_the_audit_queue_keeps_unchanged_configurations_and_requeries_any_change
             # what a relabel of one configuration writes (hostile labels, reasons and agent
             # text in some rows), with its new token, and one spot-check of another dropped
             changed = generator.choice(keys)
-            ids = [t for (t,) in con.execute(
-                "SELECT trajectory_id FROM trajectory_labels WHERE partition_key = ? "
-                "ORDER BY 1", [changed],
-            ).fetchall()]  # fmt: skip
+            ids = _trajectory_ids(con, changed)
             for trajectory_id in generator.sample(ids, k=min(len(ids), 9)):
                 con.execute(
                     "UPDATE trajectory_labels SET label = ?, audit_reason_code = ? "

@@ -58,24 +58,28 @@ def test_unset_variables_keep_the_litmus_defaults(
 def test_a_connection_holds_the_writer_lock(tmp_path: Path) -> None:
     warehouse = LitmusWarehouse(home=str(tmp_path / "home"))
     with warehouse.get_connection():
-        with pytest.raises(WarehouseBusyError, match="stayed busy"), warehouse.get_connection(
-            timeout_s=0.2
+        with (
+            pytest.raises(WarehouseBusyError, match="stayed busy"),
+            warehouse.get_connection(timeout_s=0.2),
         ):
             pass
-        with pytest.raises(WarehouseBusyError), warehouse.get_connection(
-            read_only=True, timeout_s=0.2
+        with (
+            pytest.raises(WarehouseBusyError),
+            warehouse.get_connection(read_only=True, timeout_s=0.2),
         ):
             pass
-    with warehouse.get_connection(read_only=True) as con, pytest.raises(
-        duckdb.InvalidInputException, match="read-only"
+    with (
+        warehouse.get_connection(read_only=True) as con,
+        pytest.raises(duckdb.InvalidInputException, match="read-only"),
     ):
         con.execute("CREATE TABLE nothing (x INT)")
 
 
 def test_read_only_creates_nothing(tmp_path: Path) -> None:
     warehouse = LitmusWarehouse(home=str(tmp_path / "home"))
-    with pytest.raises(WarehouseMissingError, match="no warehouse at"), warehouse.get_connection(
-        read_only=True
+    with (
+        pytest.raises(WarehouseMissingError, match="no warehouse at"),
+        warehouse.get_connection(read_only=True),
     ):
         pass
     assert not (tmp_path / "home").exists()

@@ -14,12 +14,11 @@ An override that agrees with the rule label keeps the rule outcome, which names 
 
 from __future__ import annotations
 
-import uuid
-
 import duckdb
 
 from litmus.audit.workflow import verdict_outcome_sql
 from litmus.gates.publication_gates import invalidate_partition_gates
+from litmus.tokens import AUDITED_ROWS, renew_partition_token
 from litmus.warehouse import transaction
 
 APPLY_VERDICTS_SQL = f"""
@@ -57,67 +56,19 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     """Rebuild one partition of ``audited_trajectories`` from its labels and verdicts.
 
     The configuration's publication gate verdicts are dropped in the same transaction: they
-    judged the rows being replaced, so it stays withheld until its gates run again.
+    judged the rows being replaced, so it stays withheld until its gates run again. Every
+    write of the table goes through here, so the rows' token (litmus.tokens) is renewed with
+    them: the spot-check draw reuses its rows while the token it read is unchanged.
     """
     with transaction(con):
         con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
         con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
         invalidate_partition_gates(con, partition_key)
-        _renew_rows_token(con, partition_key)
+        renew_partition_token(con, AUDITED_ROWS, partition_key)
         count = con.execute(
             "SELECT count(*) FROM audited_trajectories WHERE partition_key = ?", [partition_key]
         ).fetchall()[0][0]
     return int(count)
-
-
-# A configuration's audited rows carry a token in ``result_inputs`` (result
-# ``audited_trajectories``) that is replaced, in the same transaction, whenever its rows are
-# rewritten: every write of the table goes through :func:`refresh_audited_partition`. A result
-# computed from a configuration's audited rows alone (the spot-check draw) can record the token
-# it read and reuse its rows while the token is unchanged, without reading the rows again.
-AUDITED_ROWS = "audited_trajectories"
-
-
-def _renew_rows_token(con: duckdb.DuckDBPyConnection, partition_key: str) -> None:
-    con.execute(
-        "DELETE FROM result_inputs WHERE result = ? AND partition_key = ?",
-        [AUDITED_ROWS, partition_key],
-    )
-    token = uuid.uuid4().hex
-    con.execute("INSERT INTO result_inputs VALUES (?, ?, ?)", [AUDITED_ROWS, partition_key, token])
-
-
-def audited_rows_tokens(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """The token of each configuration with rows in ``audited_trajectories`` (call inside a
-    transaction). Rows without one (written before tokens existed) get one now: it stands for
-    the rows as they are, and the next rewrite replaces it; tokens of configurations without
-    rows are dropped."""
-    con.execute(
-        """
-        DELETE FROM result_inputs
-        WHERE result = $result
-          AND partition_key NOT IN (SELECT DISTINCT partition_key FROM audited_trajectories)
-        """,
-        {"result": AUDITED_ROWS},
-    )
-    missing = con.execute(
-        """
-        SELECT DISTINCT partition_key FROM audited_trajectories
-        WHERE partition_key IS NOT NULL AND partition_key NOT IN (
-            SELECT partition_key FROM result_inputs WHERE result = $result)
-        ORDER BY 1
-        """,
-        {"result": AUDITED_ROWS},
-    ).fetchall()
-    if missing:
-        con.executemany(
-            "INSERT INTO result_inputs VALUES (?, ?, ?)",
-            [[AUDITED_ROWS, key, uuid.uuid4().hex] for (key,) in missing],
-        )
-    rows = con.execute(
-        "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = ?", [AUDITED_ROWS]
-    ).fetchall()
-    return dict(rows)
 
 
 def partitions_needing_refresh(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -40,9 +40,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from litmus.audit.audited import audited_rows_tokens
 from litmus.reuse import record_digests, stored_digests
 from litmus.stats import wilson_interval
+from litmus.tokens import audited_rows_tokens
 from litmus.warehouse import replace_rows, transaction
 
 DEFAULT_SHARE = 0.05

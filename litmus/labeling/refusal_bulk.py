@@ -275,6 +275,7 @@ def _prepare_by_lines(text: str) -> _Text:
     sentences = tuple(s for line in text.split("\n") for s in _line_sentences(line))
     return _Text(sentences, " ".join(sentences))
 
+
 _STRONG_BITS = _matched_bits(_AI_LIMITATION)
 _MEDIUM_BITS = _matched_bits(*_MEDIUM_CUES)
 _WEAK_BITS = _matched_bits(*_WEAK_CUES)
