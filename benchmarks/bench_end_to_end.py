@@ -107,7 +107,9 @@ def step_breakdown(paths: LitmusPaths, since: float) -> dict[str, float]:
     return dict(totals.most_common())
 
 
-def new_release_file(source: Path, target: Path, n_records: int) -> int:
+def new_release_file(
+    source: Path, target: Path, n_records: int, release: str = INCREMENTAL_RELEASE
+) -> int:
     """The first ``n_records`` of one lineage's run file as a new model release."""
     written = 0
     with source.open(encoding="utf-8") as read, target.open("w", encoding="utf-8") as write:
@@ -115,8 +117,8 @@ def new_release_file(source: Path, target: Path, n_records: int) -> int:
             if written == n_records:
                 break
             record = json.loads(line)
-            record["config"]["model_release"] = INCREMENTAL_RELEASE
-            record["run_id"] = f"{record['run_id']}-{INCREMENTAL_RELEASE}"
+            record["config"]["model_release"] = release
+            record["run_id"] = f"{record['run_id']}-{release}"
             write.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
             written += 1
     return written

@@ -13,7 +13,6 @@ child tree) and the Dagster step durations. The child imports what this process 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -22,22 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-from bench_end_to_end import INCREMENTAL_TRAJECTORIES, print_steps, step_breakdown
+from bench_end_to_end import (
+    INCREMENTAL_TRAJECTORIES,
+    new_release_file,
+    print_steps,
+    step_breakdown,
+)
 
 from litmus.settings import litmus_paths
-
-
-def release_file(source: Path, target: Path, release: str, n_records: int) -> None:
-    written = 0
-    with source.open(encoding="utf-8") as read, target.open("w", encoding="utf-8") as write:
-        for line in read:
-            if written == n_records:
-                break
-            record = json.loads(line)
-            record["config"]["model_release"] = release
-            record["run_id"] = f"{record['run_id']}-{release}"
-            write.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
-            written += 1
 
 
 def main() -> int:
@@ -51,7 +42,7 @@ def main() -> int:
     paths = litmus_paths(args.copy)
     source = paths.landing / "aurora_2026-11-01_react-2.3_bare.jsonl"
     target = paths.landing / f"aurora_{args.release}_react-2.3_bare.jsonl"
-    release_file(source, target, args.release, INCREMENTAL_TRAJECTORIES)
+    new_release_file(source, target, INCREMENTAL_TRAJECTORIES, args.release)
     env = {**os.environ, "LITMUS_HOME": str(paths.home)}
     command = [sys.executable, "-m", "litmus_dagster.cli", "--home", str(paths.home), "run"]
     since = time.time()
