@@ -8,7 +8,9 @@ pipeline order, each in its own test module so that the two test workers run the
 (:data:`CHAINS`): ingestion and labeling, scoring to the staged receipt, and the publication
 itself. Each chain scores the same files in its own state folder by a sequence of runs, each
 killed (a real SIGKILL, sent by the process to itself at a named crash point, see
-``litmus/faults.py``) at the chain's next point. Each run starts from whatever the kill before
+``litmus/faults.py``) at the chain's next point. The chains' runs are forked from a process
+that has already imported the pipeline (:func:`litmus_run`); the baseline is the ``litmus``
+executable itself. Each run starts from whatever the kill before
 it left, and every state a kill leaves is recovered from by the chain's next run (the last
 one's by an unkilled run). After every kill the published folder is checked: the board files
 beside the receipt are exactly the ones it lists (together or not at all). A last, unkilled
@@ -87,15 +89,81 @@ def stage(root: Path, name: str, suite: Path, runs: list[Path]) -> LitmusPaths:
     return paths
 
 
-def litmus_run(paths: LitmusPaths, crash_at: str | None = None) -> subprocess.CompletedProcess:
+def litmus_run(
+    paths: LitmusPaths, crash_at: str | None = None, *, forked: bool = True
+) -> subprocess.CompletedProcess:
+    """``litmus run`` in its own process, killed at ``crash_at`` if given.
+
+    ``forked`` (the chains' runs): the process is forked from one that has already imported
+    what every run imports (:func:`_forked_litmus`); otherwise (the baseline) it is the
+    ``litmus`` executable itself.
+    """
     env = {**os.environ, "LITMUS_HOME": str(paths.home), "LITMUS_PUBLISHER": "crash-loop"}
     for name in ("LITMUS_DUCKDB_PATH", "LITMUS_SIGNING_KEY", "LITMUS_ALERT_WEBHOOK_URL", CRASH_ENV):
         env.pop(name, None)
     if crash_at:
         env[CRASH_ENV] = crash_at
+    if forked:
+        return _forked_litmus(["run"], env, paths.home.parent)
     return subprocess.run(
         [str(LITMUS), "run"], env=env, capture_output=True, text=True, timeout=1800, check=False
     )
+
+
+# What every `litmus run` imports before its first step: Dagster and the code location,
+# dbt-core with the DuckDB adapter, Great Expectations. Importing them is about a third of a
+# small run's CPU (docs/performance.md, "The fixed cost of one `litmus run`"), and the chains
+# start fifteen such runs. multiprocessing's fork server imports them once per test worker;
+# each run is then a fresh fork of it: its own process and pid, the command's own entry point
+# (``console_main``), its own environment, and a real SIGKILL at the crash point. No file,
+# connection or thread is open in the fork server (it only imports).
+_PRELOADED = [
+    "litmus_dagster.cli",
+    "litmus_dagster.definitions",
+    "dbt.cli.main",
+    "dbt.adapters.duckdb",
+    "great_expectations",
+]
+
+
+def _forked_litmus(
+    argv: list[str], env: dict[str, str], scratch: Path
+) -> subprocess.CompletedProcess:
+    import multiprocessing
+    import tempfile
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOADED)
+    with tempfile.TemporaryDirectory(dir=scratch) as folder:
+        out, err = Path(folder, "stdout"), Path(folder, "stderr")
+        process = context.Process(target=_litmus_in_child, args=(argv, env, out, err))
+        process.start()
+        process.join(timeout=1800)
+        if process.is_alive():
+            process.kill()
+            process.join()
+            raise subprocess.TimeoutExpired(["litmus", *argv], 1800)
+        return subprocess.CompletedProcess(
+            ["litmus", *argv],
+            process.exitcode,
+            out.read_text(encoding="utf-8", errors="replace"),
+            err.read_text(encoding="utf-8", errors="replace"),
+        )
+
+
+def _litmus_in_child(argv: list[str], env: dict[str, str], out: Path, err: Path) -> None:
+    from litmus_dagster.cli import console_main
+
+    os.environ.clear()
+    os.environ.update(env)
+    for stream, path in ((1, out), (2, err)):
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(descriptor, stream)
+        os.close(descriptor)
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.argv = [str(LITMUS), *argv]
+    console_main()
 
 
 def published(paths: LitmusPaths) -> dict[str, Any]:
@@ -150,7 +218,7 @@ def sample_inputs(root: Path) -> tuple[Path, list[Path]]:
 
 def _build_clean_publication(folder: Path) -> None:
     clean = stage(folder, "clean", *sample_inputs(folder))
-    done = litmus_run(clean)
+    done = litmus_run(clean, forked=False)  # the baseline: the `litmus` executable itself
     assert done.returncode == 0, done.stderr[-3000:]
     (folder / "published.pickle").write_bytes(pickle.dumps(published(clean)))
 
