@@ -48,7 +48,8 @@ def main() -> int:
     since = time.time()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    # not from a checkout: `-m` puts the working folder before PYTHONPATH on sys.path
+    result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=paths.home)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

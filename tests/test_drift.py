@@ -21,7 +21,12 @@ from litmus.releases.drift import (
     order_releases,
     replace_release_drift,
 )
-from litmus.releases.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.releases.drift_plot import (
+    DRIFT_PLOTS,
+    drift_plot_file_name,
+    drift_plot_png,
+    write_drift_plots,
+)
 from litmus.releases.plugin_deltas import (
     BETTER,
     NO_MATERIAL_CHANGE,
@@ -297,6 +302,80 @@ def test_drift_plot_is_a_deterministic_png() -> None:
     second = drift_plot_png("aurora/react/bare", releases, result.comparisons)
     assert first.startswith(b"\x89PNG\r\n\x1a\n")
     assert first == second
+
+
+HOSTILE_LINEAGE = "x'; DROP TABLE result_inputs;--/é|\n\x1f%s {0}"
+
+
+def test_drift_plots_are_drawn_again_only_for_lineages_whose_inputs_changed(
+    tmp_path: Path,
+) -> None:
+    """Each write's files equal a drawing from scratch of the same inputs, byte for byte; a
+    lineage whose inputs, or whose file, changed is drawn again, and only it."""
+    lineages = {"aurora/react/bare": ("a-old", "a-new"), HOSTILE_LINEAGE: ("h-old", "h-new")}
+    configurations = pd.DataFrame(
+        [
+            configuration(key, release, lineage=lineage)
+            for lineage, keys in lineages.items()
+            for key, release in zip(keys, ("2026-09-01", "2026-11-01"), strict=True)
+        ]
+    )
+    counts = pd.concat(
+        [
+            release_counts(key, cm_drop=16 * (key.endswith("new")))
+            for key in configurations["partition_key"]
+        ],
+        ignore_index=True,
+    )
+    result = compute_release_drift(configurations, counts, n_resamples=50)
+    cis = pd.DataFrame(
+        [
+            {"partition_key": key, "metric": metric, "estimate": 0.8, "ci_low": 0.7, "ci_high": 0.9}
+            for key in configurations["partition_key"]
+            for metric in DRIFT_METRICS
+        ]
+    )
+    exports = tmp_path / "exports"
+
+    def from_scratch(published_cis: pd.DataFrame, *drawn: str) -> dict[str, bytes]:
+        values = result.releases.merge(published_cis, on="partition_key", how="left")
+        return {
+            lineage: drift_plot_png(
+                lineage,
+                values[values["lineage_key"] == lineage],
+                result.comparisons[result.comparisons["lineage_key"] == lineage],
+            )
+            for lineage in drawn
+        }
+
+    def write(published_cis: pd.DataFrame, expected: dict[str, bytes]) -> list[str]:
+        plots = write_drift_plots(con, exports, result.releases, result.comparisons, published_cis)
+        assert {lineage: png for lineage, (_, png) in plots.written.items()} == expected
+        assert {lineage: path.read_bytes() for lineage, (path, _) in plots.written.items()} == (
+            expected
+        )
+        return plots.rendered
+
+    with connect(tmp_path / "w.duckdb") as con:
+        scratch = from_scratch(cis, *lineages)
+        assert write(cis, scratch) == sorted(lineages)
+        assert write(cis, scratch) == []  # nothing changed: both files kept
+        changed = cis.copy()
+        changed.loc[changed["partition_key"] == "h-new", "ci_low"] = 0.7000000000000001
+        scratch |= from_scratch(changed, HOSTILE_LINEAGE)  # the other one's rows are the same
+        assert write(changed, scratch) == [HOSTILE_LINEAGE]  # the last bit of a CI is an input
+        (exports / drift_plot_file_name("aurora/react/bare")).write_bytes(b"not the plot")
+        assert write(changed, scratch) == ["aurora/react/bare"]  # changed behind the digests
+        con.execute(
+            "DELETE FROM result_inputs WHERE result = ? AND partition_key = ?",
+            [DRIFT_PLOTS, HOSTILE_LINEAGE],
+        )
+        assert write(changed, scratch) == [HOSTILE_LINEAGE]  # no digest: drawn
+        stored = con.execute(
+            "SELECT partition_key FROM result_inputs WHERE result = ? ORDER BY 1", [DRIFT_PLOTS]
+        ).fetchall()
+        assert [key for (key,) in stored] == sorted(lineages)  # the hostile key as it is
+        assert write(changed, scratch) == []
 
 
 def noisy_release_counts(

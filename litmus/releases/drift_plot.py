@@ -15,7 +15,11 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 
+import duckdb
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -23,6 +27,8 @@ from matplotlib.figure import Figure
 
 from litmus.neutralize import for_matplotlib
 from litmus.releases.drift import DRIFT_METRICS, METRIC_LABELS
+from litmus.reuse import record_digests, stored_digests
+from litmus.warehouse import transaction
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 60
@@ -115,3 +121,98 @@ def drift_plot_png(
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+DRIFT_PLOTS = "drift_plots"  # result_inputs: one digest per lineage (partition_key = lineage)
+
+
+@cache
+def _plot_code_identity() -> str:
+    """What renders a plot: this module, the neutralizing helpers and the libraries' versions."""
+    import matplotlib
+
+    from litmus import neutralize
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(neutralize.__file__).read_bytes())
+    for library in (matplotlib, np, pd):
+        digest.update(f"{library.__name__}={library.__version__};".encode())
+    return digest.hexdigest()
+
+
+def _frame_text(frame: pd.DataFrame) -> str:
+    """The frame's columns, dtypes and values in row order, exactly (``repr`` of Python values
+    tells None, NaN and '' apart and round-trips floats); a few rows per lineage only."""
+    return repr(
+        [(str(name), str(frame[name].dtype), frame[name].tolist()) for name in frame.columns]
+    )
+
+
+def drift_plot_inputs_digest(
+    lineage_key: str, releases: pd.DataFrame, comparisons: pd.DataFrame
+) -> str:
+    """A digest of everything :func:`drift_plot_png` draws one lineage from."""
+    digest = hashlib.sha256(_plot_code_identity().encode())
+    for part in (lineage_key, _frame_text(releases), _frame_text(comparisons)):
+        digest.update(hashlib.sha256(part.encode("utf-8", "surrogatepass")).digest())
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class DriftPlots:
+    written: dict[str, tuple[Path, bytes]]  # lineage → (file, PNG bytes)
+    rendered: list[str]  # lineages drawn again; the others' files were unchanged and kept
+
+
+def write_drift_plots(
+    con: duckdb.DuckDBPyConnection,
+    exports: Path,
+    releases: pd.DataFrame,
+    comparisons: pd.DataFrame,
+    published_cis: pd.DataFrame,
+) -> DriftPlots:
+    """One PNG per compared lineage in ``exports``; drift plots of lineages no longer compared
+    are removed so the folder never shows a stale picture.
+
+    A lineage's plot is drawn again only when what it is drawn from changed: its stored digest
+    (``result_inputs``) names the inputs and the SHA-256 of the file written from them, and the
+    file is kept only while both still match, so it is the same bytes a new drawing would
+    give (``drift_plot_png`` is deterministic). The digests are replaced after the files are
+    written, so a crash in between leaves digests that no longer match a file, and the plot
+    is drawn again."""
+    exports.mkdir(parents=True, exist_ok=True)
+    stored = stored_digests(con, DRIFT_PLOTS)
+    written: dict[str, tuple[Path, bytes]] = {}
+    digests: dict[str, str] = {}
+    rendered: list[str] = []
+    values = releases.merge(published_cis, on="partition_key", how="left")
+    for lineage, lineage_values in values.groupby("lineage_key", sort=True):
+        lineage_key = str(lineage)
+        lineage_comparisons = comparisons[comparisons["lineage_key"] == lineage]
+        inputs = drift_plot_inputs_digest(lineage_key, lineage_values, lineage_comparisons)
+        path = exports / drift_plot_file_name(lineage_key)
+        png = _unchanged_plot(path, inputs, stored.get(lineage_key))
+        if png is None:
+            png = drift_plot_png(lineage_key, lineage_values, lineage_comparisons)
+            path.write_bytes(png)
+            rendered.append(lineage_key)
+        written[lineage_key] = (path, png)
+        digests[lineage_key] = f"{inputs}:{hashlib.sha256(png).hexdigest()}"
+    keep = {path for path, _ in written.values()}
+    for old in exports.glob("drift_*.png"):
+        if old not in keep:
+            old.unlink()
+    with transaction(con):
+        record_digests(con, DRIFT_PLOTS, digests)
+    return DriftPlots(written, rendered)
+
+
+def _unchanged_plot(path: Path, inputs: str, stored: str | None) -> bytes | None:
+    """The file's bytes if it was written from ``inputs`` and is unchanged since, else None."""
+    if stored is None or not path.is_file():
+        return None
+    stored_inputs, _, stored_png = stored.partition(":")
+    if stored_inputs != inputs:
+        return None
+    png = path.read_bytes()
+    return png if hashlib.sha256(png).hexdigest() == stored_png else None

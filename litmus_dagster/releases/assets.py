@@ -30,7 +30,7 @@ from litmus.releases.drift import (
     replace_release_drift,
     stored_drift_pairs,
 )
-from litmus.releases.drift_plot import drift_plot_file_name, drift_plot_png
+from litmus.releases.drift_plot import write_drift_plots
 from litmus.releases.plugin_deltas import (
     assess_plugin_deltas,
     compute_plugin_deltas,
@@ -135,12 +135,14 @@ def release_drift(
     with warehouse.get_connection() as con:
         replace_release_drift(con, assessed, result.pair_digests)
         record_new_alerts(con, alerts, datetime.now(UTC))
+        # drawn again only for lineages whose inputs changed (litmus.releases.drift_plot)
+        drift_plots = write_drift_plots(
+            con, warehouse.paths.exports, result.releases, result.comparisons, published_cis
+        )
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
+    plots = drift_plots.written
 
-    plots = write_drift_plots(
-        warehouse.paths.exports, result.releases, result.comparisons, published_cis
-    )
     summary = drift_summary_lines(assessed)
     metadata: dict[str, dg.RawMetadataValue] = {
         "n_comparisons": dg.MetadataValue.int(
@@ -156,6 +158,7 @@ def release_drift(
         ),
         "not_compared": dg.MetadataValue.json(result.skipped),
         "bootstrapped_pairs": dg.MetadataValue.json(result.recomputed),
+        "drift_plots_drawn": dg.MetadataValue.json(drift_plots.rendered),
         "deltas": dg.MetadataValue.md(_markdown(assessed)),
     }
     for lineage, (path, png) in sorted(plots.items()):
@@ -241,33 +244,6 @@ def plugin_deltas(
         metadata["plot"] = dg.MetadataValue.md(f"![plug-in deltas]({png_data_uri(png)})")
         metadata["plot_path"] = dg.MetadataValue.path(os.fspath(path))
     return dg.MaterializeResult(metadata=metadata)
-
-
-def write_drift_plots(
-    exports: Path,
-    releases: pd.DataFrame,
-    comparisons: pd.DataFrame,
-    published_cis: pd.DataFrame,
-) -> dict[str, tuple[Path, bytes]]:
-    """One PNG per compared lineage in ``exports``; drift plots of lineages no longer compared
-    are removed so the folder never shows a stale picture."""
-    exports.mkdir(parents=True, exist_ok=True)
-    written: dict[str, tuple[Path, bytes]] = {}
-    values = releases.merge(published_cis, on="partition_key", how="left")
-    for lineage, lineage_values in values.groupby("lineage_key", sort=True):
-        png = drift_plot_png(
-            str(lineage),
-            lineage_values,
-            comparisons[comparisons["lineage_key"] == lineage],
-        )
-        path = exports / drift_plot_file_name(str(lineage))
-        path.write_bytes(png)
-        written[str(lineage)] = (path, png)
-    keep = {path for path, _ in written.values()}
-    for old in exports.glob("drift_*.png"):
-        if old not in keep:
-            old.unlink()
-    return written
 
 
 def _markdown(comparisons: pd.DataFrame) -> str:
