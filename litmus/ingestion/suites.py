@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import codecs
 import gc
 import hashlib
 import json
+import re
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,7 +20,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from litmus.errors import SuiteError
-from litmus.formats import SPLITS, Suite
+from litmus.formats import SPLITS, Family, Suite
 from litmus.globmatch import translate_glob_both
 from litmus.warehouse import transaction
 
@@ -151,8 +153,8 @@ def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOut
     was validated and stored by an earlier run; a (suite, version) is immutable, so parsing
     it again could only confirm that. Any other file goes through ``store_suite``.
     """
-    data = path.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
+    with path.open("rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
     known = con.execute(
         "SELECT s.suite, s.suite_version, s.complete_siblings, "
         "coalesce(s.sibling_policy, 'complete') FROM suite_files f "
@@ -162,19 +164,22 @@ def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOut
     if known:
         suite_name, version, complete, policy = known[0]
         return SuiteFileOutcome(suite_name, version, False, bool(complete), str(policy))
-    suite = parse_suite_bytes(data, str(path))
-    stored = store_suite(con, suite, path.name)
+    if path.stat().st_size >= STREAM_MIN_BYTES and not path.name.endswith((".yaml", ".yml")):
+        outcome = stream_suite_json(con, path, path.name, digest)
+    else:
+        suite = parse_suite_bytes(_bytes_with_digest(path, digest, path.name), str(path))
+        outcome = SuiteFileOutcome(
+            suite.suite,
+            suite.suite_version,
+            store_suite(con, suite, path.name),
+            not sibling_problems(suite),
+            suite.sibling_policy,
+        )
     con.execute(
         "INSERT INTO suite_files VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [digest, suite.suite, suite.suite_version, datetime.now(UTC).replace(tzinfo=None)],
+        [digest, outcome.suite, outcome.suite_version, datetime.now(UTC).replace(tzinfo=None)],
     )
-    return SuiteFileOutcome(
-        suite.suite,
-        suite.suite_version,
-        stored,
-        not sibling_problems(suite),
-        suite.sibling_policy,
-    )
+    return outcome
 
 
 @dataclass(frozen=True)
@@ -284,12 +289,16 @@ def suite_hash(suite: Suite) -> str:
 def _suite_hash(suite: Suite) -> str:
     document = suite.model_dump(mode="json")
     for family in document["families"]:
-        # A family that is not private hashes as before the flag existed, so suites stored
-        # earlier keep their digest (and their configurations their fingerprints).
-        if not family.get("private"):
-            family.pop("private", None)
+        _drop_public_flag(family)
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _drop_public_flag(family_document: dict[str, Any]) -> None:
+    # A family that is not private hashes as before the flag existed, so suites stored
+    # earlier keep their digest (and their configurations their fingerprints).
+    if not family_document.get("private"):
+        family_document.pop("private", None)
 
 
 def stored_suite_clash(con: duckdb.DuckDBPyConnection, suite: Suite) -> str | None:
@@ -335,9 +344,40 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
             f"different content (from {existing[1]}); publish changes under a new suite_version",
         )
 
+    pairs = [(family, inst) for family in suite.families for inst in family.instances]
+    instances, matchers = _suite_rows(pairs, {})
+    n_instances = len(instances["instance_id"])
+    with transaction(con):
+        con.execute(
+            "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
+            "n_instances, complete_siblings, loaded_at, sibling_policy) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                suite.suite,
+                suite.suite_version,
+                digest,
+                source_name,
+                len(suite.families),
+                n_instances,
+                not sibling_problems(suite),
+                datetime.now(UTC).replace(tzinfo=None),
+                suite.sibling_policy,
+            ],
+        )
+        _insert_rows(con, suite.suite, suite.suite_version, instances, matchers)
+    return True
+
+
+_Pairs = list[tuple[Family, Any]]
+
+
+def _suite_rows(
+    pairs: _Pairs, translations: dict[str, dict[str, str | None]]
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The ``suite_instances`` and ``oracle_matchers`` columns of (family, instance) pairs;
+    ``translations`` caches pattern translations across calls."""
     # Column by column (one comprehension each): a large suite has 125,000 instances, and
     # appending cell by cell was most of the time of storing one.
-    pairs = [(family, inst) for family in suite.families for inst in family.instances]
     instances: dict[str, list[Any]] = {
         "family_id": [family.family_id for family, _ in pairs],
         "category": [family.category for family, _ in pairs],
@@ -355,7 +395,6 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
     }
     # A large suite repeats its patterns (ten matchers per distinct pattern in the sample):
     # each is translated once.
-    translations: dict[str, dict[str, str | None]] = {}
 
     def translated(pattern: str) -> dict[str, str | None]:
         found = translations.get(pattern)
@@ -390,37 +429,392 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
         ],
     }
 
-    n_instances = len(instances["instance_id"])
-    with transaction(con):
+    return instances, matchers
+
+
+def _insert_rows(
+    con: duckdb.DuckDBPyConnection,
+    suite_name: str,
+    suite_version: str,
+    instances: dict[str, list[Any]],
+    matchers: dict[str, list[Any]],
+) -> None:
+    for table, columns in (
+        ("suite_instances", instances),
+        ("oracle_matchers", matchers),
+    ):
+        frame = pa.table(columns, schema=_ARROW_SCHEMAS.get(table))
+        if frame.num_rows == 0:
+            continue
+        con.register("incoming_rows", frame)
+        names = ", ".join(columns)
         con.execute(
-            "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
-            "n_instances, complete_siblings, loaded_at, sibling_policy) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                suite.suite,
-                suite.suite_version,
-                digest,
-                source_name,
-                len(suite.families),
-                n_instances,
-                not sibling_problems(suite),
-                datetime.now(UTC).replace(tzinfo=None),
-                suite.sibling_policy,
-            ],
+            f"INSERT INTO {table} (suite, suite_version, {names}) "
+            f"SELECT ?, ?, {names} FROM incoming_rows",
+            [suite_name, suite_version],
         )
-        for table, columns in (
-            ("suite_instances", instances),
-            ("oracle_matchers", matchers),
-        ):
-            frame = pa.table(columns, schema=_ARROW_SCHEMAS.get(table))
-            if frame.num_rows == 0:
-                continue
-            con.register("incoming_rows", frame)
-            names = ", ".join(columns)
-            con.execute(
-                f"INSERT INTO {table} (suite, suite_version, {names}) "
-                f"SELECT ?, ?, {names} FROM incoming_rows",
-                [suite.suite, suite.suite_version],
+        con.unregister("incoming_rows")
+
+
+# --------------------------------------------------------------------------- streaming
+# A large JSON suite is parsed family by family, each validated with the same ``Family``
+# model and written in bounded batches, so memory holds the file's text and one batch rather
+# than every family as dicts and models (1.6 GB at 250,000 instances; issue 16). Whatever
+# the stream finds wrong, it rolls back and hands the file to the whole-document path, so a
+# rejected suite gets exactly the error that path reports, and nothing is stored.
+
+STREAM_MIN_BYTES = 4 << 20  # smaller files keep the whole-document path
+STREAM_BATCH_FAMILIES = 2_000
+STREAM_READ_BYTES = 1 << 20
+_JSON_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_TOP_LEVEL_FIELDS = frozenset(Suite.model_fields) - {"families"}
+_FAMILY_DECODER = json.JSONDecoder(object_pairs_hook=reject_duplicate_keys)
+
+
+class _NotStreamable(Exception):
+    """Something the whole-document path must judge (and, in every case but one, reject)."""
+
+
+class _JsonText:
+    """A JSON file read as text through a window of about ``STREAM_READ_BYTES``: the text
+    of a 200 MB suite would take 400 MB as one ``str`` (two bytes a character as soon as
+    one character is past Latin-1)."""
+
+    def __init__(self, path: Path, hasher: Any = None) -> None:
+        self.handle = path.open("rb")
+        self.hasher = hasher  # sees every byte read: what was parsed is what was digested
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.window = ""
+        self.index = 0
+        self.exhausted = False
+
+    def close(self) -> None:
+        self.handle.close()
+
+    def _read_more(self) -> bool:
+        if self.exhausted:
+            return False
+        chunk = self.handle.read(STREAM_READ_BYTES)
+        if self.hasher is not None:
+            self.hasher.update(chunk)
+        try:
+            more = self.decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError:
+            raise _NotStreamable from None
+        self.exhausted = not chunk
+        self.window = self.window[self.index :] + more
+        self.index = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not JSON whitespace ('' at the end of the file)."""
+        while True:
+            match = _JSON_WHITESPACE.match(self.window, self.index)
+            assert match is not None  # the pattern matches the empty string
+            self.index = match.end()
+            if self.index < len(self.window) or not self._read_more():
+                return self.window[self.index : self.index + 1]
+
+    def expect(self, characters: str) -> str:
+        found = self.peek()
+        if not found or found not in characters:
+            raise _NotStreamable
+        self.index += 1
+        return found
+
+    def value(self) -> Any:
+        return self._decoded(lambda: _FAMILY_DECODER.raw_decode(self.window, self.index))
+
+    def key(self) -> str:
+        if self.peek() != '"':
+            raise _NotStreamable
+        return self._decoded(lambda: json.decoder.scanstring(self.window, self.index + 1))
+
+    def _decoded(self, decode: Callable[[], tuple[Any, int]]) -> Any:
+        # A value cut by the window's end fails to decode (or, a number, decodes short of its
+        # end): read on and try again; what still fails at the end of the file is broken.
+        self.peek()
+        while True:
+            try:
+                found, end = decode()
+                if end < len(self.window) or self.exhausted:
+                    self.index = end
+                    return found
+            except ValueError:  # invalid JSON or a duplicate key: the whole path words it
+                if self.exhausted:
+                    raise _NotStreamable from None
+            self._read_more()
+
+
+def _walk_suite_text(
+    path: Path,
+    on_families_start: Callable[[dict[str, Any]], None],
+    on_family: Callable[[int, Any], None] | None,
+    hasher: Any = None,
+) -> dict[str, Any]:
+    """Parse the top-level object of a JSON suite file; return its fields but ``families``.
+
+    ``on_families_start`` gets the top-level fields seen before ``families``; each element
+    of ``families`` then goes to ``on_family`` (parsed and dropped when it is None). A
+    ``hasher`` is fed every byte of the file (a whole walk reads to its end).
+    """
+    text = _JsonText(path, hasher)
+    try:
+        return _walk_top_level(text, on_families_start, on_family)
+    finally:
+        text.close()
+
+
+def _walk_top_level(
+    text: _JsonText,
+    on_families_start: Callable[[dict[str, Any]], None],
+    on_family: Callable[[int, Any], None] | None,
+) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    seen_families = False
+    text.expect("{")
+    if text.peek() == "}":
+        raise _NotStreamable  # no families
+    while True:
+        key = text.key()
+        if key in top or (key == "families" and seen_families):
+            raise _NotStreamable
+        text.expect(":")
+        if key == "families":
+            seen_families = True
+            on_families_start(top)
+            _walk_families(text, on_family)
+        else:
+            top[key] = text.value()
+        if text.expect(",}") == "}":
+            break
+    if text.peek() or not seen_families:
+        raise _NotStreamable
+    return top
+
+
+def _walk_families(text: _JsonText, on_family: Callable[[int, Any], None] | None) -> None:
+    text.expect("[")
+    if text.peek() == "]":
+        raise _NotStreamable  # an empty suite
+    position = 0
+    while True:
+        raw = text.value()
+        if on_family is not None:
+            on_family(position, raw)
+        position += 1
+        if text.expect(",]") == "]":
+            return
+
+
+def _valid_top_level(top: dict[str, Any]) -> dict[str, Any]:
+    """The top-level fields as ``Suite.model_dump`` gives them (defaults filled in)."""
+    if not top.keys() <= _TOP_LEVEL_FIELDS:
+        raise _NotStreamable
+    placeholder = {"family_id": "f", "category": "c", "instances": [{}]}
+    try:
+        Suite.model_validate({**top, "families": [placeholder]})
+    except ValidationError as exc:
+        if any(error["loc"][:1] != ("families",) for error in exc.errors()):
+            raise _NotStreamable from None
+    fields = {name: top.get(name, info.default) for name, info in Suite.model_fields.items()}
+    fields.pop("families")
+    return fields
+
+
+class _FamiliesReached(Exception):
+    def __init__(self, top: dict[str, Any]) -> None:
+        super().__init__("families reached")
+        self.top = top
+
+
+def _fields_before_families(path: Path) -> dict[str, Any]:
+    def stop(top: dict[str, Any]) -> None:
+        raise _FamiliesReached(dict(top))
+
+    try:
+        _walk_suite_text(path, stop, None)
+    except _FamiliesReached as reached:
+        return reached.top
+    raise _NotStreamable  # a walk that returns has reached the families
+
+
+class _StreamedSuite:
+    """The running state of one suite streamed into the warehouse."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, source_name: str) -> None:
+        self.con = con
+        self.source_name = source_name
+        self.top: dict[str, Any] = {}
+        self.write = True
+        self.hasher = hashlib.sha256()
+        self.family_ids: set[str] = set()
+        self.instance_ids: set[str] = set()
+        self.complete_siblings = True
+        self.n_families = 0
+        self.n_instances = 0
+        self.batch: _Pairs = []
+        self.translations: dict[str, dict[str, str | None]] = {}
+
+    def start(self, top: dict[str, Any]) -> None:
+        self.top = _valid_top_level(top)
+        head = {"description": self.top["description"]}
+        self.hasher.update(json.dumps(head, separators=(",", ":"))[:-1].encode())
+        self.hasher.update(b',"families":[')
+        already = self.con.execute(
+            "SELECT 1 FROM suites WHERE suite = ? AND suite_version = ?",
+            [self.top["suite"], self.top["suite_version"]],
+        ).fetchone()
+        self.write = already is None  # else only the hash is needed, to compare
+
+    def add(self, position: int, raw: Any) -> None:
+        try:
+            family = Family.model_validate(raw)
+        except ValidationError:
+            raise _NotStreamable from None
+        if family.family_id in self.family_ids:
+            raise _NotStreamable
+        self.family_ids.add(family.family_id)
+        splits = Counter(i.split for i in family.instances)
+        if max(splits.values()) > 1:
+            raise _NotStreamable
+        self.complete_siblings = self.complete_siblings and len(splits) == len(SPLITS)
+        for instance in family.instances:
+            if instance.instance_id in self.instance_ids:
+                raise _NotStreamable
+            self.instance_ids.add(instance.instance_id)
+        document = family.model_dump(mode="json")
+        _drop_public_flag(document)
+        canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
+        self.hasher.update((b"," if position else b"") + canonical.encode())
+        self.n_families += 1
+        self.n_instances += len(family.instances)
+        if self.write:
+            self.batch.extend((family, instance) for instance in family.instances)
+            if len(self.batch) >= STREAM_BATCH_FAMILIES * len(SPLITS):
+                self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            instances, matchers = _suite_rows(self.batch, self.translations)
+            _insert_rows(
+                self.con, self.top["suite"], self.top["suite_version"], instances, matchers
             )
-            con.unregister("incoming_rows")
-    return True
+            self.batch = []
+            # Registering a batch with DuckDB leaves reference cycles, and the collector is
+            # paused: collected here, each batch's garbage would otherwise stay to the end
+            # (about 3 KB an instance). Few objects are alive while streaming: it is cheap.
+            gc.collect()
+
+    def finish(self) -> str:
+        tail = {name: value for name, value in self.top.items() if name != "description"}
+        self.hasher.update(b"],")
+        self.hasher.update(json.dumps(tail, sort_keys=True, separators=(",", ":"))[1:].encode())
+        return self.hasher.hexdigest()
+
+
+def _bytes_with_digest(path: Path, digest: str, source_name: str) -> bytes:
+    """The file's bytes, provided they are still the ones digested as ``digest``."""
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise _changed_while_read(source_name)
+    return data
+
+
+def _changed_while_read(source_name: str) -> SuiteError:
+    return SuiteError(
+        source_name,
+        "<file>",
+        "the file changed while it was being read; nothing was stored (run again once it "
+        "is complete)",
+    )
+
+
+def stream_suite_json(
+    con: duckdb.DuckDBPyConnection, path: Path, source_name: str, digest: str | None = None
+) -> SuiteFileOutcome:
+    """Validate and store a JSON suite file family by family; the same rows, hash, outcome
+    and errors as ``store_suite(con, load_suite_file(path), source_name)``. With ``digest``
+    (the file's SHA-256, recorded in ``suite_files`` by the caller), a file whose bytes are
+    no longer those is refused and nothing is stored."""
+    with cyclic_gc_paused():
+        try:
+            return _stream_suite_json(con, path, source_name, digest)
+        except _NotStreamable:
+            pass
+    # raises the error the stream ran into
+    if digest is None:
+        suite = load_suite_file(path)
+    else:
+        suite = parse_suite_bytes(_bytes_with_digest(path, digest, source_name), str(path))
+    return SuiteFileOutcome(
+        suite.suite,
+        suite.suite_version,
+        store_suite(con, suite, source_name),
+        not sibling_problems(suite),
+        suite.sibling_policy,
+    )
+
+
+def _stream_suite_json(
+    con: duckdb.DuckDBPyConnection, path: Path, source_name: str, digest: str | None = None
+) -> SuiteFileOutcome:
+    state = _StreamedSuite(con, source_name)
+    before = _fields_before_families(path)
+    if {"suite", "suite_version", "description"} <= before.keys():
+        start: Callable[[dict[str, Any]], None] = state.start
+    else:
+        # The hash begins with the description and rows need suite and version: when one
+        # comes after the families (or is left out), a first pass reads the top level alone.
+        everything = _walk_suite_text(path, lambda _: None, None)
+
+        def start(_: dict[str, Any]) -> None:
+            state.start(everything)
+
+    with transaction(con):
+        # fields after the families (sibling_policy, say) complete the top level
+        read = hashlib.sha256()
+        state.top = _valid_top_level(_walk_suite_text(path, start, state.add, read))
+        if digest is not None and read.hexdigest() != digest:
+            raise _changed_while_read(source_name)
+        state.flush()
+        digest = state.finish()
+        existing = con.execute(
+            "SELECT suite_hash, source_name FROM suites WHERE suite = ? AND suite_version = ?",
+            [state.top["suite"], state.top["suite_version"]],
+        ).fetchone()
+        if existing and existing[0] == digest:
+            stored = False
+        elif existing:
+            raise SuiteError(
+                source_name,
+                "suite_version",
+                f"suite {state.top['suite']!r} version {state.top['suite_version']!r} is "
+                f"already stored with different content (from {existing[1]}); publish "
+                "changes under a new suite_version",
+            )
+        else:
+            con.execute(
+                "INSERT INTO suites (suite, suite_version, suite_hash, source_name, "
+                "n_families, n_instances, complete_siblings, loaded_at, sibling_policy) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    state.top["suite"],
+                    state.top["suite_version"],
+                    digest,
+                    source_name,
+                    state.n_families,
+                    state.n_instances,
+                    state.complete_siblings,
+                    datetime.now(UTC).replace(tzinfo=None),
+                    state.top["sibling_policy"],
+                ],
+            )
+            stored = True
+    return SuiteFileOutcome(
+        state.top["suite"],
+        state.top["suite_version"],
+        stored,
+        state.complete_siblings,
+        state.top["sibling_policy"],
+    )
