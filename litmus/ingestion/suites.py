@@ -703,8 +703,11 @@ class _StreamedSuite:
             self.batch = []
             # Registering a batch with DuckDB leaves reference cycles, and the collector is
             # paused: collected here, each batch's garbage would otherwise stay to the end
-            # (about 3 KB an instance). Few objects are alive while streaming: it is cheap.
-            gc.collect()
+            # (about 3 KB an instance). Only the youngest generation: with the collector
+            # paused it holds everything allocated since the last batch, while a full
+            # collection would also walk every object the process imported (Dagster, dbt,
+            # GE: +3.3 s CPU over 16 batches in the pipeline's process).
+            gc.collect(0)
 
     def finish(self) -> str:
         tail = {name: value for name, value in self.top.items() if name != "description"}
