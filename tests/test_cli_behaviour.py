@@ -71,6 +71,9 @@ def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
         text=True,
     )
     assert holder.stdin is not None and holder.stdout is not None
+    # `status` starts only once the lock is held: started before, it could (on a loaded
+    # machine, with a slow holder) find the warehouse free and never wait
+    assert holder.stdout.readline().strip() == "held"
     status = subprocess.Popen(
         litmus_command(home, "status"),
         stdout=subprocess.PIPE,
@@ -79,7 +82,6 @@ def test_a_command_waiting_for_the_warehouse_says_so(tmp_path: Path) -> None:
     )
     assert status.stderr is not None
     try:
-        assert holder.stdout.readline().strip() == "held"
         waiting = status.stderr.readline()  # status says so while it waits, then we release
         holder.stdin.write("release\n")
         holder.stdin.flush()
