@@ -167,14 +167,7 @@ def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOut
     if path.stat().st_size >= STREAM_MIN_BYTES and not path.name.endswith((".yaml", ".yml")):
         outcome = stream_suite_json(con, path, path.name, digest)
     else:
-        suite = parse_suite_bytes(_bytes_with_digest(path, digest, path.name), str(path))
-        outcome = SuiteFileOutcome(
-            suite.suite,
-            suite.suite_version,
-            store_suite(con, suite, path.name),
-            not sibling_problems(suite),
-            suite.sibling_policy,
-        )
+        outcome = _store_whole_file(con, path, path.name, digest)
     con.execute(
         "INSERT INTO suite_files VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [digest, outcome.suite, outcome.suite_version, datetime.now(UTC).replace(tzinfo=None)],
@@ -337,35 +330,64 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
     if existing:
         if existing[0] == digest:
             return False
-        raise SuiteError(
-            source_name,
-            "suite_version",
-            f"suite {suite.suite!r} version {suite.suite_version!r} is already stored with "
-            f"different content (from {existing[1]}); publish changes under a new suite_version",
-        )
+        raise _version_clash(source_name, suite.suite, suite.suite_version, existing[1])
 
     pairs = [(family, inst) for family in suite.families for inst in family.instances]
     instances, matchers = _suite_rows(pairs, {})
-    n_instances = len(instances["instance_id"])
     with transaction(con):
-        con.execute(
-            "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
-            "n_instances, complete_siblings, loaded_at, sibling_policy) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                suite.suite,
-                suite.suite_version,
-                digest,
-                source_name,
-                len(suite.families),
-                n_instances,
-                not sibling_problems(suite),
-                datetime.now(UTC).replace(tzinfo=None),
-                suite.sibling_policy,
-            ],
+        _insert_suite_row(
+            con,
+            suite.suite,
+            suite.suite_version,
+            digest,
+            source_name,
+            len(suite.families),
+            len(instances["instance_id"]),
+            not sibling_problems(suite),
+            suite.sibling_policy,
         )
         _insert_rows(con, suite.suite, suite.suite_version, instances, matchers)
     return True
+
+
+def _version_clash(
+    source_name: str, suite_name: str, suite_version: str, stored_from: str
+) -> SuiteError:
+    return SuiteError(
+        source_name,
+        "suite_version",
+        f"suite {suite_name!r} version {suite_version!r} is already stored with "
+        f"different content (from {stored_from}); publish changes under a new suite_version",
+    )
+
+
+def _insert_suite_row(
+    con: duckdb.DuckDBPyConnection,
+    suite_name: str,
+    suite_version: str,
+    digest: str,
+    source_name: str,
+    n_families: int,
+    n_instances: int,
+    complete_siblings: bool,
+    sibling_policy: str,
+) -> None:
+    con.execute(
+        "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
+        "n_instances, complete_siblings, loaded_at, sibling_policy) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            suite_name,
+            suite_version,
+            digest,
+            source_name,
+            n_families,
+            n_instances,
+            complete_siblings,
+            datetime.now(UTC).replace(tzinfo=None),
+            sibling_policy,
+        ],
+    )
 
 
 _Pairs = list[tuple[Family, Any]]
@@ -642,9 +664,8 @@ def _fields_before_families(path: Path) -> dict[str, Any]:
 class _StreamedSuite:
     """The running state of one suite streamed into the warehouse."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, source_name: str) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.source_name = source_name
         self.top: dict[str, Any] = {}
         self.write = True
         self.hasher = hashlib.sha256()
@@ -716,12 +737,22 @@ class _StreamedSuite:
         return self.hasher.hexdigest()
 
 
-def _bytes_with_digest(path: Path, digest: str, source_name: str) -> bytes:
-    """The file's bytes, provided they are still the ones digested as ``digest``."""
+def _store_whole_file(
+    con: duckdb.DuckDBPyConnection, path: Path, source_name: str, digest: str | None
+) -> SuiteFileOutcome:
+    """Parse the whole file and store it (``store_suite``); with ``digest``, only if its bytes
+    are still the ones digested as ``digest``."""
     data = path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != digest:
+    if digest is not None and hashlib.sha256(data).hexdigest() != digest:
         raise _changed_while_read(source_name)
-    return data
+    suite = parse_suite_bytes(data, str(path))
+    return SuiteFileOutcome(
+        suite.suite,
+        suite.suite_version,
+        store_suite(con, suite, source_name),
+        not sibling_problems(suite),
+        suite.sibling_policy,
+    )
 
 
 def _changed_while_read(source_name: str) -> SuiteError:
@@ -745,24 +776,13 @@ def stream_suite_json(
             return _stream_suite_json(con, path, source_name, digest)
         except _NotStreamable:
             pass
-    # raises the error the stream ran into
-    if digest is None:
-        suite = load_suite_file(path)
-    else:
-        suite = parse_suite_bytes(_bytes_with_digest(path, digest, source_name), str(path))
-    return SuiteFileOutcome(
-        suite.suite,
-        suite.suite_version,
-        store_suite(con, suite, source_name),
-        not sibling_problems(suite),
-        suite.sibling_policy,
-    )
+    return _store_whole_file(con, path, source_name, digest)  # raises the stream's error
 
 
 def _stream_suite_json(
     con: duckdb.DuckDBPyConnection, path: Path, source_name: str, digest: str | None = None
 ) -> SuiteFileOutcome:
-    state = _StreamedSuite(con, source_name)
+    state = _StreamedSuite(con)
     before = _fields_before_families(path)
     if {"suite", "suite_version", "description"} <= before.keys():
         start: Callable[[dict[str, Any]], None] = state.start
@@ -789,29 +809,20 @@ def _stream_suite_json(
         if existing and existing[0] == digest:
             stored = False
         elif existing:
-            raise SuiteError(
-                source_name,
-                "suite_version",
-                f"suite {state.top['suite']!r} version {state.top['suite_version']!r} is "
-                f"already stored with different content (from {existing[1]}); publish "
-                "changes under a new suite_version",
+            raise _version_clash(
+                source_name, state.top["suite"], state.top["suite_version"], existing[1]
             )
         else:
-            con.execute(
-                "INSERT INTO suites (suite, suite_version, suite_hash, source_name, "
-                "n_families, n_instances, complete_siblings, loaded_at, sibling_policy) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    state.top["suite"],
-                    state.top["suite_version"],
-                    digest,
-                    source_name,
-                    state.n_families,
-                    state.n_instances,
-                    state.complete_siblings,
-                    datetime.now(UTC).replace(tzinfo=None),
-                    state.top["sibling_policy"],
-                ],
+            _insert_suite_row(
+                con,
+                state.top["suite"],
+                state.top["suite_version"],
+                digest,
+                source_name,
+                state.n_families,
+                state.n_instances,
+                state.complete_siblings,
+                state.top["sibling_policy"],
             )
             stored = True
     return SuiteFileOutcome(
