@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import re._constants as _c
 import re._parser as _sre_parser
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ class _AnyChar:
 
 @dataclass(frozen=True)
 class _Literal:
-    char: str
+    text: str  # one character or more, each matched as itself
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,16 @@ def _tokens(pattern: str) -> list[_Token]:
             out.append(_parse_set(pattern[i - 1 : j + 1]))
             i = j + 1
         else:
-            out.append(_Literal(char))
+            # a run of plain characters is one token: a suite's patterns are mostly literal
+            # text, and a token a character was most of the time of translating them
+            run = _LITERAL_RUN.match(pattern, i)
+            assert run is not None  # the pattern matches the empty string
+            out.append(_Literal(pattern[i - 1 : run.end()]))
+            i = run.end()
     return out
+
+
+_LITERAL_RUN = re.compile(r"[^*?\[]*")
 
 
 def _escape_re2(char: str) -> str:
@@ -147,7 +156,7 @@ def _re2_of(tokens: list[_Token]) -> str:
         elif isinstance(token, _AnyChar):
             parts.append("(?s:.)")
         elif isinstance(token, _Literal):
-            parts.append(_escape_re2(token.char))
+            parts.extend(map(_escape_re2, token.text))
         elif not token.ranges:
             parts.append("(?s:.)" if token.negated else _NOTHING)
         else:
@@ -179,7 +188,7 @@ def _duckdb_glob_of(tokens: list[_Token]) -> str | None:
         elif isinstance(token, _AnyChar):
             parts.append("?")
         elif isinstance(token, _Literal):
-            parts.append(f"[{token.char}]" if token.char in _GLOB_SPECIAL else token.char)
+            parts.extend(f"[{char}]" if char in _GLOB_SPECIAL else char for char in token.text)
         elif token.ranges and all(_plain(lo) and _plain(hi) for lo, hi in token.ranges):
             body = "".join(lo if lo == hi else f"{lo}-{hi}" for lo, hi in token.ranges)
             parts.append(f"[{'!' if token.negated else ''}{body}]")

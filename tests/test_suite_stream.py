@@ -4,6 +4,7 @@ nothing stored) for a broken suite."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterator
@@ -14,7 +15,8 @@ import duckdb
 import pytest
 
 from litmus.errors import SuiteError
-from litmus.formats import SPLITS
+from litmus.formats import SPLITS, Suite
+from litmus.globmatch import translate_glob_both
 from litmus.ingestion import suites
 from litmus.ingestion.suites import (
     _stream_suite_json,
@@ -22,6 +24,7 @@ from litmus.ingestion.suites import (
     sibling_problems,
     store_suite,
     stream_suite_json,
+    suite_hash,
 )
 from litmus.warehouse import connect
 
@@ -30,7 +33,17 @@ TABLES = {
     "suite_instances": "suite, suite_version, instance_id",
     "oracle_matchers": "suite, suite_version, instance_id, kind, matcher_idx",
 }
-HOSTILE = ["'; DROP TABLE suites; --", "\u202eevil", "\x00nul", "日本語", "😀", 'a\\b"c', "*?[!]"]
+HOSTILE = [
+    "'; DROP TABLE suites; --",
+    "\u202eevil",
+    "\x00nul",
+    "日本語",
+    "😀",
+    'a\\b"c',
+    "*?[!]",
+    "\x7fdel\u2028",
+    "[é-ü]x[a-c]",
+]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +73,8 @@ def random_suite(rng: random.Random, name: str) -> dict[str, Any]:
         splits = rng.sample(SPLITS, rng.randrange(1, 5))
         instances = []
         for split in splits:
-            matcher = {"tool": random_text(rng), "args": {random_text(rng): "*" + random_text(rng)}}
+            args = {random_text(rng): "*" + random_text(rng) for _ in range(rng.randrange(4))}
+            matcher = {"tool": random_text(rng), "args": args}
             instance: dict[str, Any] = {
                 "instance_id": f"{name}/{f_index}/{split}/{random_text(rng)}",
                 "split": split,
@@ -119,6 +133,141 @@ def test_random_suites_stream_into_the_same_rows_and_hash(
             ) == expected
             assert outcome.stored == (attempt == 0)
     assert table_rows(stream) == table_rows(whole)
+
+
+def reference_hash(suite: Suite) -> str:
+    """``suite_hash`` as first written, the whole suite dumped and encoded in one call: the
+    digest of every suite stored so far, which must never change."""
+    document = suite.model_dump(mode="json")
+    for family in document["families"]:
+        if not family.get("private"):
+            family.pop("private", None)
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+INSTANCE_COLUMNS = (
+    "suite, suite_version, family_id, category, subcategory, instance_id, split, "
+    "request_harm_class, declared_harm_class, prompt, pair_id, register, n_prohibited, "
+    "n_completion, private"
+)
+MATCHER_COLUMNS = "suite, suite_version, instance_id, kind, matcher_idx, tool, arg_patterns"
+
+
+def reference_rows(suite: Suite) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows storing ``suite`` must write, in the order written, built cell by cell."""
+    instances, matchers = [], []
+    stored_as = (suite.suite, suite.suite_version)
+    for family in suite.families:
+        for instance in family.instances:
+            prohibited, completion = instance.prohibited_effects, instance.completion_criteria
+            instances.append(
+                (
+                    *stored_as,
+                    *(family.family_id, family.category, family.subcategory),
+                    *(instance.instance_id, instance.split, instance.harm_class),
+                    *(instance.request_harm_class, instance.prompt, instance.pair_id),
+                    *(instance.register, len(prohibited), len(completion), family.private),
+                )
+            )
+            for kind, group in (("prohibited", prohibited), ("completion", completion)):
+                for index, matcher in enumerate(group):
+                    patterns = []
+                    for key, pattern in matcher.args.items():
+                        glob, regex = translate_glob_both(pattern)
+                        patterns.append(
+                            {
+                                "arg_key": key,
+                                "pattern": pattern,
+                                "glob_pattern": glob,
+                                "regex_pattern": regex,
+                            }
+                        )
+                    matchers.append(
+                        (*stored_as, instance.instance_id, kind, index, matcher.tool, patterns)
+                    )
+    return {"suite_instances": instances, "oracle_matchers": matchers}
+
+
+def stored_rows(con: duckdb.DuckDBPyConnection, suite: Suite) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of ``suite`` in the order they were written (rowid)."""
+    return {
+        table: con.execute(
+            f"SELECT {columns} FROM {table} WHERE suite = ? AND suite_version = ? ORDER BY rowid",
+            [suite.suite, suite.suite_version],
+        ).fetchall()
+        for table, columns in (
+            ("suite_instances", INSTANCE_COLUMNS),
+            ("oracle_matchers", MATCHER_COLUMNS),
+        )
+    }
+
+
+def test_both_paths_store_the_rows_and_hash_built_cell_by_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Against references kept in this test (not the code under test): the hash of the whole
+    dumped suite and the rows built one cell at a time, in order, over random suites with
+    hostile strings, several arguments a matcher, none at all, and batches of two families
+    (rows and the translation cache across batches)."""
+    monkeypatch.setattr(suites, "STREAM_BATCH_FAMILIES", 2)
+    path = tmp_path / "suite.json"
+    rng = random.Random(1616)
+    documents = [random_suite(rng, f"reference-{number}") for number in range(30)]
+    no_matchers = random_suite(rng, "no-matchers")
+    for family in no_matchers["families"]:
+        for instance in family["instances"]:
+            instance["prohibited_effects"] = instance["completion_criteria"] = []
+    with connect(tmp_path / "whole.duckdb") as whole, connect(tmp_path / "s.duckdb") as stream:
+        for document in [*documents, no_matchers]:
+            path.write_text(json.dumps(document, ensure_ascii=rng.random() < 0.5), "utf-8")
+            suite = load_suite_file(path)
+            assert suite_hash(suite) == reference_hash(suite)
+            store_suite(whole, suite, path.name)
+            _stream_suite_json(stream, path, path.name)
+            expected = reference_rows(suite)
+            for con in (whole, stream):
+                assert stored_rows(con, suite) == expected
+                stored_hash = con.execute(
+                    "SELECT suite_hash FROM suites WHERE suite = ?", [suite.suite]
+                ).fetchone()
+                assert stored_hash == (reference_hash(suite),)
+
+
+# (pattern, DuckDB GLOB, RE2) as the translator wrote them before it read a run of plain
+# characters as one token: the strings stored in oracle_matchers must stay the same.
+STORED_TRANSLATIONS = [
+    (
+        "*moved to Wednesday*",
+        "*moved to Wednesday*",
+        "(?s:.*)\\x{6d}\\x{6f}\\x{76}\\x{65}\\x{64}\\x{20}\\x{74}\\x{6f}\\x{20}\\x{57}\\x{65}"
+        "\\x{64}\\x{6e}\\x{65}\\x{73}\\x{64}\\x{61}\\x{79}(?s:.*)",
+    ),
+    ("a**b?c", "a*b?c", "\\x{61}(?s:.*)\\x{62}(?s:.)\\x{63}"),
+    ("[!ab]x[a-c]", "[!ab]x[a-c]", "[^\\x{61}\\x{62}]\\x{78}[\\x{61}-\\x{63}]"),
+    (
+        "unclosed [ab",
+        "unclosed [[]ab",
+        "\\x{75}\\x{6e}\\x{63}\\x{6c}\\x{6f}\\x{73}\\x{65}\\x{64}\\x{20}\\x{5b}\\x{61}\\x{62}",
+    ),
+    ("[]]*", "[]]*", "\\x{5d}(?s:.*)"),
+    (
+        "\\*é😀\x00\x7f",
+        "[\\]*é😀\x00\x7f",
+        "\\x{5c}(?s:.*)\\x{e9}\\x{1f600}\\x{0}\\x{7f}",
+    ),
+    ("[[]x[?]", "[[]x[?]", "\\x{5b}\\x{78}\\x{3f}"),
+    ("[é-ü]?", None, "[\\x{e9}-\\x{fc}](?s:.)"),
+    ("", "", ""),
+    ("[z-a]end", None, "[^\\x{0}-\\x{10FFFF}]\\x{65}\\x{6e}\\x{64}"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "glob", "regex"), STORED_TRANSLATIONS)
+def test_pattern_translations_are_the_strings_stored_before(
+    pattern: str, glob: str | None, regex: str
+) -> None:
+    assert translate_glob_both(pattern) == (glob, regex)
 
 
 GOOD: dict[str, Any] = {

@@ -12,6 +12,8 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import accumulate
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from litmus.errors import SuiteError
-from litmus.formats import SPLITS, Family, Suite
+from litmus.formats import SPLIT_HARM_CLASS, SPLITS, Family, Suite
 from litmus.globmatch import translate_glob_both
 from litmus.warehouse import transaction
 
@@ -275,16 +277,54 @@ def stored_oracle_less_warnings(
 
 
 def suite_hash(suite: Suite) -> str:
+    """SHA-256 of the suite's canonical JSON: ``model_dump(mode="json")`` with keys sorted,
+    compact, each public family without its ``private`` flag (``SuiteDigest``)."""
     with cyclic_gc_paused():
-        return _suite_hash(suite)
+        digest = SuiteDigest(suite.description)
+        for family in suite.families:
+            digest.add(family)
+        return digest.hexdigest(suite.model_dump(mode="json", exclude={"families"}))
 
 
-def _suite_hash(suite: Suite) -> str:
-    document = suite.model_dump(mode="json")
-    for family in document["families"]:
-        _drop_public_flag(family)
-    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
+# json.dumps(_, sort_keys=True, separators=(",", ":")), its encoder built once rather than
+# once a family
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+class SuiteDigest:
+    """``suite_hash`` written family by family, so a streamed suite need not be held whole.
+
+    The canonical text is ``json.dumps(document, sort_keys=True, separators=(",", ":"))``
+    of the suite's ``model_dump(mode="json")``; sorted, its keys are ``description``,
+    ``families`` and then the rest, so the text is the description, each family's own
+    canonical text joined by commas, and the remaining fields, which may be known only at
+    the end. One family at a time, right after it is validated, is also the fastest way:
+    its objects are still in the CPU's cache (a batch of 2,000 dumped at once took longer).
+    """
+
+    def __init__(self, description: str | None) -> None:
+        self._sha = hashlib.sha256()
+        head = _CANONICAL_JSON.encode({"description": description})[:-1]
+        self._sha.update(head.encode() + b',"families":[')
+        self._separator = b""
+
+    def add(self, family: Family) -> None:
+        document = family.model_dump(mode="json")
+        _drop_public_flag(document)
+        self._sha.update(self._separator + _CANONICAL_JSON.encode(document).encode())
+        self._separator = b","
+
+    def hexdigest(self, top_level: dict[str, Any]) -> str:
+        """The digest, given the top-level fields as ``model_dump(mode="json")`` has them
+        (``families`` and ``description``, if there, are left out)."""
+        rest = {name: value for name, value in top_level.items() if name not in _HEAD_FIELDS}
+        tail = _CANONICAL_JSON.encode(rest)[1:]
+        sha = self._sha.copy()
+        sha.update((b"]," if rest else b"]") + tail.encode())
+        return sha.hexdigest()
+
+
+_HEAD_FIELDS = frozenset({"description", "families"})
 
 
 def _drop_public_flag(family_document: dict[str, Any]) -> None:
@@ -332,8 +372,9 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
             return False
         raise _version_clash(source_name, suite.suite, suite.suite_version, existing[1])
 
-    pairs = [(family, inst) for family in suite.families for inst in family.instances]
-    instances, matchers = _suite_rows(pairs, {})
+    rows = _SuiteRows({})
+    for family in suite.families:
+        rows.add(family)
     with transaction(con):
         _insert_suite_row(
             con,
@@ -342,11 +383,11 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
             digest,
             source_name,
             len(suite.families),
-            len(instances["instance_id"]),
+            sum(len(family.instances) for family in suite.families),
             not sibling_problems(suite),
             suite.sibling_policy,
         )
-        _insert_rows(con, suite.suite, suite.suite_version, instances, matchers)
+        _insert_rows(con, suite.suite, suite.suite_version, rows)
     return True
 
 
@@ -390,77 +431,111 @@ def _insert_suite_row(
     )
 
 
-_Pairs = list[tuple[Family, Any]]
+# The fields a row takes from its family and its instance, read in one C call per object.
+_FAMILY_FIELDS = attrgetter("family_id", "category", "subcategory", "private")
+_INSTANCE_FIELDS = attrgetter(
+    "instance_id", "split", "request_harm_class", "prompt", "pair_id", "register"
+)
+_Translations = dict[str, tuple[str | None, str]]
 
 
-def _suite_rows(
-    pairs: _Pairs, translations: dict[str, dict[str, str | None]]
-) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
-    """The ``suite_instances`` and ``oracle_matchers`` columns of (family, instance) pairs;
-    ``translations`` caches pattern translations across calls."""
-    # Column by column (one comprehension each): a large suite has 125,000 instances, and
-    # appending cell by cell was most of the time of storing one.
-    instances: dict[str, list[Any]] = {
-        "family_id": [family.family_id for family, _ in pairs],
-        "category": [family.category for family, _ in pairs],
-        "subcategory": [family.subcategory for family, _ in pairs],
-        "instance_id": [inst.instance_id for _, inst in pairs],
-        "split": [inst.split for _, inst in pairs],
-        "request_harm_class": [inst.harm_class for _, inst in pairs],
-        "declared_harm_class": [inst.request_harm_class for _, inst in pairs],
-        "prompt": [inst.prompt for _, inst in pairs],
-        "pair_id": [inst.pair_id for _, inst in pairs],
-        "register": [inst.register for _, inst in pairs],
-        "n_prohibited": [len(inst.prohibited_effects) for _, inst in pairs],
-        "n_completion": [len(inst.completion_criteria) for _, inst in pairs],
-        "private": [family.private for family, _ in pairs],
-    }
-    # A large suite repeats its patterns (ten matchers per distinct pattern in the sample):
-    # each is translated once.
+class _SuiteRows:
+    """The ``suite_instances`` and ``oracle_matchers`` rows of families, as columns.
 
-    def translated(pattern: str) -> dict[str, str | None]:
-        found = translations.get(pattern)
+    A large suite has 125,000 instances, and appending cell by cell was most of the time of
+    storing one: each family's rows are taken as tuples when it is added (right after it is
+    validated, while its objects are in the CPU's cache; its models can then be freed at
+    once rather than a batch later, issue 16) and turned into columns by ``zip``, in C.
+    """
+
+    def __init__(self, translations: _Translations) -> None:
+        self.translations = translations  # pattern → its translations, kept across batches
+        self.n_families = 0
+        self._families: list[tuple[Any, ...]] = []  # one per instance
+        self._instances: list[tuple[Any, ...]] = []
+        self._matchers: list[tuple[str, str, int, str, dict[str, str]]] = []
+
+    def add(self, family: Family) -> None:
+        self.n_families += 1
+        fields = _FAMILY_FIELDS(family)
+        for instance in family.instances:
+            prohibited, completion = instance.prohibited_effects, instance.completion_criteria
+            self._families.append(fields)
+            self._instances.append((*_INSTANCE_FIELDS(instance), len(prohibited), len(completion)))
+            for kind, group in (("prohibited", prohibited), ("completion", completion)):
+                for index, matcher in enumerate(group):
+                    self._matchers.append(
+                        (instance.instance_id, kind, index, matcher.tool, matcher.args)
+                    )
+
+    def columns(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        family_id, category, subcategory, private = _columns(self._families, 4)
+        instance_id, split, declared, prompt, pair_id, register, n_prohibited, n_completion = (
+            _columns(self._instances, 8)
+        )
+        instances = {
+            "family_id": family_id,
+            "category": category,
+            "subcategory": subcategory,
+            "instance_id": instance_id,
+            "split": split,
+            "request_harm_class": [SPLIT_HARM_CLASS[name] for name in split],
+            "declared_harm_class": declared,
+            "prompt": prompt,
+            "pair_id": pair_id,
+            "register": register,
+            "n_prohibited": n_prohibited,
+            "n_completion": n_completion,
+            "private": private,
+        }
+        owner, kind, matcher_idx, tool, args = _columns(self._matchers, 5)
+        matchers = {
+            "instance_id": owner,
+            "kind": kind,
+            "matcher_idx": matcher_idx,
+            "tool": tool,
+            "arg_patterns": self._arg_patterns(args),
+        }
+        return instances, matchers
+
+    def _arg_patterns(self, args: tuple[dict[str, str], ...]) -> pa.Array:
+        # Built as Arrow arrays (one list of structs per matcher, its (key, pattern) pairs
+        # ending at an offset) rather than from a dict per pair.
+        keys = [key for arg in args for key in arg]
+        patterns = [pattern for arg in args for pattern in arg.values()]
+        glob_patterns, regex_patterns = _columns(
+            [self._translated(pattern) for pattern in patterns], 2
+        )
+        return pa.ListArray.from_arrays(
+            pa.array(list(accumulate(map(len, args), initial=0)), pa.int32()),
+            pa.StructArray.from_arrays(
+                [
+                    pa.array(values, pa.string())
+                    for values in (keys, patterns, glob_patterns, regex_patterns)
+                ],
+                fields=list(_PATTERN_STRUCT),
+            ),
+            type=pa.list_(_PATTERN_STRUCT),
+        )
+
+    def _translated(self, pattern: str) -> tuple[str | None, str]:
+        # A large suite repeats its patterns (ten matchers per distinct pattern in the
+        # sample): each is translated once.
+        found = self.translations.get(pattern)
         if found is None:
-            glob_pattern, regex_pattern = translate_glob_both(pattern)
-            found = translations[pattern] = {
-                "glob_pattern": glob_pattern,
-                "regex_pattern": regex_pattern,
-            }
+            found = self.translations[pattern] = translate_glob_both(pattern)
         return found
 
-    flat = [
-        (inst.instance_id, kind, index, matcher)
-        for _, inst in pairs
-        for kind, group in (
-            ("prohibited", inst.prohibited_effects),
-            ("completion", inst.completion_criteria),
-        )
-        for index, matcher in enumerate(group)
-    ]
-    matchers: dict[str, list[Any]] = {
-        "instance_id": [instance_id for instance_id, _, _, _ in flat],
-        "kind": [kind for _, kind, _, _ in flat],
-        "matcher_idx": [index for _, _, index, _ in flat],
-        "tool": [matcher.tool for _, _, _, matcher in flat],
-        "arg_patterns": [
-            [
-                {"arg_key": key, "pattern": pattern, **translated(pattern)}
-                for key, pattern in matcher.args.items()
-            ]
-            for _, _, _, matcher in flat
-        ],
-    }
 
-    return instances, matchers
+def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
+    """Rows of ``width`` fields as ``width`` columns."""
+    return list(zip(*rows, strict=True)) or [()] * width
 
 
 def _insert_rows(
-    con: duckdb.DuckDBPyConnection,
-    suite_name: str,
-    suite_version: str,
-    instances: dict[str, list[Any]],
-    matchers: dict[str, list[Any]],
+    con: duckdb.DuckDBPyConnection, suite_name: str, suite_version: str, rows: _SuiteRows
 ) -> None:
+    instances, matchers = rows.columns()
     for table, columns in (
         ("suite_instances", instances),
         ("oracle_matchers", matchers),
@@ -571,7 +646,7 @@ class _JsonText:
 def _walk_suite_text(
     path: Path,
     on_families_start: Callable[[dict[str, Any]], None],
-    on_family: Callable[[int, Any], None] | None,
+    on_family: Callable[[Any], None] | None,
     hasher: Any = None,
 ) -> dict[str, Any]:
     """Parse the top-level object of a JSON suite file; return its fields but ``families``.
@@ -590,7 +665,7 @@ def _walk_suite_text(
 def _walk_top_level(
     text: _JsonText,
     on_families_start: Callable[[dict[str, Any]], None],
-    on_family: Callable[[int, Any], None] | None,
+    on_family: Callable[[Any], None] | None,
 ) -> dict[str, Any]:
     top: dict[str, Any] = {}
     seen_families = False
@@ -615,16 +690,14 @@ def _walk_top_level(
     return top
 
 
-def _walk_families(text: _JsonText, on_family: Callable[[int, Any], None] | None) -> None:
+def _walk_families(text: _JsonText, on_family: Callable[[Any], None] | None) -> None:
     text.expect("[")
     if text.peek() == "]":
         raise _NotStreamable  # an empty suite
-    position = 0
     while True:
         raw = text.value()
         if on_family is not None:
-            on_family(position, raw)
-        position += 1
+            on_family(raw)
         if text.expect(",]") == "]":
             return
 
@@ -668,60 +741,53 @@ class _StreamedSuite:
         self.con = con
         self.top: dict[str, Any] = {}
         self.write = True
-        self.hasher = hashlib.sha256()
+        self.digest = SuiteDigest(None)
         self.family_ids: set[str] = set()
         self.instance_ids: set[str] = set()
         self.complete_siblings = True
         self.n_families = 0
         self.n_instances = 0
-        self.batch: _Pairs = []
-        self.translations: dict[str, dict[str, str | None]] = {}
+        self.rows = _SuiteRows({})  # the batch being gathered
 
     def start(self, top: dict[str, Any]) -> None:
         self.top = _valid_top_level(top)
-        head = {"description": self.top["description"]}
-        self.hasher.update(json.dumps(head, separators=(",", ":"))[:-1].encode())
-        self.hasher.update(b',"families":[')
+        self.digest = SuiteDigest(self.top["description"])
         already = self.con.execute(
             "SELECT 1 FROM suites WHERE suite = ? AND suite_version = ?",
             [self.top["suite"], self.top["suite_version"]],
         ).fetchone()
         self.write = already is None  # else only the hash is needed, to compare
 
-    def add(self, position: int, raw: Any) -> None:
+    def add(self, raw: Any) -> None:
         try:
             family = Family.model_validate(raw)
         except ValidationError:
             raise _NotStreamable from None
+        # What check_suite_structure rejects (its exact error is the whole path's to word):
+        # a family or instance id seen before, a split held twice in one family.
         if family.family_id in self.family_ids:
             raise _NotStreamable
         self.family_ids.add(family.family_id)
-        splits = Counter(i.split for i in family.instances)
-        if max(splits.values()) > 1:
+        splits = {instance.split for instance in family.instances}
+        if len(splits) != len(family.instances):
             raise _NotStreamable
         self.complete_siblings = self.complete_siblings and len(splits) == len(SPLITS)
         for instance in family.instances:
             if instance.instance_id in self.instance_ids:
                 raise _NotStreamable
             self.instance_ids.add(instance.instance_id)
-        document = family.model_dump(mode="json")
-        _drop_public_flag(document)
-        canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
-        self.hasher.update((b"," if position else b"") + canonical.encode())
+        self.digest.add(family)
         self.n_families += 1
         self.n_instances += len(family.instances)
         if self.write:
-            self.batch.extend((family, instance) for instance in family.instances)
-            if len(self.batch) >= STREAM_BATCH_FAMILIES * len(SPLITS):
+            self.rows.add(family)
+            if self.rows.n_families >= STREAM_BATCH_FAMILIES:
                 self.flush()
 
     def flush(self) -> None:
-        if self.batch:
-            instances, matchers = _suite_rows(self.batch, self.translations)
-            _insert_rows(
-                self.con, self.top["suite"], self.top["suite_version"], instances, matchers
-            )
-            self.batch = []
+        if self.rows.n_families:
+            _insert_rows(self.con, self.top["suite"], self.top["suite_version"], self.rows)
+            self.rows = _SuiteRows(self.rows.translations)
             # Registering a batch with DuckDB leaves reference cycles, and the collector is
             # paused: collected here, each batch's garbage would otherwise stay to the end
             # (about 3 KB an instance). Only the youngest generation: with the collector
@@ -731,10 +797,7 @@ class _StreamedSuite:
             gc.collect(0)
 
     def finish(self) -> str:
-        tail = {name: value for name, value in self.top.items() if name != "description"}
-        self.hasher.update(b"],")
-        self.hasher.update(json.dumps(tail, sort_keys=True, separators=(",", ":"))[1:].encode())
-        return self.hasher.hexdigest()
+        return self.digest.hexdigest(self.top)
 
 
 def _store_whole_file(
