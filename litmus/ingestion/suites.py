@@ -278,9 +278,9 @@ def stored_oracle_less_warnings(
 
 def suite_hash(suite: Suite) -> str:
     """SHA-256 of the suite's canonical JSON: ``model_dump(mode="json")`` with keys sorted,
-    compact, each public family without its ``private`` flag (``SuiteDigest``)."""
+    compact, each public family without its ``private`` flag (``_SuiteDigest``)."""
     with cyclic_gc_paused():
-        digest = SuiteDigest(suite.description)
+        digest = _SuiteDigest(suite.description)
         for family in suite.families:
             digest.add(family)
         return digest.hexdigest(suite.model_dump(mode="json", exclude={"families"}))
@@ -289,17 +289,19 @@ def suite_hash(suite: Suite) -> str:
 # json.dumps(_, sort_keys=True, separators=(",", ":")), its encoder built once rather than
 # once a family
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_HEAD_FIELDS = frozenset({"description", "families"})
 
 
-class SuiteDigest:
+class _SuiteDigest:
     """``suite_hash`` written family by family, so a streamed suite need not be held whole.
 
     The canonical text is ``json.dumps(document, sort_keys=True, separators=(",", ":"))``
     of the suite's ``model_dump(mode="json")``; sorted, its keys are ``description``,
     ``families`` and then the rest, so the text is the description, each family's own
     canonical text joined by commas, and the remaining fields, which may be known only at
-    the end. One family at a time, right after it is validated, is also the fastest way:
-    its objects are still in the CPU's cache (a batch of 2,000 dumped at once took longer).
+    the end. One family at a time, right after it is validated, is also the faster way (a
+    batch of 2,000 families validated, dumped and encoded in one call each took longer, in
+    all three: presumably the CPU's caches; issue 16).
     """
 
     def __init__(self, description: str | None) -> None:
@@ -322,9 +324,6 @@ class SuiteDigest:
         sha = self._sha.copy()
         sha.update((b"]," if rest else b"]") + tail.encode())
         return sha.hexdigest()
-
-
-_HEAD_FIELDS = frozenset({"description", "families"})
 
 
 def _drop_public_flag(family_document: dict[str, Any]) -> None:
@@ -443,9 +442,10 @@ class _SuiteRows:
     """The ``suite_instances`` and ``oracle_matchers`` rows of families, as columns.
 
     A large suite has 125,000 instances, and appending cell by cell was most of the time of
-    storing one: each family's rows are taken as tuples when it is added (right after it is
-    validated, while its objects are in the CPU's cache; its models can then be freed at
-    once rather than a batch later, issue 16) and turned into columns by ``zip``, in C.
+    storing one: each family's rows are taken as tuples (``attrgetter``) when it is added,
+    and turned into columns by ``zip``, both in C. Added right after it is validated, a
+    streamed family's models are freed at once rather than a batch later, which measured
+    faster too (issue 16).
     """
 
     def __init__(self, translations: _Translations) -> None:
@@ -741,7 +741,7 @@ class _StreamedSuite:
         self.con = con
         self.top: dict[str, Any] = {}
         self.write = True
-        self.digest = SuiteDigest(None)
+        self.digest = _SuiteDigest(None)
         self.family_ids: set[str] = set()
         self.instance_ids: set[str] = set()
         self.complete_siblings = True
@@ -751,7 +751,7 @@ class _StreamedSuite:
 
     def start(self, top: dict[str, Any]) -> None:
         self.top = _valid_top_level(top)
-        self.digest = SuiteDigest(self.top["description"])
+        self.digest = _SuiteDigest(self.top["description"])
         already = self.con.execute(
             "SELECT 1 FROM suites WHERE suite = ? AND suite_version = ?",
             [self.top["suite"], self.top["suite_version"]],
