@@ -1,6 +1,8 @@
-"""GE's validations share one context per process (``ge_runner._validate``) and run GE's
-validator without a stored validation definition; they decide exactly what a fresh context
-per validation with ``ValidationDefinition.run`` decided (the code before): same verdicts,
+"""GE's validations share one context per process (``ge_runner._validate``), run GE's
+validator without a stored validation definition, and ask for the complete result only of
+the expectations a quick pass cannot settle; they decide exactly what a fresh context per
+validation with ``ValidationDefinition.run`` and one complete pass decided (the code before):
+same verdicts,
 same failing rows, same observed values, same errors, frame after frame under the same frame
 name (a shared data source would answer from the previous frame's metric cache), for the
 real gate suites over randomized hostile frames and for expectation kinds they do not use.
@@ -120,6 +122,11 @@ def test_failing_expectations_and_a_missing_column_agree_and_leave_nothing() -> 
         {
             "type": "expect_column_values_to_be_in_set",
             "kwargs": {"column": "label", "value_set": ["safe"], "mostly": 0.5},
+            "meta": {"gate": "g"},
+        },
+        {  # holds with unexpected rows (a quarter of the labels are null): they are listed
+            "type": "expect_column_values_to_not_be_null",
+            "kwargs": {"column": "label", "mostly": 0.5},
             "meta": {"gate": "g"},
         },
         {

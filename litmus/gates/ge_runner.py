@@ -19,6 +19,7 @@ A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import os
@@ -234,7 +235,63 @@ def _validate(
     frame: pd.DataFrame,
     index_columns: Sequence[str],
 ) -> dict[int, _Verdict]:
-    """GE validates the expectations at ``positions`` of the suite over ``frame``."""
+    """GE validates the expectations at ``positions`` of the suite over ``frame``.
+
+    Two passes, both GE's: a quick one that only says which expectations hold (GE's
+    ``BOOLEAN_ONLY`` result skips the metrics that list unexpected rows and values, about
+    40 % of a gating step's CPU on small frames), then the ``COMPLETE`` result for every
+    expectation whose verdict needs more than "it holds" (:func:`_needs_complete_result`).
+    Each expectation's verdict is therefore the one a single ``COMPLETE`` pass gives."""
+    quick = _run_validation(document, positions, frame, {"result_format": "BOOLEAN_ONLY"})
+    again = [p for p in positions if _needs_complete_result(document, p, quick.get(p))]
+    if not again:
+        return quick
+    complete = {
+        "result_format": "COMPLETE",
+        "unexpected_index_column_names": list(index_columns),
+        "return_unexpected_index_query": False,
+    }
+    return {**quick, **_run_validation(document, again, frame, complete)}
+
+
+def _needs_complete_result(
+    document: SuiteDocument, position: int, verdict: _Verdict | None
+) -> bool:
+    """Whether a quick verdict could differ from the complete one. It cannot for a row-map
+    expectation (each row holds or not) that held with no ``mostly`` allowance: it has no
+    unexpected row to list and reports no observed value. Anything else is asked again:
+    a failure or error (its failing rows and message), a ``mostly`` pass (its rows), a
+    table- or aggregate-level expectation (its observed value), a missing result."""
+    if verdict is None or not verdict.success or verdict.error is not None:
+        return True
+    expectation = document.body["expectations"][position]
+    if "mostly" in expectation.get("kwargs", {}):
+        return True
+    return not _is_row_map_expectation(expectation["type"])
+
+
+@functools.cache
+def _is_row_map_expectation(expectation_type: str) -> bool:
+    _great_expectations()
+    from great_expectations.expectations.expectation import (
+        ColumnMapExpectation,
+        ColumnPairMapExpectation,
+        MulticolumnMapExpectation,
+    )
+    from great_expectations.expectations.registry import get_expectation_impl
+
+    return issubclass(
+        get_expectation_impl(expectation_type),
+        (ColumnMapExpectation, ColumnPairMapExpectation, MulticolumnMapExpectation),
+    )
+
+
+def _run_validation(
+    document: SuiteDocument,
+    positions: Sequence[int],
+    frame: pd.DataFrame,
+    result_format: Mapping[str, Any],
+) -> dict[int, _Verdict]:
     gx = _great_expectations()
     from great_expectations.validator.v1_validator import Validator
 
@@ -248,11 +305,6 @@ def _validate(
         }
         for position in positions
     ]
-    result_format = {
-        "result_format": "COMPLETE",
-        "unexpected_index_column_names": list(index_columns),
-        "return_unexpected_index_query": False,
-    }
     with _context_lock:
         context = _ge_context(gx)
         batch = (
@@ -271,7 +323,7 @@ def _validate(
                 result = Validator(
                     batch_definition=batch,
                     batch_parameters={"dataframe": frame},
-                    result_format=result_format,
+                    result_format=dict(result_format),
                 ).validate_expectation_suite(suite)
             finally:
                 context.suites.delete(suite.name)
