@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from test_fuzz_ingest import file_settings
 from test_ingest_bulk import fresh_home, mixed_files
 
 from litmus.ingestion import run_files
-from litmus.ingestion.provers import ProverError
+from litmus.ingestion.bulk import open_scratch, prove_lines, stored_instances
+from litmus.ingestion.provers import ProverError, ProverPool
 from litmus.ingestion.run_files import SourceItem, file_sha256, ingest_file, ingest_items
 from litmus.ingestion.suites import load_suite_file, store_suite
 from litmus.sample import generate_sample
@@ -222,4 +224,47 @@ def test_an_error_while_staging_stops_the_provers(
         with pytest.raises(RuntimeError, match="stopped at 10000"):
             ingest_file(con, joined, paths, progress=fail, provers=2)
         assert con.execute("SELECT count(*) FROM raw_trajectories").fetchone() == (0,)
+    assert not _new_children(before)
+
+
+def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
+    sample_file: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A batch (megabytes, far more than a pipe holds) is handed to a prover that is not
+    reading: the hand-over returns at once, so the ingesting process proves and stages
+    meanwhile instead of waiting for the prover (which kept one of two cores idle). Once the
+    prover reads again, its proofs are the ones the ingesting process computes itself."""
+    suite, joined = sample_file
+    paths = _home(tmp_path, "home", suite)
+    lines = list(enumerate(joined.read_bytes().splitlines(keepends=True)[:6_000], start=1))
+    batches = [lines[:3_000], lines[3_000:]]
+    assert all(sum(len(line) for _, line in batch) > 1 << 20 for batch in batches)
+    with connect(paths.duckdb_path) as con:
+        instances = stored_instances(con)
+    before = _children()
+    pool = ProverPool(1, instances, "f" * 64)
+    prover = pool.provers[0].process
+    try:
+        os.kill(prover.pid, signal.SIGSTOP)
+        handing_over = threading.Thread(target=lambda: [pool.submit(b) for b in batches])
+        handing_over.start()
+        handing_over.join(timeout=120)  # generous: returning at all is the point
+        stuck = handing_over.is_alive()
+        os.kill(prover.pid, signal.SIGCONT)
+        handing_over.join()
+        assert not stuck, "handing a batch over waited for the stopped prover"
+        received = [pool.receive() for _ in batches]
+    finally:
+        os.kill(prover.pid, signal.SIGCONT)
+        pool.close()
+    scratch = open_scratch(instances)
+    try:
+        expected = [prove_lines(scratch, batch, "f" * 64) for batch in batches]
+    finally:
+        scratch.close()
+    assert all(proof is not None for proof in received)
+    assert [(t.to_pylist(), s.to_pylist()) for t, s in received] == [  # type: ignore[misc]
+        (t.to_pylist(), s.to_pylist())
+        for t, s in expected  # type: ignore[misc]
+    ]
     assert not _new_children(before)

@@ -83,6 +83,7 @@ def _read_exactly(source: IO[bytes], size: int) -> bytes | None:
 
 
 _EOF = object()
+_STOP = object()
 
 
 def _read_table(source: IO[bytes]) -> pa.Table | object | None:
@@ -118,12 +119,15 @@ class _Prover:
         self.results: queue.Queue[Any] = queue.Queue()
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
-        # The instances are written while the prover starts (imports take ~0.4 s), so that
-        # the ingesting process reads its first batch meanwhile instead of waiting on the pipe.
-        self.starting: threading.Thread | None = threading.Thread(
-            target=self._send, args=(instances,), daemon=True
-        )
-        self.starting.start()
+        # Batches go to the prover from a thread of their own: a 10 MB batch does not fit the
+        # pipe, so writing it blocks until the prover has finished the batch before it and
+        # reads this one; written from the ingesting thread, that wait kept it from proving
+        # or staging meanwhile (one core busy, not two). The instances go first, while the
+        # prover starts (its imports take ~0.4 s).
+        self.outbox: queue.Queue[pa.Table | object] = queue.Queue()
+        self.outbox.put(instances)
+        self.sender = threading.Thread(target=self._send_all, daemon=True)
+        self.sender.start()
 
     def _drain(self) -> None:
         while True:
@@ -137,21 +141,27 @@ class _Prover:
                 return
             self.results.put(None if trajectories is None else (trajectories, steps))
 
-    def _send(self, table: pa.Table) -> bool:
+    def _send_all(self) -> None:
+        """The sender thread: writes the outbox in order; ``_STOP`` closes the prover's input
+        (end of input means stop). Only this thread touches the prover's stdin. A prover
+        that is gone fails the ingestion where its results are awaited (``receive``)."""
         try:
-            _write_table(self.stdin, table)
-            self.stdin.flush()
-        except (BrokenPipeError, ValueError):  # ValueError: closed by close() meanwhile
-            return False
-        return True
+            while (table := self.outbox.get()) is not _STOP:
+                assert isinstance(table, pa.Table)
+                _write_table(self.stdin, table)
+                self.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(BrokenPipeError, ValueError):
+                self.stdin.close()
 
     def send(self, table: pa.Table) -> None:
-        # after the instances (if writing them failed, the prover is gone: so does this)
-        if self.starting is not None:
-            self.starting.join()
-            self.starting = None
-        if not self._send(table):
+        """Queue a batch for the prover; returns at once (``ProverPool`` bounds how many
+        are in flight)."""
+        if not self.sender.is_alive():  # its pipe broke: the prover is gone
             self.fail()
+        self.outbox.put(table)
 
     def receive(self) -> Proven:
         result = self.results.get()
@@ -166,10 +176,16 @@ class _Prover:
         raise ProverError(f"an ingestion prover process failed (exit code {code}): {detail}")
 
     def close(self) -> None:
-        if self.starting is not None:
-            self.starting.join(timeout=30)
-        with contextlib.suppress(BrokenPipeError):
-            self.stdin.close()
+        # batches still queued are not needed any more (an ingestion that ends normally has
+        # received every result before closing)
+        with contextlib.suppress(queue.Empty):
+            while True:
+                self.outbox.get_nowait()
+        self.outbox.put(_STOP)
+        self.sender.join(timeout=30)
+        if self.sender.is_alive():  # the prover stopped reading: only killing it frees the pipe
+            self.process.kill()
+            self.sender.join()
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
