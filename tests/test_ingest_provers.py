@@ -227,6 +227,13 @@ def test_an_error_while_staging_stops_the_provers(
     assert not _new_children(before)
 
 
+def _proven_rows(proof: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """A batch's proof as (trajectory rows, step rows); every batch here proves something."""
+    assert proof is not None
+    trajectories, steps = proof
+    return trajectories.to_pylist(), steps.to_pylist()
+
+
 def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
     sample_file: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -262,9 +269,7 @@ def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
         expected = [prove_lines(scratch, batch, "f" * 64) for batch in batches]
     finally:
         scratch.close()
-    assert all(proof is not None for proof in received)
-    assert [(t.to_pylist(), s.to_pylist()) for t, s in received] == [  # type: ignore[misc]
-        (t.to_pylist(), s.to_pylist())
-        for t, s in expected  # type: ignore[misc]
+    assert [_proven_rows(proof) for proof in received] == [
+        _proven_rows(proof) for proof in expected
     ]
     assert not _new_children(before)

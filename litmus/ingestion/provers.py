@@ -150,10 +150,10 @@ class _Prover:
                 assert isinstance(table, pa.Table)
                 _write_table(self.stdin, table)
                 self.stdin.flush()
-        except (BrokenPipeError, ValueError):
+        except BrokenPipeError:
             pass
         finally:
-            with contextlib.suppress(BrokenPipeError, ValueError):
+            with contextlib.suppress(BrokenPipeError):
                 self.stdin.close()
 
     def send(self, table: pa.Table) -> None:
