@@ -173,3 +173,19 @@ def test_failing_expectations_and_a_missing_column_agree_and_leave_nothing() -> 
             }
         )
         _agree(document, frame, list(range(len(expectations))))
+
+
+def test_a_frame_reaches_ge_without_being_fingerprinted() -> None:
+    """GE fingerprints an in-memory batch below a size threshold (pandas' hash of every
+    cell) for a batch marker nothing reads, a quarter of a gating step's CPU; the runner
+    puts every frame above the threshold. Should GE rename that knob, this fails."""
+    ge_runner._great_expectations()
+    from great_expectations.core.batch_spec import RuntimeDataBatchSpec
+    from great_expectations.execution_engine import PandasExecutionEngine
+
+    frame = pd.DataFrame({"row_key": ["a", "b"], "label": ["safe", None]})
+    _, markers = PandasExecutionEngine().get_batch_data_and_markers(
+        RuntimeDataBatchSpec(batch_data=frame)
+    )
+    assert "ge_load_time" in markers
+    assert "pandas_data_fingerprint" not in markers

@@ -1,10 +1,10 @@
 """Great Expectations 1.x, wired by hand: declarative suite files validated over a pandas frame.
 
-GE is a library here, not a service. One ephemeral context per process; each validation
-adds one pandas data source over a frame LITMUS read from DuckDB (never through SQLAlchemy:
-GE's SQL path breaks on duckdb-engine), adds the suite exactly as its JSON file states it,
-validates with the ``COMPLETE`` result format so every failing row's key comes back, not a
-sample, and removes both again.
+GE is a library here, not a service. One ephemeral context per process; each frame LITMUS
+read from DuckDB gets one pandas data source (never SQLAlchemy: GE's SQL path breaks on
+duckdb-engine), each validation of it adds the suite exactly as its JSON file states it,
+and every verdict is the one the ``COMPLETE`` result format gives, so every failing row's
+key comes back, not a sample; both are removed again.
 
 A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
 
@@ -152,7 +152,12 @@ def _great_expectations() -> Any:
     """Import GE quietly: no usage statistics, no progress bars, no INFO chatter."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
+    from great_expectations.execution_engine import pandas_execution_engine
 
+    # GE fingerprints every in-memory batch under this many bytes (pandas' hash of every
+    # cell, then MD5) for a batch marker nothing here reads: a quarter of a gating step's
+    # CPU. Frames above it already go without one; this puts every frame above it.
+    pandas_execution_engine.HASH_THRESHOLD = 0
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
     return gx
 
@@ -208,11 +213,12 @@ class _Verdict:
 
 # One ephemeral GE context per process, made on first use: building one (its stores, its
 # config, its data source registry) cost ~25 ms CPU per validation, and a gating step
-# validates six frames per configuration. Each validation still gets its own pandas data
-# source, made before and deleted after it: a data source keeps its execution engine and that
-# engine's metric cache, keyed by batch ids that are the same for every whole-frame batch of
-# one asset, so a data source shared between two frames could answer from the first frame's
-# metrics. The lock keeps two threads from registering the data source name at once.
+# validates six frames per configuration. Each frame still gets its own pandas data source,
+# made before its validations and deleted after them: a data source keeps its execution
+# engine and that engine's metric cache, keyed by batch ids that are the same for every
+# whole-frame batch of one asset, so a data source shared between two frames could answer
+# from the first frame's metrics (within one frame, the second pass may reuse the first's).
+# The lock keeps two threads from registering the data source name at once.
 _context: Any = None
 _context_lock = threading.Lock()
 _DATA_SOURCE = "litmus_warehouse"
@@ -237,37 +243,71 @@ def _validate(
 ) -> dict[int, _Verdict]:
     """GE validates the expectations at ``positions`` of the suite over ``frame``.
 
-    Two passes, both GE's: a quick one that only says which expectations hold (GE's
-    ``BOOLEAN_ONLY`` result skips the metrics that list unexpected rows and values, about
-    40 % of a gating step's CPU on small frames), then the ``COMPLETE`` result for every
-    expectation whose verdict needs more than "it holds" (:func:`_needs_complete_result`).
+    Two passes, both GE's, over one data source: a quick one that only says which
+    expectations hold (GE's ``BOOLEAN_ONLY`` result skips the metrics that list unexpected
+    rows and values, about 40 % of a gating step's CPU on small frames), over the
+    expectations such a verdict can settle (:func:`_quick_verdict_can_settle`); then the
+    ``COMPLETE`` result for every other one and every one the quick pass did not settle.
     Each expectation's verdict is therefore the one a single ``COMPLETE`` pass gives."""
-    quick = _run_validation(document, positions, frame, {"result_format": "BOOLEAN_ONLY"})
-    again = [p for p in positions if _needs_complete_result(document, p, quick.get(p))]
-    if not again:
-        return quick
+    gx = _great_expectations()
+    quick_positions = [p for p in positions if _quick_verdict_can_settle(document, p)]
     complete = {
         "result_format": "COMPLETE",
         "unexpected_index_column_names": list(index_columns),
         "return_unexpected_index_query": False,
     }
-    return {**quick, **_run_validation(document, again, frame, complete)}
+    with _context_lock:
+        context = _ge_context(gx)
+        batch = (
+            context.data_sources.add_pandas(_DATA_SOURCE)
+            .add_dataframe_asset(document.frame)
+            .add_batch_definition_whole_dataframe("whole_frame")
+        )
+        try:
+            quick = (
+                _run_validation(
+                    gx,
+                    context,
+                    batch,
+                    document,
+                    quick_positions,
+                    frame,
+                    {"result_format": "BOOLEAN_ONLY"},
+                )
+                if quick_positions
+                else {}
+            )
+            again = [p for p in positions if _needs_complete_result(document, p, quick.get(p))]
+            if not again:
+                return quick
+            return {
+                **quick,
+                **_run_validation(gx, context, batch, document, again, frame, complete),
+            }
+        finally:
+            context.data_sources.delete(_DATA_SOURCE)
+
+
+def _quick_verdict_can_settle(document: SuiteDocument, position: int) -> bool:
+    """Whether "it holds" is the whole verdict: for a row-map expectation (each row holds or
+    not) without a ``mostly`` allowance, a pass has no unexpected row to list and reports no
+    observed value. Anything else (a ``mostly`` pass lists its rows, a table- or
+    aggregate-level expectation reports its observed value) needs the complete result."""
+    expectation = document.body["expectations"][position]
+    return "mostly" not in expectation.get("kwargs", {}) and _is_row_map_expectation(
+        expectation["type"]
+    )
 
 
 def _needs_complete_result(
     document: SuiteDocument, position: int, verdict: _Verdict | None
 ) -> bool:
-    """Whether a quick verdict could differ from the complete one. It cannot for a row-map
-    expectation (each row holds or not) that held with no ``mostly`` allowance: it has no
-    unexpected row to list and reports no observed value. Anything else is asked again:
-    a failure or error (its failing rows and message), a ``mostly`` pass (its rows), a
-    table- or aggregate-level expectation (its observed value), a missing result."""
+    """Whether the complete result is needed after the quick pass: for an expectation a quick
+    verdict cannot settle, and for one it did not (a failure or error needs its failing rows
+    and message; a missing result is asked again)."""
     if verdict is None or not verdict.success or verdict.error is not None:
         return True
-    expectation = document.body["expectations"][position]
-    if "mostly" in expectation.get("kwargs", {}):
-        return True
-    return not _is_row_map_expectation(expectation["type"])
+    return not _quick_verdict_can_settle(document, position)
 
 
 @functools.cache
@@ -287,12 +327,16 @@ def _is_row_map_expectation(expectation_type: str) -> bool:
 
 
 def _run_validation(
+    gx: Any,
+    context: Any,
+    batch: Any,
     document: SuiteDocument,
     positions: Sequence[int],
     frame: pd.DataFrame,
     result_format: Mapping[str, Any],
 ) -> dict[int, _Verdict]:
-    gx = _great_expectations()
+    """One GE validation of the expectations at ``positions`` over ``frame``, through the
+    batch definition of the data source :func:`_validate` registered for it."""
     from great_expectations.validator.v1_validator import Validator
 
     # GE returns results in its own order and normalizes kwargs, so each expectation carries
@@ -305,30 +349,20 @@ def _run_validation(
         }
         for position in positions
     ]
-    with _context_lock:
-        context = _ge_context(gx)
-        batch = (
-            context.data_sources.add_pandas(_DATA_SOURCE)
-            .add_dataframe_asset(document.frame)
-            .add_batch_definition_whole_dataframe("whole_frame")
-        )
-        try:
-            # Added to the context as before: GE hands back the suite as its store
-            # serialized it (normalized kwargs), and that is the suite validated.
-            suite = context.suites.add(gx.ExpectationSuite(**body))
-            try:
-                # The validator ``ValidationDefinition.run`` builds and runs; that method
-                # then only stores the result in the context's validation results store,
-                # which nothing here reads (the result is the same object).
-                result = Validator(
-                    batch_definition=batch,
-                    batch_parameters={"dataframe": frame},
-                    result_format=dict(result_format),
-                ).validate_expectation_suite(suite)
-            finally:
-                context.suites.delete(suite.name)
-        finally:
-            context.data_sources.delete(_DATA_SOURCE)
+    # Added to the context as before: GE hands back the suite as its store serialized it
+    # (normalized kwargs), and that is the suite validated.
+    suite = context.suites.add(gx.ExpectationSuite(**body))
+    try:
+        # The validator ``ValidationDefinition.run`` builds and runs; that method then only
+        # stores the result in the context's validation results store, which nothing here
+        # reads (the result is the same object).
+        result = Validator(
+            batch_definition=batch,
+            batch_parameters={"dataframe": frame},
+            result_format=dict(result_format),
+        ).validate_expectation_suite(suite)
+    finally:
+        context.suites.delete(suite.name)
     return verdicts_of_result(result, positions)
 
 
