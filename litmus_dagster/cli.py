@@ -74,6 +74,20 @@ def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
                 raise LitmusError(f"{clash} in {paths.duckdb_path}")
 
 
+def ensure_suite_files_fit(paths: LitmusPaths, files: Sequence[Path]) -> None:
+    """``ensure_suites_fit`` of the suite files ``files``, each validated first (a malformed
+    one is refused, naming where). A file whose exact bytes the warehouse stored is not
+    read again: it was validated then, and cannot clash (a 125,000-instance suite took
+    ~4 s to parse and hash on every run with something new)."""
+    from litmus.ingestion.suites import load_suite_file, unstored_suite_files
+    from litmus.warehouse import connect
+
+    if paths.duckdb_path.exists():
+        with connect(paths.duckdb_path) as con:
+            files = unstored_suite_files(con, files)
+    ensure_suites_fit(paths, [load_suite_file(path) for path in files])
+
+
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.ingestion.suites import load_suite_file, oracle_less_warning
     from litmus.neutralize import safe_file_name
@@ -236,7 +250,6 @@ STEP_LOG_NAME = "last_run.log"
 
 
 def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.ingestion.suites import load_suite_file
     from litmus.planning.run_state import nothing_new
     from litmus.runs import suite_files
     from litmus.warehouse import writer_lock
@@ -260,7 +273,7 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
             from litmus_dagster.pipeline import run_pipeline
 
             # a suite file that clashes with the stored suite stops the run before any work
-            ensure_suites_fit(paths, [load_suite_file(path) for path in suite_files(paths)])
+            ensure_suite_files_fit(paths, suite_files(paths))
             with step_log.open("w", encoding="utf-8") as log, contextlib.redirect_stdout(log):
                 try:
                     result = run_pipeline(paths, rescore_all=args.rescore_all, progress=_say)

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.errors import SuiteError
-from litmus.ingestion.suites import parse_suite_bytes, store_suite_file
+from litmus.ingestion.suites import parse_suite_bytes, store_suite_file, unstored_suite_files
 from litmus.settings import LitmusPaths
 
 
@@ -61,3 +61,25 @@ def test_parsing_a_suite_leaves_the_cycle_collector_as_it_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_only_suite_files_the_warehouse_has_not_stored_are_read_again(
+    warehouse: duckdb.DuckDBPyConnection, litmus_home: LitmusPaths
+) -> None:
+    stored = litmus_home.suites / "stored.json"
+    stored.write_text(json.dumps(ONE_FAMILY_SUITE))
+    store_suite_file(warehouse, stored)
+    reformatted = litmus_home.suites / "reformatted.json"
+    reformatted.write_text(json.dumps(ONE_FAMILY_SUITE, indent=2))
+    changed = copy.deepcopy(ONE_FAMILY_SUITE)
+    changed["families"][0]["category"] = "changed"
+    clashing = litmus_home.suites / "clashing.json"
+    clashing.write_text(json.dumps(changed))
+    broken = litmus_home.suites / "broken.json"
+    broken.write_text('{"suite": ')
+    files = [stored, reformatted, clashing, broken]
+    assert unstored_suite_files(warehouse, files) == [reformatted, clashing, broken]
+
+    # a file is recognized by its bytes only while its suite is still stored
+    warehouse.execute("DELETE FROM suites")
+    assert unstored_suite_files(warehouse, files) == files

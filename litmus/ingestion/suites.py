@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -148,6 +148,32 @@ class SuiteFileOutcome:
         return f"{self.suite}@{self.suite_version}"
 
 
+def _file_sha256(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _stored_suite_of_file(con: duckdb.DuckDBPyConnection, digest: str) -> SuiteFileOutcome | None:
+    """The stored suite a file with these exact bytes was stored as, if it still is."""
+    known = con.execute(
+        "SELECT s.suite, s.suite_version, s.complete_siblings, "
+        "coalesce(s.sibling_policy, 'complete') FROM suite_files f "
+        "JOIN suites s USING (suite, suite_version) WHERE f.file_sha256 = ?",
+        [digest],
+    ).fetchall()
+    if not known:
+        return None
+    suite_name, version, complete, policy = known[0]
+    return SuiteFileOutcome(suite_name, version, False, bool(complete), str(policy))
+
+
+def unstored_suite_files(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) -> list[Path]:
+    """The files of ``paths`` whose exact bytes the warehouse has not stored as a suite it
+    still holds: only these can be malformed or clash with a stored suite, since the others
+    were validated and stored before and a stored (suite, version) is immutable."""
+    return [path for path in paths if _stored_suite_of_file(con, _file_sha256(path)) is None]
+
+
 def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOutcome:
     """Validate and store one suite file, unless these exact bytes were stored before.
 
@@ -155,17 +181,9 @@ def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOut
     was validated and stored by an earlier run; a (suite, version) is immutable, so parsing
     it again could only confirm that. Any other file goes through ``store_suite``.
     """
-    with path.open("rb") as handle:
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
-    known = con.execute(
-        "SELECT s.suite, s.suite_version, s.complete_siblings, "
-        "coalesce(s.sibling_policy, 'complete') FROM suite_files f "
-        "JOIN suites s USING (suite, suite_version) WHERE f.file_sha256 = ?",
-        [digest],
-    ).fetchall()
-    if known:
-        suite_name, version, complete, policy = known[0]
-        return SuiteFileOutcome(suite_name, version, False, bool(complete), str(policy))
+    digest = _file_sha256(path)
+    if known := _stored_suite_of_file(con, digest):
+        return known
     if path.stat().st_size >= STREAM_MIN_BYTES and not path.name.endswith((".yaml", ".yml")):
         outcome = stream_suite_json(con, path, path.name, digest)
     else:
