@@ -6,6 +6,9 @@ import gc
 import json
 import random
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from refusal_snapshot import clear_caches, reference_verdicts
@@ -384,3 +387,38 @@ def test_the_declined_object_is_read_as_first_written() -> None:
         for end in ends:
             expected = _names_declined_object_as_written(sentence, end)
             assert refusal.names_declined_object(sentence, end) == expected, (seed, sentence, end)
+
+
+# A process that installs its own SIGTERM handler (as the `litmus` command does) and then
+# classifies in worker processes; the handler records the pid of any process that runs it.
+_HANDLING_PARENT = r"""
+import os, signal, sys
+import litmus.labeling.refusal_bulk as bulk
+
+def handler(signum, frame):
+    with open(sys.argv[1], "a", encoding="utf-8") as out:
+        out.write(f"{os.getpid()}\n")
+    os._exit(3)
+
+signal.signal(signal.SIGTERM, handler)
+bulk.PARALLEL_MIN_TRAJECTORIES = 1
+texts = [[f"I can't help with request {i}."] for i in range(200)]
+verdicts = bulk.classify_many(texts, workers=2)
+print(len(verdicts), sum(v.refusal == "refused" for v in verdicts))
+"""
+
+
+def test_pool_workers_never_run_the_signal_handlers_of_the_process_they_came_from(
+    tmp_path: Path,
+) -> None:
+    handled = tmp_path / "handled"
+    done = subprocess.run(
+        [sys.executable, "-c", _HANDLING_PARENT, str(handled)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["200", "200"]
+    assert not handled.exists(), f"processes that ran the parent's handler: {handled.read_text()}"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import re
+import signal
 from array import array
 from collections.abc import Sequence
 from functools import lru_cache
@@ -418,14 +419,31 @@ def _classify_in_workers(
     _WORKER_INPUT = trajectories
     try:
         context = multiprocessing.get_context("fork" if fork else "spawn")
-        with context.Pool(workers) as pool:
+        pool = context.Pool(workers, initializer=_leave_stopping_to_the_parent)
+        try:
             done = pool.map(_classify_share, shares)
+            # finished workers exit by themselves: no signal is sent to one still starting
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
     finally:
         _WORKER_INPUT = ()
     classified: list[RefusalVerdict] = [None] * len(trajectories)  # type: ignore[list-item]
     for w, (distinct, codes) in enumerate(done):
         classified[w::workers] = [distinct[code] for code in array("I", codes)]
     return classified
+
+
+def _leave_stopping_to_the_parent() -> None:
+    """A worker does not run the signal handlers it inherits (the ``litmus`` command's own
+    start a grace timer and raise ``KeyboardInterrupt``: a test worker whose pool workers ran
+    them went down with them): SIGTERM, which ``Pool.terminate`` sends, ends it at once, and
+    Ctrl-C is the parent's to handle (it then terminates the pool)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _classify_share(
