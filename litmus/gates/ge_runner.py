@@ -1,10 +1,10 @@
 """Great Expectations 1.x, wired by hand: declarative suite files validated over a pandas frame.
 
-GE is a library here, not a service. One ephemeral context per process; each frame LITMUS
-read from DuckDB gets one pandas data source (never SQLAlchemy: GE's SQL path breaks on
-duckdb-engine), each validation of it adds the suite exactly as its JSON file states it,
-and every verdict is the one the ``COMPLETE`` result format gives, so every failing row's
-key comes back, not a sample; both are removed again.
+GE is a library here, not a service. One ephemeral context per process. Each frame LITMUS
+read from DuckDB gets one pandas data source (never through SQLAlchemy: GE's SQL path breaks
+on duckdb-engine), and each validation of it adds the suite exactly as its JSON file states
+it; both are removed again afterwards. Every verdict is the one the ``COMPLETE`` result
+format gives, so every failing row's key comes back, not a sample.
 
 A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
 
@@ -213,7 +213,7 @@ class _Verdict:
 
 # One ephemeral GE context per process, made on first use: building one (its stores, its
 # config, its data source registry) cost ~25 ms CPU per validation, and a gating step
-# validates six frames per configuration. Each frame still gets its own pandas data source,
+# validates five frames per configuration. Each frame still gets its own pandas data source,
 # made before its validations and deleted after them: a data source keeps its execution
 # engine and that engine's metric cache, keyed by batch ids that are the same for every
 # whole-frame batch of one asset, so a data source shared between two frames could answer

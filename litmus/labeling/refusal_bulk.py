@@ -422,7 +422,7 @@ def _classify_in_workers(
         pool = context.Pool(workers, initializer=_leave_stopping_to_the_parent)
         try:
             done = pool.map(_classify_share, shares)
-            # finished workers exit by themselves: no signal is sent to one still starting
+            # the workers exit by themselves: no SIGTERM is sent unless something failed
             pool.close()
         except BaseException:
             pool.terminate()
