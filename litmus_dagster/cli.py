@@ -82,6 +82,8 @@ def ensure_suite_files_fit(paths: LitmusPaths, files: Sequence[Path]) -> None:
     from litmus.ingestion.suites import load_suite_file, unstored_suite_files
     from litmus.warehouse import connect
 
+    # two short connections (this one, then ensure_suites_fit's), so that parsing the files
+    # between them (seconds for a large suite) holds no warehouse lock
     if paths.duckdb_path.exists():
         with connect(paths.duckdb_path) as con:
             files = unstored_suite_files(con, files)
