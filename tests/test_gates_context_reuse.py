@@ -189,3 +189,24 @@ def test_a_frame_reaches_ge_without_being_fingerprinted() -> None:
     )
     assert "ge_load_time" in markers
     assert "pandas_data_fingerprint" not in markers
+
+
+def test_a_validation_writes_no_project_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registering and deleting a frame's data source made the ephemeral context write its
+    whole project config as YAML, four times per frame, into a store nothing reads; the
+    shared context does not write it. Should GE route that write another way, this fails."""
+    suites = load_gate_suites()
+    document = suites[AUDITED_ROWS]
+    frame = _audited_rows(random.Random(5), 40)
+    positions = list(range(len(document.body["expectations"])))
+    ge_runner._validate(document, positions, frame, _index_columns(document))  # context made
+    variables = type(ge_runner._context.variables)
+    writes: list[object] = []
+    save = variables.save
+    monkeypatch.setattr(variables, "save", lambda self: writes.append(self) or save(self))
+    verdicts = ge_runner._validate(document, positions, frame, _index_columns(document))
+    assert writes == []
+    assert _comparable(verdicts) == _comparable(
+        _validate_in_a_fresh_context(document, positions, frame, _index_columns(document))
+    )
+    assert writes  # the instrument sees the writes a context that was not told makes
