@@ -15,7 +15,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,13 +133,65 @@ def connect(
     with writer_lock(path, timeout_s):
         con = duckdb.connect(str(path))
         try:
+            con.execute("SET max_vacuum_tasks = 0")  # see RECLAIM_DELETED_SHARE
             try:
                 upgrade_schema(con)
             except (WarehouseUpgradeError, WarehouseVersionError) as error:
                 raise type(error)(f"{path}: {error}") from None
             yield con
+            # the work is committed; merging is housekeeping a later writer does again
+            with suppress(duckdb.Error):
+                reclaim_deleted_rows_when_due(con)
         finally:
-            con.close()
+            con.close()  # checkpoints the file (with row-group merges only when due)
+
+
+# A checkpoint (every writer's close, and DuckDB's own once the log outgrows its threshold)
+# merges adjacent row groups that fit in fewer ("vacuum"). A configuration's rows are written
+# as whole row groups of their own plus a short tail, so at each step's checkpoint DuckDB
+# rewrote about a whole configuration only to merge the tails (docs/performance.md, "Row
+# groups left as written"). Merging pays only to give back the rows deletes leave behind in
+# row groups that are still partly alive (a fully deleted row group is dropped without it), so
+# it is off (dbt's connection too: ``dbt_project/profiles.yml``), and a writer turns it back on
+# for its closing checkpoint once some table's deleted rows are both this share of the rows it
+# stores and a row group's worth, what one merge gives back. That checkpoint merges in every
+# table, tails included (a writer that changed nothing does not checkpoint: the next one does).
+# A small table rewritten at every run (tokens, gate verdicts) never sets it off, so it does not
+# make every step merge every configuration's tails again.
+RECLAIM_DELETED_SHARE = 0.25
+RECLAIM_DELETED_ROWS = 122_880  # DuckDB's rows per row group
+
+
+def deleted_rows(
+    con: duckdb.DuckDBPyConnection, *, min_stored: int = 1
+) -> dict[str, tuple[int, int]]:
+    """Per table storing at least ``min_stored`` rows: (rows it stores, of them deleted).
+    DuckDB's ``estimated_size`` counts a deleted row until a checkpoint merges its row group
+    away."""
+    stored = con.execute(
+        "SELECT table_name, estimated_size FROM duckdb_tables() "
+        "WHERE database_name = current_database() AND NOT temporary AND estimated_size >= ?",
+        [max(1, min_stored)],
+    ).fetchall()
+    found = {}
+    for name, size in stored:
+        live = con.execute("SELECT count(*) FROM query_table(?)", [name]).fetchall()[0][0]
+        found[name] = (int(size), max(0, int(size) - int(live)))
+    return found
+
+
+def reclaim_deleted_rows_when_due(con: duckdb.DuckDBPyConnection) -> bool:
+    """Turn row-group merging back on for this connection's closing checkpoint when a table's
+    deleted rows reach both :data:`RECLAIM_DELETED_SHARE` of it and :data:`RECLAIM_DELETED_ROWS`;
+    whether it did."""
+    due = any(
+        deleted >= RECLAIM_DELETED_ROWS and deleted >= RECLAIM_DELETED_SHARE * stored
+        # a table storing fewer rows cannot hold that many deleted ones: not even counted
+        for stored, deleted in deleted_rows(con, min_stored=RECLAIM_DELETED_ROWS).values()
+    )
+    if due:
+        con.execute("RESET max_vacuum_tasks")
+    return due
 
 
 @contextmanager
