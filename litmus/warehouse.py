@@ -139,9 +139,13 @@ def connect(
             except (WarehouseUpgradeError, WarehouseVersionError) as error:
                 raise type(error)(f"{path}: {error}") from None
             yield con
-            # the work is committed; merging is housekeeping a later writer does again
-            with suppress(duckdb.Error):
-                reclaim_deleted_rows_when_due(con)
+            # Only a connection whose changes are not yet checkpointed (its log is not empty)
+            # checkpoints at its close. The work is committed; merging is housekeeping a later
+            # writer does again.
+            wal = path.with_name(path.name + ".wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                with suppress(duckdb.Error):
+                    reclaim_deleted_rows_when_due(con)
         finally:
             con.close()  # checkpoints the file (with row-group merges only when due)
 
