@@ -177,7 +177,7 @@ def deleted_rows(
         "WHERE database_name = current_database() AND NOT temporary AND estimated_size >= ?",
         [max(1, min_stored)],
     ).fetchall()
-    found = {}
+    found: dict[str, tuple[int, int]] = {}
     for name, size in stored:
         live = con.execute("SELECT count(*) FROM query_table(?)", [name]).fetchall()[0][0]
         found[name] = (int(size), max(0, int(size) - int(live)))
