@@ -142,7 +142,7 @@ def connect(
             # Only a connection whose changes are not yet checkpointed (its log is not empty)
             # checkpoints at its close. The work is committed; merging is housekeeping a later
             # writer does again.
-            wal = path.with_name(path.name + ".wal")
+            wal = wal_path(path)
             if wal.exists() and wal.stat().st_size > 0:
                 with suppress(duckdb.Error):
                     reclaim_deleted_rows_when_due(con)
@@ -163,7 +163,13 @@ def connect(
 # A small table rewritten at every run (tokens, gate verdicts) never sets it off, so it does not
 # make every step merge every configuration's tails again.
 RECLAIM_DELETED_SHARE = 0.25
-RECLAIM_DELETED_ROWS = 122_880  # DuckDB's rows per row group
+ROW_GROUP_ROWS = 122_880  # DuckDB's rows per row group (its default; LITMUS keeps it)
+RECLAIM_DELETED_ROWS = ROW_GROUP_ROWS
+
+
+def wal_path(db_path: Path) -> Path:
+    """DuckDB's write-ahead log beside ``db_path``: the changes not yet checkpointed."""
+    return db_path.with_name(db_path.name + ".wal")
 
 
 def deleted_rows(

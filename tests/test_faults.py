@@ -22,7 +22,7 @@ from litmus.ingestion.run_files import file_sha256, ingest_file
 from litmus.ingestion.suites import load_suite_file, store_suite
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.warehouse import connect
+from litmus.warehouse import connect, wal_path
 
 pytestmark = pytest.mark.costly(rank=19)
 
@@ -94,7 +94,7 @@ def kill_while_staging(process: subprocess.Popen[bytes], paths: LitmusPaths) -> 
 def kill_while_committing(process: subprocess.Popen[bytes], paths: LitmusPaths) -> None:
     """Kill while the commit is being written: the write-ahead log is growing (staging lives
     in memory, so the log only grows once the rows are published)."""
-    wal = paths.duckdb_path.with_name(paths.duckdb_path.name + ".wal")
+    wal = wal_path(paths.duckdb_path)
     while process.poll() is None:
         if wal.exists() and wal.stat().st_size > 2_000_000:
             process.send_signal(signal.SIGKILL)

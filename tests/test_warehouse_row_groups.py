@@ -11,12 +11,10 @@ import duckdb
 import pytest
 from conftest_metrics import write_known_warehouse
 
-from litmus.warehouse import RECLAIM_DELETED_SHARE, connect, deleted_rows
+from litmus.warehouse import RECLAIM_DELETED_SHARE, ROW_GROUP_ROWS, connect, deleted_rows
 from litmus_dagster.metrics import metrics_assets, metrics_resources
 from litmus_dagster.resources import LitmusWarehouse
 
-# DuckDB's rows per row group (its default; LITMUS does not change it).
-ROW_GROUP_ROWS = 122_880
 TAIL_ROWS = 1_000
 
 
