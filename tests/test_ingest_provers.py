@@ -12,6 +12,7 @@ in the ingesting process, rolls the file back and leaves no process behind.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -30,7 +31,15 @@ from test_ingest_bulk import fresh_home, mixed_files
 from litmus.ingestion import run_files
 from litmus.ingestion.bulk import open_scratch, prove_lines, stored_instances
 from litmus.ingestion.provers import ProverError, ProverPool
-from litmus.ingestion.run_files import SourceItem, file_sha256, ingest_file, ingest_items
+from litmus.ingestion.run_files import (
+    IngestReport,
+    NotARegularFileError,
+    SourceItem,
+    file_sha256,
+    ingest_file,
+    ingest_files,
+    ingest_items,
+)
 from litmus.ingestion.suites import load_suite_file, store_suite
 from litmus.sample import generate_sample
 from litmus.settings import litmus_paths
@@ -272,4 +281,160 @@ def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
     assert [_proven_rows(proof) for proof in received] == [
         _proven_rows(proof) for proof in expected
     ]
+    assert not _new_children(before)
+
+
+@pytest.fixture(scope="module")
+def landed_series(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
+    """(suite, landed files in landing order): sample files, an exact copy of the first
+    under another name, one with hostile lines among its records, and one repeating records
+    of the file before it (duplicates across files)."""
+    root = tmp_path_factory.mktemp("provers-series")
+    manifest = generate_sample(root / "sample", n_families=300)
+    runs = sorted(manifest.run_paths.values())
+    landing = root / "landing"
+    landing.mkdir()
+    first, second, third, fourth = (path.read_bytes().splitlines() for path in runs[:4])
+    hostile = list(second)
+    for at, line in (
+        (5, b"{not json"),
+        (300, b'{"schema_version": 1,}'),
+        (600, b"\xff\xfe not utf-8"),
+        (900, second[3]),  # a duplicate within the file
+        (1_100, b"   "),
+    ):
+        hostile.insert(at, line)
+    contents = {
+        "1-first.jsonl": first,
+        "2-first-again.jsonl": first,
+        "3-hostile.jsonl": hostile,
+        "4-third.jsonl": third,
+        "5-third-repeated.jsonl": third[:700],
+        "6-fourth.jsonl": fourth,
+    }
+    files = []
+    for name, lines in contents.items():
+        path = landing / name
+        path.write_bytes(b"".join(line + b"\n" for line in lines))
+        files.append(path)
+    return manifest.suite_path, files
+
+
+def _comparable(report: IngestReport) -> IngestReport:
+    return dataclasses.replace(report, stored_path=Path("-"))  # the home's own raw store
+
+
+@pytest.fixture
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files of a few hundred kilobytes in several batches each, all through one prover."""
+    monkeypatch.setattr(run_files, "BULK_LINES", 200)
+    monkeypatch.setattr(run_files, "PROVERS_MIN_BYTES", 0)
+    monkeypatch.setenv("LITMUS_INGEST_PROVERS", "1")
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_files_ingested_in_a_row_store_what_each_file_alone_stores(
+    landed_series: tuple[Path, list[Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one file commits, the next one's first batches are proven: every row, report
+    and progress report is what ingesting the files one at a time gives."""
+    suite, files = landed_series
+    head_starts: dict[str, int] = {}
+    start_proving = run_files.start_proving
+
+    def recorded(*args: Any) -> run_files.HeadStart:
+        head_start = start_proving(*args)
+        head_starts[args[3]] = len(head_start.batches)
+        return head_start
+
+    monkeypatch.setattr(run_files, "start_proving", recorded)
+    before = _children()
+    alone_home, series_home = _home(tmp_path, "alone", suite), _home(tmp_path, "series", suite)
+    alone, in_series = [], []
+    with connect(alone_home.duckdb_path) as con:
+        for path in files:
+            progress: list[int] = []
+            report = ingest_file(con, path, alone_home, progress=progress.append)
+            alone.append((path, _comparable(report), progress))
+        expected_rows = ordered_rows(con)
+    assert not head_starts
+    series_progress: dict[Path, list[int]] = {path: [] for path in files}
+    with connect(series_home.duckdb_path) as con:
+        for path, outcome in ingest_files(
+            con, files, series_home, progress=lambda path, n: series_progress[path].append(n)
+        ):
+            assert isinstance(outcome, IngestReport)
+            in_series.append((path, _comparable(outcome), series_progress[path]))
+        got_rows = ordered_rows(con)
+    assert in_series == alone
+    for table, rows in expected_rows.items():
+        assert got_rows[table] == rows, table
+    # a file was proven ahead while the one before it committed: four batches (the bound),
+    # three of the short repeat; never a copy of the file committing, nor after a file
+    # already ingested (nothing committed there)
+    digests = {path.name: file_sha256(path) for path in files}
+    assert head_starts == {
+        digests["4-third.jsonl"]: 4,
+        digests["5-third-repeated.jsonl"]: 3,
+        digests["6-fourth.jsonl"]: 4,
+    }
+    reports = {path.name: report for path, report, _ in alone}
+    assert reports["2-first-again.jsonl"].skipped
+    assert reports["3-hostile.jsonl"].quarantined == 5
+    assert reports["5-third-repeated.jsonl"].quarantined == 700
+    assert not _new_children(before)
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_a_next_file_that_cannot_be_read_fails_in_its_own_turn(
+    landed_series: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """The next file is hashed while the current one commits; a symlink there is refused
+    and a file gone is an error, each only once its turn comes: the file before is kept."""
+    suite, files = landed_series
+    link, gone = tmp_path / "link.jsonl", tmp_path / "gone.jsonl"
+    link.symlink_to(files[3])
+    paths = _home(tmp_path, "home", suite)
+    before = _children()
+    seen: list[tuple[str, str]] = []
+    with connect(paths.duckdb_path) as con:
+        with pytest.raises(FileNotFoundError, match=r"gone\.jsonl"):
+            for path, outcome in ingest_files(con, [files[0], link, files[3], gone], paths):
+                seen.append((path.name, type(outcome).__name__))
+        stored = con.execute("SELECT original_name FROM raw_files ORDER BY 1").fetchall()
+    assert seen == [
+        ("1-first.jsonl", "IngestReport"),
+        ("link.jsonl", NotARegularFileError.__name__),
+        ("4-third.jsonl", "IngestReport"),
+    ]
+    assert stored == [("1-first.jsonl",), ("4-third.jsonl",)]
+    assert not _new_children(before)
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_an_error_after_a_commit_stops_the_next_files_provers(
+    landed_series: tuple[Path, list[Path]], tmp_path: Path
+) -> None:
+    """The first file is committed and the second's head start is being proven when the
+    ingestion fails: the second's provers are stopped, nothing of it is stored, and the next
+    run ingests it in full."""
+    suite, files = landed_series
+    paths = _home(tmp_path, "home", suite)
+    before = _children()
+    total = len(files[0].read_bytes().splitlines())
+
+    def fail_once_committed(path: Path, count: int) -> None:
+        if count == total:
+            raise RuntimeError(f"stopped after {path.name}")
+
+    with connect(paths.duckdb_path) as con:
+        with pytest.raises(RuntimeError, match=r"stopped after 1-first\.jsonl"):
+            for _ in ingest_files(con, [files[0], files[3]], paths, progress=fail_once_committed):
+                pass
+        assert con.execute("SELECT original_name FROM raw_files").fetchall() == [("1-first.jsonl",)]
+        assert not _new_children(before)
+        outcomes = list(ingest_files(con, [files[0], files[3]], paths))
+        assert [outcome.skipped for _, outcome in outcomes] == [True, False]  # type: ignore[union-attr]
+        stored = con.execute("SELECT count(*) FROM raw_trajectories").fetchone()
+    assert stored == (total + len(files[3].read_bytes().splitlines()),)
     assert not _new_children(before)

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import json
 import math
 import os
 import stat
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -543,6 +545,59 @@ def _append(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[
 # ----------------------------------------------------------------------------- ingestion
 
 
+def _batch_is_full(lines: int, size: int, records_total: int) -> bool:
+    """Where the bulk path cuts a batch: at ``BULK_LINES`` lines, ``BULK_BYTES`` bytes, or a
+    progress report (whoever cuts it: :func:`ingest_items` or :func:`start_proving`)."""
+    return lines >= BULK_LINES or size >= BULK_BYTES or records_total % PROGRESS_RECORDS == 0
+
+
+@dataclass
+class HeadStart:
+    """A file's first batches, handed to provers before its ingestion began: ``batches``
+    holds each one's lines and the record count when it was cut, ``rest`` the items after
+    them (``records_total`` of them were read)."""
+
+    pool: ProverPool
+    batches: list[tuple[list[tuple[int, bytes]], int]]
+    records_total: int
+    rest: Iterator[SourceItem]
+
+
+def start_proving(
+    items: Iterator[SourceItem], provers: int, instances: pa.Table, file_hash: str
+) -> HeadStart:
+    """Cut a file's first batches exactly as :func:`ingest_items` would and hand them to new
+    provers. At most ``MAX_WAITING_BATCHES`` (the bound on batches waiting to be staged); it
+    stops before the first item that is not a raw line (the serial path's)."""
+    pool = ProverPool(provers, instances, file_hash)
+    batches: list[tuple[list[tuple[int, bytes]], int]] = []
+    pending: list[tuple[int, bytes]] = []
+    pending_bytes = records_total = 0
+    rest: Iterator[SourceItem] = items
+    try:
+        for item in items:
+            line_no, payload = item
+            if not isinstance(payload, bytes):
+                rest = itertools.chain([item], items)
+                break
+            records_total += 1
+            pending.append((line_no, payload))
+            pending_bytes += len(payload)
+            if _batch_is_full(len(pending), pending_bytes, records_total):
+                pool.submit(pending)
+                batches.append((pending, records_total))
+                pending, pending_bytes = [], 0
+                if len(batches) >= MAX_WAITING_BATCHES:
+                    break
+        if pending:  # the end of the file, or of its raw lines: the rest is the caller's
+            rest = itertools.chain(pending, rest)
+            records_total -= len(pending)
+    except BaseException:
+        pool.close()
+        raise
+    return HeadStart(pool, batches, records_total, rest)
+
+
 def _known_instances(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
     known: dict[tuple[str, str], set[str]] = {}
     for suite, version, instance_id in con.execute(
@@ -565,12 +620,19 @@ def ingest_items(
     retry_lines: frozenset[int] | None = None,
     vectorized: bool = True,
     provers: int = 0,
+    head_start: HeadStart | None = None,
+    while_committing: Callable[[pa.Table], None] | None = None,
 ) -> IngestReport:
     """Validate and store one source's records in a single transaction.
 
     ``provers``: how many helper processes prove the bulk path's batches
     (``litmus.ingestion.provers``) while this one stages them; 0 proves them here. Either
     way the same rows are staged in the same order.
+
+    ``head_start``: the source's first batches, already handed to provers
+    (:func:`start_proving`); ``items`` is then what follows them. ``while_committing`` is
+    called once every record is staged, before the file is published and committed, with
+    the stored instances: :func:`ingest_files` starts proving the next file there.
 
     ``retry_lines``: the lines of an already ingested file whose curable quarantine rows are
     being retried (``items`` holds exactly those); their old quarantine rows are replaced and
@@ -582,6 +644,8 @@ def ingest_items(
     ).fetchone()
     if retry_lines is None and already and already[0]:
         report.skipped = True
+        if head_start is not None:
+            head_start.pool.close()
         return report
 
     known = _known_instances(con)
@@ -721,10 +785,14 @@ def ingest_items(
             values.clear()
 
     worker: duckdb.DuckDBPyConnection | None = None
+    if head_start is not None:
+        pool = head_start.pool
+        waiting.extend((lines, count, None) for lines, count in head_start.batches)
+        report.records_total = head_start.records_total
     try:
         instances = stored_instances(con)
         worker = open_scratch(instances)
-        if provers and vectorized:
+        if pool is None and provers and vectorized:
             pool = ProverPool(provers, instances, file_hash)
         with bounded_memory(con), transaction(con):
             con.execute(_STAGING_DDL)
@@ -734,11 +802,7 @@ def ingest_items(
                 if vectorized and isinstance(payload, bytes):
                     pending.append((line_no, payload))
                     pending_bytes += len(payload)
-                    if (
-                        len(pending) >= BULK_LINES
-                        or pending_bytes >= BULK_BYTES
-                        or report.records_total % PROGRESS_RECORDS == 0
-                    ):
+                    if _batch_is_full(len(pending), pending_bytes, report.records_total):
                         validate_pending()
                         deferred = pool is not None
                 else:
@@ -752,8 +816,13 @@ def ingest_items(
                     progress(report.records_total)
             validate_pending()
             drain()
+            if pool is not None:  # every proof is received: the provers' work here is done
+                pool.close()
+                pool = None
             _flush(con, batch)
             flush_quarantine()
+            if while_committing is not None:
+                while_committing(instances)
             _quarantine_duplicates(con, now, source_name)
             if retry_lines is not None:
                 _forget_retried(con, file_hash, retry_lines)
@@ -957,6 +1026,82 @@ def warehouse_partition_keys(con: duckdb.DuckDBPyConnection) -> list[str]:
     ]
 
 
+@dataclass
+class PreparedFile:
+    """A landed file kept in the raw store, ready to ingest from there (never from the
+    landing copy): :func:`prepare_file`."""
+
+    path: Path
+    digest: str
+    stored: Path
+    file_format: str
+    size_bytes: int
+    items: Iterator[SourceItem]
+    provers: int
+    head_start: HeadStart | None = None
+
+    def abandon(self) -> None:
+        """Stop the provers of a head start that will not be ingested."""
+        if self.head_start is not None:
+            self.head_start.pool.close()
+            self.head_start = None
+
+
+def prepare_file(path: Path, paths: LitmusPaths, *, provers: int | None = None) -> PreparedFile:
+    """Hash a landed file, keep it in the raw store and open its records there.
+
+    ``provers``: helper processes proving the bulk path's batches (see :func:`ingest_items`);
+    by default ``provers.default_provers()`` for a file of more than a couple of batches,
+    none for a smaller one (starting them costs more than they save there).
+    """
+    digest = file_sha256(path, regular_only=True)
+    stored = store_raw_file(path, paths, digest)
+    file_format = detect_format(path)
+    items: Iterator[SourceItem] = (
+        iter_jsonl_lines(stored)
+        if file_format == "native-jsonl"
+        else _inspect_items(stored, load_inspect_mapping(paths))
+    )
+    size_bytes = stored.stat().st_size
+    if provers is None:
+        provers = default_provers() if size_bytes >= PROVERS_MIN_BYTES else 0
+    return PreparedFile(
+        path,
+        digest,
+        stored,
+        file_format,
+        size_bytes,
+        items,
+        provers if file_format == "native-jsonl" else 0,
+    )
+
+
+def ingest_prepared(
+    con: duckdb.DuckDBPyConnection,
+    prepared: PreparedFile,
+    *,
+    progress: ProgressCallback | None = None,
+    vectorized: bool = True,
+    while_committing: Callable[[pa.Table], None] | None = None,
+) -> IngestReport:
+    """Ingest a :func:`prepare_file` (see :func:`ingest_items`)."""
+    head_start, prepared.head_start = prepared.head_start, None
+    return ingest_items(
+        con,
+        prepared.items,
+        source_name=prepared.path.name,
+        file_hash=prepared.digest,
+        stored_path=prepared.stored,
+        file_format=prepared.file_format,
+        size_bytes=prepared.size_bytes,
+        progress=progress,
+        vectorized=vectorized,
+        provers=prepared.provers,
+        head_start=head_start,
+        while_committing=while_committing,
+    )
+
+
 def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -969,34 +1114,90 @@ def ingest_file(
     """Keep the file in the raw store, then ingest it from there (never from the landing copy).
 
     ``vectorized=False`` sends every record through the per-record validator (the reference
-    the vectorized path is checked against). ``provers``: helper processes proving the bulk
-    path's batches (see :func:`ingest_items`); by default ``provers.default_provers()`` for
-    a file of more than a couple of batches, none for a smaller one (starting them costs
-    more than they save there).
+    the vectorized path is checked against). ``provers``: see :func:`prepare_file`.
     """
-    digest = file_sha256(path, regular_only=True)
-    stored = store_raw_file(path, paths, digest)
-    file_format = detect_format(path)
-    items: Iterable[SourceItem] = (
-        iter_jsonl_lines(stored)
-        if file_format == "native-jsonl"
-        else _inspect_items(stored, load_inspect_mapping(paths))
-    )
-    size_bytes = stored.stat().st_size
-    if provers is None:
-        provers = default_provers() if size_bytes >= PROVERS_MIN_BYTES else 0
-    return ingest_items(
-        con,
-        items,
-        source_name=path.name,
-        file_hash=digest,
-        stored_path=stored,
-        file_format=file_format,
-        size_bytes=size_bytes,
-        progress=progress,
-        vectorized=vectorized,
-        provers=provers if file_format == "native-jsonl" else 0,
-    )
+    prepared = prepare_file(path, paths, provers=provers)
+    return ingest_prepared(con, prepared, progress=progress, vectorized=vectorized)
+
+
+@dataclass
+class _Deferred:
+    """An error preparing the next file while the current one committed: it is the next
+    file's, raised (or reported) when that file's turn comes, as if it had happened then."""
+
+    error: Exception
+
+
+def ingest_files(
+    con: duckdb.DuckDBPyConnection,
+    files: Sequence[Path],
+    paths: LitmusPaths,
+    *,
+    progress: Callable[[Path, int], None] | None = None,
+) -> Iterator[tuple[Path, IngestReport | NotARegularFileError]]:
+    """Ingest landed files in order, one transaction each: each file's report once it is
+    committed, or the error refusing an entry that is not a regular file.
+
+    While one file is published and committed (about a second and a half of one core for
+    100 MB), the next is hashed, kept in the raw store and its first batches handed to
+    provers (:func:`start_proving`), so that the other core proves meanwhile. A proof is a
+    pure function of the lines and the stored instances, so what is staged is what the file
+    alone would stage; an error preparing the next file is raised only when its turn comes,
+    after the current file committed, as it was when files were ingested one by one.
+    """
+    upcoming: PreparedFile | _Deferred | None = None
+    try:
+        for index, path in enumerate(files):
+            current: PreparedFile | _Deferred
+            if upcoming is not None:
+                current, upcoming = upcoming, None
+            else:
+                try:
+                    current = prepare_file(path, paths)
+                except NotARegularFileError as error:
+                    current = _Deferred(error)
+            if isinstance(current, _Deferred):
+                if isinstance(current.error, NotARegularFileError):
+                    yield path, current.error
+                    continue
+                raise current.error
+            following = files[index + 1] if index + 1 < len(files) else None
+            digest = current.digest
+
+            def prepare_following(
+                instances: pa.Table, following: Path | None = following, digest: str = digest
+            ) -> None:
+                nonlocal upcoming
+                if following is None:
+                    return
+                try:
+                    upcoming = prepare_file(following, paths)
+                    already = upcoming.digest == digest or bool(
+                        con.execute(
+                            "SELECT count(*) FROM raw_files WHERE file_hash = ?",
+                            [upcoming.digest],
+                        ).fetchall()[0][0]
+                    )
+                    if upcoming.provers and not already:
+                        upcoming.head_start = start_proving(
+                            upcoming.items, upcoming.provers, instances, upcoming.digest
+                        )
+                        upcoming.items = upcoming.head_start.rest
+                except Exception as error:  # the next file's: raised (or reported) in its turn
+                    if isinstance(upcoming, PreparedFile):
+                        upcoming.abandon()
+                    upcoming = _Deferred(error)
+
+            report = ingest_prepared(
+                con,
+                current,
+                progress=None if progress is None else partial(progress, path),
+                while_committing=prepare_following,
+            )
+            yield path, report
+    finally:
+        if isinstance(upcoming, PreparedFile):
+            upcoming.abandon()
 
 
 INSPECT_MAPPING_FILE = "inspect_mapping.json"

@@ -7,7 +7,7 @@ import dagster as dg
 from litmus.faults import crash_point
 from litmus.ingestion.run_files import (
     NotARegularFileError,
-    ingest_file,
+    ingest_files,
     retry_curable_quarantine,
     warehouse_partition_keys,
 )
@@ -82,18 +82,17 @@ def raw_run_files(
     with warehouse.get_connection() as con:
         # configurations whose file was committed by a run killed before it registered them
         register_new(warehouse_partition_keys(con))
-        for path in settled:
-            try:
-                report = ingest_file(
-                    con,
-                    path,
-                    paths,
-                    progress=lambda n, name=path.name: context.log.info(f"{name}: {n} records"),
-                )
-            except NotARegularFileError as error:  # replaced by a symlink since it was listed
-                context.log.warning(str(error))
-                refused.append((path.name, str(error)))
+        for path, outcome in ingest_files(
+            con,
+            settled,
+            paths,
+            progress=lambda path, n: context.log.info(f"{path.name}: {n} records"),
+        ):
+            if isinstance(outcome, NotARegularFileError):  # replaced by a symlink since listed
+                context.log.warning(str(outcome))
+                refused.append((path.name, str(outcome)))
                 continue
+            report = outcome
             crash_point("ingest.file_committed")
             # each file's configurations are registered as soon as the file is committed
             register_new(report.partitions)
