@@ -243,7 +243,10 @@ class ProverPool:
         return self.provers[self.in_flight.popleft()].receive()
 
     def close(self) -> None:
-        for prover in self.provers:
+        """Stop the provers; closing again does nothing (an ingestion closes a head start's
+        pool once its proofs are received, and its owner closes it whatever happened)."""
+        provers, self.provers = self.provers, []
+        for prover in provers:
             prover.close()
 
 

@@ -598,6 +598,13 @@ def start_proving(
     return HeadStart(pool, batches, records_total, rest)
 
 
+def _already_ingested(con: duckdb.DuckDBPyConnection, file_hash: str) -> bool:
+    (count,) = con.execute(
+        "SELECT count(*) FROM raw_files WHERE file_hash = ?", [file_hash]
+    ).fetchall()[0]
+    return bool(count)
+
+
 def _known_instances(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], set[str]]:
     known: dict[tuple[str, str], set[str]] = {}
     for suite, version, instance_id in con.execute(
@@ -630,7 +637,9 @@ def ingest_items(
     way the same rows are staged in the same order.
 
     ``head_start``: the source's first batches, already handed to provers
-    (:func:`start_proving`); ``items`` is then what follows them. ``while_committing`` is
+    (:func:`start_proving`); ``items`` is then what follows them. Its provers are stopped
+    here once their proofs are received, and by the caller in any case (closing a pool again
+    does nothing). ``while_committing`` is
     called once every record is staged, before the file is published and committed, with
     the stored instances: :func:`ingest_files` starts proving the next file there.
 
@@ -639,13 +648,8 @@ def ingest_items(
     the file's counts updated, so that records in = accepted + quarantined still holds.
     """
     report = IngestReport(source_name, file_hash, stored_path)
-    already = con.execute(
-        "SELECT count(*) FROM raw_files WHERE file_hash = ?", [file_hash]
-    ).fetchone()
-    if retry_lines is None and already and already[0]:
+    if retry_lines is None and _already_ingested(con, file_hash):
         report.skipped = True
-        if head_start is not None:
-            head_start.pool.close()
         return report
 
     known = _known_instances(con)
@@ -1041,7 +1045,8 @@ class PreparedFile:
     head_start: HeadStart | None = None
 
     def abandon(self) -> None:
-        """Stop the provers of a head start that will not be ingested."""
+        """Stop the provers of its head start, if any (those of a file that is done, or that
+        will not be ingested)."""
         if self.head_start is not None:
             self.head_start.pool.close()
             self.head_start = None
@@ -1084,22 +1089,25 @@ def ingest_prepared(
     vectorized: bool = True,
     while_committing: Callable[[pa.Table], None] | None = None,
 ) -> IngestReport:
-    """Ingest a :func:`prepare_file` (see :func:`ingest_items`)."""
-    head_start, prepared.head_start = prepared.head_start, None
-    return ingest_items(
-        con,
-        prepared.items,
-        source_name=prepared.path.name,
-        file_hash=prepared.digest,
-        stored_path=prepared.stored,
-        file_format=prepared.file_format,
-        size_bytes=prepared.size_bytes,
-        progress=progress,
-        vectorized=vectorized,
-        provers=prepared.provers,
-        head_start=head_start,
-        while_committing=while_committing,
-    )
+    """Ingest a :func:`prepare_file` (see :func:`ingest_items`). Its head start's provers
+    are stopped however the ingestion ends (skipped, failed before it took them over, done)."""
+    try:
+        return ingest_items(
+            con,
+            prepared.items,
+            source_name=prepared.path.name,
+            file_hash=prepared.digest,
+            stored_path=prepared.stored,
+            file_format=prepared.file_format,
+            size_bytes=prepared.size_bytes,
+            progress=progress,
+            vectorized=vectorized,
+            provers=prepared.provers,
+            head_start=prepared.head_start,
+            while_committing=while_committing,
+        )
+    finally:
+        prepared.abandon()
 
 
 def ingest_file(
@@ -1155,7 +1163,8 @@ def ingest_files(
                 try:
                     current = prepare_file(path, paths)
                 except NotARegularFileError as error:
-                    current = _Deferred(error)
+                    yield path, error
+                    continue
             if isinstance(current, _Deferred):
                 if isinstance(current.error, NotARegularFileError):
                     yield path, current.error
@@ -1172,12 +1181,7 @@ def ingest_files(
                     return
                 try:
                     upcoming = prepare_file(following, paths)
-                    already = upcoming.digest == digest or bool(
-                        con.execute(
-                            "SELECT count(*) FROM raw_files WHERE file_hash = ?",
-                            [upcoming.digest],
-                        ).fetchall()[0][0]
-                    )
+                    already = upcoming.digest == digest or _already_ingested(con, upcoming.digest)
                     if upcoming.provers and not already:
                         upcoming.head_start = start_proving(
                             upcoming.items, upcoming.provers, instances, upcoming.digest
