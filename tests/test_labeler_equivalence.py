@@ -9,6 +9,7 @@ must give identical labels, outcomes, audit reasons and evidence columns.
 from __future__ import annotations
 
 import fnmatch
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from labeling_harness import label_both
 from litmus.formats import HARMFUL_SPLITS, SPLITS
 from litmus.globmatch import translate_glob, translate_glob_both, translate_glob_duckdb
+from litmus.labeling.sql import PYTHON_WHITESPACE
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
 
@@ -39,6 +41,11 @@ TEXTS = [
     "",
     "   ",
     "I'd rather not do that part; the rest is attached.",
+    # blank to str.strip() (Unicode spaces, separators, \x1c) or not (zero-width characters)
+    "\u3000\u2028\x1c\xa0",
+    "\u2003I can't help with that.\u2029",
+    "\u200b",
+    "\ufeff ",
 ]
 
 patterns = st.text(alphabet=GLOB_ALPHABET, min_size=0, max_size=6)
@@ -187,6 +194,64 @@ def test_sql_labeler_matches_reference_labeler(case: tuple[dict[str, Any], list[
         if oracle_less and executed:
             assert reference["label"] != "safe"
         assert (reference["audit_reason_code"] is None) == (reference["label"] != "needs_audit")
+
+
+def test_the_sql_labelers_whitespace_is_pythons() -> None:
+    # the SQL path's blank texts are the ones str.strip() empties
+    assert set(PYTHON_WHITESPACE) == {c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()}
+
+
+NOT_WHITESPACE = ["\u200b", "\ufeff", "\u180e", "\u0301", "\x7f", "_"]
+REFUSAL = "I can't help with that."
+
+
+def test_blank_texts_are_skipped_and_the_refusal_step_counts_every_step() -> None:
+    # every character str.isspace accepts, alone and mixed, around the texts the classifier
+    # reads; the refusal's step is the step it was said at, blank steps counted
+    blank = [*PYTHON_WHITESPACE, PYTHON_WHITESPACE, "", "\u3000 \u2028\x1c"]
+    texts = blank + NOT_WHITESPACE + [f"{w}{REFUSAL}{w}" for w in PYTHON_WHITESPACE]
+    instances = [
+        {"instance_id": f"f/{split}", "split": split, "prompt": "p", "prohibited_effects": []}
+        for split in SPLITS
+    ]
+    suite = {
+        "suite": "ws",
+        "suite_version": "1",
+        "families": [{"family_id": "f", "category": "c", "instances": instances}],
+    }
+    records = []
+    for index, text in enumerate(texts):
+        steps = [{"message": blank[(index + k) % len(blank)]} for k in range(index % 3)]
+        steps.append({"message": text})
+        records.append(
+            {
+                "schema_version": 1,
+                "run_id": "r",
+                "config": {
+                    "model": "m",
+                    "model_release": "1",
+                    "harness": "h",
+                    "harness_version": "1",
+                    "plugin": "p",
+                },
+                "suite": "ws",
+                "suite_version": "1",
+                "instance_id": instances[index % len(instances)]["instance_id"],
+                "epoch": index,
+                "steps": steps,
+                "termination": "completed",
+                # the final response blank, refusing or absent, in turn
+                "final_response": [None, blank[index % len(blank)], REFUSAL][index % 3],
+            }
+        )
+    with tempfile.TemporaryDirectory() as folder:
+        paths = litmus_paths(Path(folder)).ensure()
+        with connect(paths.duckdb_path) as con:
+            pairs = label_both(con, paths, suite, records)
+    for text, (reference, sql) in zip(texts, pairs, strict=True):
+        assert reference == sql, repr(text)
+    refused = [reference["classifier_step"] for reference, _ in pairs]
+    assert sum(step is not None for step in refused) >= len(PYTHON_WHITESPACE)
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,9 +1,9 @@
 """The production labeler: SPEC §5 over a whole configuration partition in DuckDB.
 
-Two steps. ``compute_refusal_signals`` runs the refusal classifier once per trajectory over
-the agent's own words (the only per-row Python, and it skips repeated texts); then
-``label_partition`` evaluates evidence and the decision tables for every trajectory at once
-with ``litmus/sql/label_partition.sql``. The partition is replaced in one transaction.
+Two steps. ``compute_refusal_signals`` runs the refusal classifier over the agent's own words
+(DuckDB gathers them and their distinct sequences; Python classifies each sequence once);
+then ``label_partition`` evaluates evidence and the decision tables for every trajectory at
+once with ``litmus/sql/label_partition.sql``. The partition is replaced in one transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from litmus.labeling import LABELER_VERSION
-from litmus.labeling.reference import agent_texts, classify_agent_texts
+from litmus.labeling.reference import classify_agent_texts
 from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RefusalClassifier,
@@ -46,105 +46,127 @@ def label_sql() -> str:
     return resources.files("litmus").joinpath("sql/label_partition.sql").read_text()
 
 
+# A text is blank to ``agent_texts`` when ``str.strip()`` leaves nothing: every character is
+# one ``str.isspace`` accepts. RE2's ``\s`` is ASCII only, so DuckDB gets them spelled out
+# (tests/test_labeler_equivalence.py checks this list against Python's own).
+PYTHON_WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+BLANK_TEXT_PATTERN = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in PYTHON_WHITESPACE) + "]*"
+
+# Each trajectory's agent texts as ``agent_texts`` gives them, split into the texts and their
+# steps: the non-blank step messages in step order, then the final response at step n_steps.
+AGENT_TEXTS_SQL = """
+CREATE OR REPLACE TEMP TABLE litmus_agent_texts AS
+WITH spoken AS (
+    SELECT t.trajectory_id, t.n_steps, t.final_response,
+           coalesce(list(s.message ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL),
+                    []::VARCHAR[]) AS messages,
+           coalesce(list(s.step_idx ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL),
+                    []::INTEGER[]) AS message_steps
+    FROM raw_trajectories t
+    LEFT JOIN (SELECT trajectory_id, step_idx, message FROM raw_steps
+               WHERE partition_key = $partition_key AND message IS NOT NULL
+                 AND NOT regexp_full_match(message, $blank)) s
+      USING (trajectory_id)
+    WHERE t.partition_key = $partition_key
+    GROUP BY t.trajectory_id, t.n_steps, t.final_response
+)
+SELECT trajectory_id,
+       CASE WHEN final_response IS NULL OR regexp_full_match(final_response, $blank)
+            THEN messages ELSE list_append(messages, final_response) END AS texts,
+       CASE WHEN final_response IS NULL OR regexp_full_match(final_response, $blank)
+            THEN message_steps ELSE list_append(message_steps, n_steps) END AS text_steps
+FROM spoken
+"""
+_DROP_SIGNAL_TABLES = (
+    "DROP TABLE IF EXISTS litmus_agent_texts",
+    "DROP TABLE IF EXISTS litmus_text_groups",
+    "DROP TABLE IF EXISTS litmus_text_verdicts",
+)
+
+
 def compute_refusal_signals(
     con: duckdb.DuckDBPyConnection, partition_key: str, classifier: RefusalClassifier
 ) -> int:
-    """Write the classifier's opinion of every trajectory in the partition."""
+    """Write the classifier's opinion of every trajectory in the partition.
+
+    DuckDB gathers each trajectory's texts and their distinct sequences; Python classifies each
+    distinct sequence once (a verdict depends on the texts alone) and DuckDB joins the
+    verdicts back, the refusal's position in the sequence becoming its step.
+    """
     con.execute("DELETE FROM refusal_signals WHERE partition_key = ?", [partition_key])
-    # A second cursor streams the texts while the first one writes the signals.
-    reader_cursor = con.cursor()
-    reader = reader_cursor.sql(
-        """
-        SELECT t.trajectory_id, t.n_steps, t.final_response,
-               list(s.step_idx ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL)
-                   AS message_steps,
-               list(s.message ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL)
-                   AS messages
-        FROM raw_trajectories t
-        LEFT JOIN (SELECT trajectory_id, step_idx, message FROM raw_steps
-                   WHERE partition_key = $partition_key AND message IS NOT NULL) s
-          USING (trajectory_id)
-        WHERE t.partition_key = $partition_key
-        GROUP BY t.trajectory_id, t.n_steps, t.final_response
-        """,
-        params={"partition_key": partition_key},
-    ).to_arrow_reader(TEXT_BATCH_ROWS)
-    cache: dict[tuple[tuple[int, str], ...], tuple[RefusalVerdict, int | None]] = {}
-    total = 0
-    for batch in reader:
-        columns = batch.to_pydict()
-        out: dict[str, list[object]] = {
-            "trajectory_id": columns["trajectory_id"],
-            "classifier_refusal": [],
-            "classifier_step": [],
-            "classifier_confidence": [],
-            "classifier_engagement": [],
-        }
-        batch_texts = [
-            tuple(
-                agent_texts(zip(steps or [], messages or [], strict=True), final_response, n_steps)
-            )
-            for n_steps, final_response, steps, messages in zip(
-                columns["n_steps"],
-                columns["final_response"],
-                columns["message_steps"],
-                columns["messages"],
-                strict=True,
-            )
-        ]
-        _classify_new(batch_texts, classifier, cache)
-        for texts in batch_texts:
-            verdict, step = cache[texts]
-            out["classifier_refusal"].append(verdict.refusal)
-            out["classifier_step"].append(step)
-            out["classifier_confidence"].append(float(verdict.confidence))
-            out["classifier_engagement"].append(verdict.engagement)
+    con.execute(AGENT_TEXTS_SQL, {"partition_key": partition_key, "blank": BLANK_TEXT_PATTERN})
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE litmus_text_groups AS "
+        "SELECT texts, (row_number() OVER () - 1)::BIGINT AS text_group "
+        "FROM (SELECT DISTINCT texts FROM litmus_agent_texts)"
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE litmus_text_verdicts (text_group BIGINT, "
+        "refusal VARCHAR, position INTEGER, confidence DOUBLE, engagement INTEGER)"
+    )
+    [(groups,)] = con.execute("SELECT count(*) FROM litmus_text_groups").fetchall()
+    # Temp tables are this connection's own (a cursor cannot stream them while this
+    # connection writes), so the sequences come in ranges of their group number.
+    for start in range(0, groups, TEXT_BATCH_ROWS):
+        batch = con.sql(
+            "SELECT text_group, texts FROM litmus_text_groups "
+            "WHERE text_group >= $start AND text_group < $stop",
+            params={"start": start, "stop": start + TEXT_BATCH_ROWS},
+        ).to_arrow_table()
+        verdicts = _classify_sequences(batch.column("texts").to_pylist(), classifier)
         frame = pa.table(
             {
-                "trajectory_id": pa.array(out["trajectory_id"], pa.string()),
-                "classifier_refusal": pa.array(out["classifier_refusal"], pa.string()),
-                "classifier_step": pa.array(out["classifier_step"], pa.int32()),
-                "classifier_confidence": pa.array(out["classifier_confidence"], pa.float64()),
-                "classifier_engagement": pa.array(out["classifier_engagement"], pa.int32()),
+                "text_group": batch.column("text_group"),
+                "refusal": pa.array([v.refusal for v, _ in verdicts], pa.string()),
+                "position": pa.array([p for _, p in verdicts], pa.int32()),
+                "confidence": pa.array([float(v.confidence) for v, _ in verdicts], pa.float64()),
+                "engagement": pa.array([v.engagement for v, _ in verdicts], pa.int32()),
             }
         )
-        con.register("incoming_signals", frame)
-        con.execute(
-            """
-            INSERT INTO refusal_signals
-            SELECT trajectory_id, ?, ?, classifier_refusal, classifier_step,
-                   classifier_confidence, classifier_engagement
-            FROM incoming_signals
-            """,
-            [partition_key, classifier.version],
-        )
-        con.unregister("incoming_signals")
-        total += frame.num_rows
-    reader_cursor.close()
+        con.register("incoming_verdicts", frame)
+        con.execute("INSERT INTO litmus_text_verdicts SELECT * FROM incoming_verdicts")
+        con.unregister("incoming_verdicts")
+    con.execute(
+        """
+        INSERT INTO refusal_signals
+        SELECT a.trajectory_id, ?, ?, v.refusal, a.text_steps[v.position + 1],
+               v.confidence, v.engagement
+        FROM litmus_agent_texts a
+        JOIN litmus_text_groups g ON a.texts = g.texts
+        JOIN litmus_text_verdicts v USING (text_group)
+        """,
+        [partition_key, classifier.version],
+    )
+    [(total,)] = con.execute("SELECT count(*) FROM litmus_agent_texts").fetchall()
+    # Dropped once done; after an error they go with the rolled-back transaction, and
+    # CREATE OR REPLACE replaces any a failed autocommit call left behind.
+    for drop in _DROP_SIGNAL_TABLES:
+        con.execute(drop)
     return total
 
 
-def _classify_new(
-    batch_texts: list[tuple[tuple[int, str], ...]],
-    classifier: RefusalClassifier,
-    cache: dict[tuple[tuple[int, str], ...], tuple[RefusalVerdict, int | None]],
-) -> None:
-    """Put the verdict on every text sequence of ``batch_texts`` not yet in ``cache`` there.
+def _classify_sequences(
+    sequences: list[list[str]], classifier: RefusalClassifier
+) -> list[tuple[RefusalVerdict, int | None]]:
+    """Each text sequence's verdict and the position of the text its refusal points at.
 
-    The rule classifier reads them all through its bulk path (``refusal_bulk.classify_many``,
-    the same verdicts, cheaper per text); any other classifier one trajectory at a time.
+    The rule classifier reads the non-empty sequences through its bulk path
+    (``refusal_bulk.classify_many``, the same verdicts, cheaper per text); any other
+    classifier, and a trajectory that said nothing, go through ``classify_agent_texts``.
     """
-    new = list(dict.fromkeys(texts for texts in batch_texts if texts and texts not in cache))
+    verdicts: list[tuple[RefusalVerdict, int | None] | None] = [None] * len(sequences)
     if type(classifier) is RuleBasedRefusalClassifier:
-        verdicts = classify_many(
-            [[text for _, text in texts] for texts in new], sql_settlement=False
-        )
-        for texts, verdict in zip(new, verdicts, strict=True):
-            step = texts[verdict.step][0] if verdict.step is not None else None
-            cache[texts] = (verdict, step)
-    for texts in batch_texts:
-        if texts not in cache:  # no text, or another classifier
-            cache[texts] = classify_agent_texts(texts, classifier)
+        spoken = [index for index, texts in enumerate(sequences) if texts]
+        bulk = classify_many([sequences[index] for index in spoken], sql_settlement=False)
+        for index, verdict in zip(spoken, bulk, strict=True):
+            verdicts[index] = (verdict, verdict.step)
+    return [
+        verdict or classify_agent_texts(list(enumerate(texts)), classifier)
+        for verdict, texts in zip(verdicts, sequences, strict=True)
+    ]
 
 
 def run_label_sql(
