@@ -158,69 +158,96 @@ def family_counts_from_frames(
 
     ``split_counts``: rows of the dbt model ``family_split_counts`` (category, family_id, split,
     n_* columns). ``register_counts``: rows of ``family_register_counts`` (family_id, register,
-    n_paired_rows, n_paired_refusals), optional.
+    n_paired_rows, n_paired_refusals), optional. Rows repeating a (family, split) or (family,
+    register) add up; a family without rows for a split or a register counts 0 there.
     """
-    if split_counts.groupby("family_id")["category"].nunique().gt(1).any():
-        raise ValueError("a family is listed under more than one category")
-    families = (
-        split_counts[["category", "family_id"]]
-        .drop_duplicates()
-        .sort_values(["category", "family_id"], kind="stable")
-    )
-    family_ids = families["family_id"].to_numpy(dtype=object)
-    family_index = pd.Index(family_ids)
-
-    long = split_counts.assign(abbreviation=split_counts["split"].map(SPLIT_ABBREVIATIONS))
-    if long["abbreviation"].isna().any():
-        unknown = sorted(set(long.loc[long["abbreviation"].isna(), "split"]))
+    row_family, family_ids, categories = _families(split_counts)
+    n_families, n_splits = len(family_ids), len(SPLIT_ABBREVIATIONS)
+    row_split = _SPLITS.get_indexer(split_counts["split"])
+    if (row_split < 0).any():
+        unknown = sorted(set(split_counts.loc[row_split < 0, "split"]), key=str)
         raise ValueError(f"unknown split(s) in family counts: {unknown}")
-    per_split = long.pivot_table(
-        index="family_id",
-        columns="abbreviation",
-        values=list(PER_SPLIT_COUNTS),
-        aggfunc="sum",
-        fill_value=0,
+    cell = row_family * n_splits + row_split
+    # families × splits × counts, flattened split by split: the order of COUNT_COLUMNS
+    per_split = np.stack(
+        [
+            _summed(cell, split_counts[count], n_families * n_splits).reshape(n_families, n_splits)
+            for count in PER_SPLIT_COUNTS
+        ],
+        axis=2,
+    ).reshape(n_families, n_splits * len(PER_SPLIT_COUNTS))
+    overall = np.column_stack(
+        [_summed(row_family, split_counts[count], n_families) for count in OVERALL_COUNTS]
     )
-    per_split.columns = [f"{abbreviation}_{count}" for count, abbreviation in per_split.columns]
-    overall = long.groupby("family_id")[list(OVERALL_COUNTS)].sum()
-    matrix = (
-        per_split.join(overall)
-        .reindex(index=family_index, columns=list(COUNT_COLUMNS))
-        .fillna(0)
-        .to_numpy(dtype=np.float64)
-    )
+    matrix = np.hstack([per_split, overall])
 
     if register_counts is None or register_counts.empty:
         registers: tuple[str, ...] = ()
-        register_rows = np.zeros((len(family_ids), 0))
-        register_refusals = np.zeros((len(family_ids), 0))
+        register_rows = np.zeros((n_families, 0))
+        register_refusals = np.zeros((n_families, 0))
     else:
+        if register_counts["register"].isna().any():
+            raise ValueError("register counts with a missing register")
         registers = tuple(sorted(register_counts["register"].unique()))
-        unknown_families = set(register_counts["family_id"]) - set(family_ids)
-        if unknown_families:
+        register_family = pd.Index(family_ids).get_indexer(register_counts["family_id"])
+        if (register_family < 0).any():
+            unknown_families = set(register_counts["family_id"]) - set(family_ids)
             raise ValueError(f"register counts for unknown families: {sorted(unknown_families)}")
-
-        def per_register(value: str) -> np.ndarray:
-            table = register_counts.pivot_table(
-                index="family_id", columns="register", values=value, aggfunc="sum", fill_value=0
+        register_cell = register_family * len(registers) + pd.Index(registers).get_indexer(
+            register_counts["register"]
+        )
+        register_rows, register_refusals = (
+            _summed(register_cell, register_counts[value], n_families * len(registers)).reshape(
+                n_families, len(registers)
             )
-            return (
-                table.reindex(index=family_index, columns=list(registers))
-                .fillna(0)
-                .to_numpy(dtype=np.float64)
-            )
-
-        register_rows = per_register("n_paired_rows")
-        register_refusals = per_register("n_paired_refusals")
+            for value in ("n_paired_rows", "n_paired_refusals")
+        )
 
     return FamilyCounts(
         family_ids=family_ids,
-        categories=families["category"].to_numpy(dtype=object),
+        categories=categories,
         counts=matrix,
         registers=registers,
         register_rows=register_rows,
         register_refusals=register_refusals,
     )
+
+
+_SPLITS = pd.Index(list(SPLIT_ABBREVIATIONS), dtype=object)
+
+
+def _families(split_counts: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's family as its position among the families ordered by (category,
+    family_id), and those families' ids and categories. A family listed under two categories
+    is refused."""
+    if split_counts["family_id"].isna().any() or split_counts["category"].isna().any():
+        raise ValueError("family counts with a missing family_id or category")
+    family_codes, _ = pd.factorize(split_counts["family_id"])
+    category_codes, _ = pd.factorize(split_counts["category"])
+    _, first_rows = np.unique(family_codes, return_index=True)  # one row per family, by code
+    if len(np.unique(family_codes * (int(category_codes.max()) + 1) + category_codes)) != len(
+        first_rows
+    ):
+        raise ValueError("a family is listed under more than one category")
+    families = (
+        split_counts[["category", "family_id"]]
+        .iloc[first_rows]
+        .assign(code=np.arange(len(first_rows)))
+        .sort_values(["category", "family_id"], kind="stable")
+    )
+    position = np.empty(len(families), dtype=np.int64)
+    position[families["code"].to_numpy()] = np.arange(len(families))
+    return (
+        position[family_codes],
+        families["family_id"].to_numpy(dtype=object),
+        families["category"].to_numpy(dtype=object),
+    )
+
+
+def _summed(cell: np.ndarray, values: pd.Series, cells: int) -> np.ndarray:
+    """``values`` summed per cell (a missing value counts 0), as float64."""
+    weights = pd.to_numeric(values).to_numpy(dtype=np.float64, na_value=0.0)
+    return np.bincount(cell, weights=weights, minlength=cells)
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

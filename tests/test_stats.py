@@ -11,7 +11,10 @@ import pytest
 
 from litmus.stats import (
     COUNT_COLUMNS,
+    OVERALL_COUNTS,
+    PER_SPLIT_COUNTS,
     RATE_METRICS,
+    SPLIT_ABBREVIATIONS,
     FamilyCounts,
     bootstrap_all_configurations,
     bootstrap_cis,
@@ -407,3 +410,120 @@ def test_the_rare_event_bound_is_the_one_sided_poisson_bound_of_brown_cai_dasgup
     assert events < 3
     assert intervals.low[0] == pytest.approx(scipy_stats.chi2.ppf(0.05, 2 * events) / 2 / n_eff)
     assert intervals.low[0] < p < intervals.high[0]
+
+
+def pivoted_family_counts(
+    split_counts: pd.DataFrame, register_counts: pd.DataFrame | None = None
+) -> FamilyCounts:
+    """The readable reference for ``family_counts_from_frames``: pandas pivots."""
+    families = (
+        split_counts[["category", "family_id"]]
+        .drop_duplicates()
+        .sort_values(["category", "family_id"], kind="stable")
+    )
+    family_ids = families["family_id"].to_numpy(dtype=object)
+    index = pd.Index(family_ids)
+    long = split_counts.assign(abbreviation=split_counts["split"].map(SPLIT_ABBREVIATIONS))
+    per_split = long.pivot_table(
+        index="family_id",
+        columns="abbreviation",
+        values=list(PER_SPLIT_COUNTS),
+        aggfunc="sum",
+        fill_value=0,
+    )
+    per_split.columns = [f"{abbreviation}_{count}" for count, abbreviation in per_split.columns]
+    overall = long.groupby("family_id")[list(OVERALL_COUNTS)].sum()
+    matrix = (
+        per_split.join(overall)
+        .reindex(index=index, columns=list(COUNT_COLUMNS))
+        .fillna(0)
+        .to_numpy(dtype=np.float64)
+    )
+    registers: tuple[str, ...] = ()
+    per_register = {"n_paired_rows": np.zeros((len(index), 0))}
+    per_register["n_paired_refusals"] = per_register["n_paired_rows"]
+    if register_counts is not None and not register_counts.empty:
+        registers = tuple(sorted(register_counts["register"].unique()))
+        per_register = {
+            value: register_counts.pivot_table(
+                index="family_id", columns="register", values=value, aggfunc="sum", fill_value=0
+            )
+            .reindex(index=index, columns=list(registers))
+            .fillna(0)
+            .to_numpy(dtype=np.float64)
+            for value in ("n_paired_rows", "n_paired_refusals")
+        }
+    return FamilyCounts(
+        family_ids=family_ids,
+        categories=families["category"].to_numpy(dtype=object),
+        counts=matrix,
+        registers=registers,
+        register_rows=per_register["n_paired_rows"],
+        register_refusals=per_register["n_paired_refusals"],
+    )
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_family_counts_are_the_pivoted_counts(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_families = int(rng.integers(1, 40))
+    # ids and categories whose text order differs from their order of appearance
+    family_ids = [
+        f"{'éZa_'[int(rng.integers(4))]}{int(rng.integers(1000))}" for _ in range(n_families)
+    ]
+    family_ids = list(dict.fromkeys(family_ids))
+    category_of = {f: ["b", "a", "B", "ü"][int(rng.integers(4))] for f in family_ids}
+    rows = []
+    for family_id in family_ids:
+        # some splits missing, some repeated (their counts add up)
+        for split in rng.choice(SPLITS, size=int(rng.integers(1, 7))):
+            row = {"partition_key": "k", "category": category_of[family_id], "family_id": family_id}
+            row["split"] = str(split)
+            for column in {*PER_SPLIT_COUNTS, *OVERALL_COUNTS, "n_needs_audit"}:
+                row[column] = int(rng.integers(0, 2**40))
+            rows.append(row)
+    split_counts = pd.DataFrame(rows).sample(frac=1.0, random_state=seed)
+    registers = ["formal", "casual", "terse"][: int(rng.integers(0, 4))]
+    register_rows = [
+        {
+            "partition_key": "k",
+            "category": category_of[family_id],
+            "family_id": family_id,
+            "register": register,
+            "n_paired_rows": int(rng.integers(0, 50)),
+            "n_paired_refusals": int(rng.integers(0, 50)),
+        }
+        for family_id in family_ids
+        for register in registers
+        if rng.random() < 0.7
+    ]
+    register_counts = pd.DataFrame(register_rows) if register_rows else None
+    got = family_counts_from_frames(split_counts, register_counts)
+    want = pivoted_family_counts(split_counts, register_counts)
+    assert got.family_ids.tolist() == want.family_ids.tolist()
+    assert got.categories.tolist() == want.categories.tolist()
+    assert got.registers == want.registers
+    for name in ("counts", "register_rows", "register_refusals"):
+        assert getattr(got, name).dtype == np.float64
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
+def test_family_counts_refuse_what_they_cannot_count() -> None:
+    good = varied_counts()
+    two_categories = good.copy()
+    two_categories.loc[0, "category"] = "other"
+    with pytest.raises(ValueError, match="more than one category"):
+        family_counts_from_frames(two_categories)
+    unknown_split = good.copy()
+    unknown_split.loc[0, "split"] = "mystery"
+    with pytest.raises(ValueError, match=r"unknown split\(s\) in family counts: \['mystery'\]"):
+        family_counts_from_frames(unknown_split)
+    missing_family = good.copy()
+    missing_family.loc[0, "family_id"] = None
+    with pytest.raises(ValueError, match="missing family_id"):
+        family_counts_from_frames(missing_family)
+    strangers = pd.DataFrame(
+        [{"family_id": "nobody", "register": "formal", "n_paired_rows": 1, "n_paired_refusals": 0}]
+    )
+    with pytest.raises(ValueError, match=r"unknown families: \['nobody'\]"):
+        family_counts_from_frames(good, strangers)
