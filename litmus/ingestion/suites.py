@@ -174,6 +174,26 @@ def unstored_suite_files(con: duckdb.DuckDBPyConnection, paths: Sequence[Path]) 
     return [path for path in paths if _stored_suite_of_file(con, _file_sha256(path)) is None]
 
 
+def may_clash_with_stored(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
+    """Whether the suite file ``path`` could clash with a suite the warehouse stores: the
+    suite and version its top level names before ``families`` are stored, or that top level
+    cannot be read without a whole parse (YAML, fields after the families, a malformed
+    start: the whole parse then decides, and words any error)."""
+    if path.name.endswith((".yaml", ".yml")):
+        return True
+    try:
+        top = _fields_before_families(path)
+    except (_NotStreamable, ValueError, OSError):
+        return True
+    suite, version = top.get("suite"), top.get("suite_version")
+    if not isinstance(suite, str) or not isinstance(version, str):
+        return True
+    [(stored,)] = con.execute(
+        "SELECT count(*) FROM suites WHERE suite = ? AND suite_version = ?", [suite, version]
+    ).fetchall()
+    return stored > 0
+
+
 def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOutcome:
     """Validate and store one suite file, unless these exact bytes were stored before.
 
