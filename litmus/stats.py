@@ -225,9 +225,8 @@ def _families(split_counts: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.nd
     family_codes, _ = pd.factorize(split_counts["family_id"])
     category_codes, _ = pd.factorize(split_counts["category"])
     _, first_rows = np.unique(family_codes, return_index=True)  # one row per family, by code
-    if len(np.unique(family_codes * (int(category_codes.max()) + 1) + category_codes)) != len(
-        first_rows
-    ):
+    n_categories = int(category_codes.max(initial=-1)) + 1
+    if len(np.unique(family_codes * n_categories + category_codes)) != len(first_rows):
         raise ValueError("a family is listed under more than one category")
     families = (
         split_counts[["category", "family_id"]]

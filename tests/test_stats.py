@@ -508,6 +508,14 @@ def test_family_counts_are_the_pivoted_counts(seed: int) -> None:
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
 
+def test_no_rows_are_no_families() -> None:
+    empty = varied_counts().iloc[0:0]
+    got, want = family_counts_from_frames(empty), pivoted_family_counts(empty)
+    assert got.counts.shape == want.counts.shape == (0, len(COUNT_COLUMNS))
+    assert got.family_ids.tolist() == got.categories.tolist() == []
+    assert got.registers == want.registers == ()
+
+
 def test_family_counts_refuse_what_they_cannot_count() -> None:
     good = varied_counts()
     two_categories = good.copy()
