@@ -188,6 +188,11 @@ def may_clash_with_stored(con: duckdb.DuckDBPyConnection, path: Path) -> bool:
     suite, version = top.get("suite"), top.get("suite_version")
     if not isinstance(suite, str) or not isinstance(version, str):
         return True
+    return _version_stored(con, suite, version)
+
+
+def _version_stored(con: duckdb.DuckDBPyConnection, suite: str, version: str) -> bool:
+    """Whether the warehouse stores a suite under this name and version."""
     [(stored,)] = con.execute(
         "SELECT count(*) FROM suites WHERE suite = ? AND suite_version = ?", [suite, version]
     ).fetchall()
@@ -790,11 +795,8 @@ class _StreamedSuite:
     def start(self, top: dict[str, Any]) -> None:
         self.top = _valid_top_level(top)
         self.digest = _SuiteDigest(self.top["description"])
-        already = self.con.execute(
-            "SELECT 1 FROM suites WHERE suite = ? AND suite_version = ?",
-            [self.top["suite"], self.top["suite_version"]],
-        ).fetchone()
-        self.write = already is None  # else only the hash is needed, to compare
+        # a stored version: only the hash is needed, to compare
+        self.write = not _version_stored(self.con, self.top["suite"], self.top["suite_version"])
 
     def add(self, raw: Any) -> None:
         try:
