@@ -61,6 +61,8 @@ AGENT_TEXTS_SQL = """
 CREATE OR REPLACE TEMP TABLE litmus_agent_texts AS
 WITH spoken AS (
     SELECT t.trajectory_id, t.n_steps, t.final_response,
+           t.final_response IS NOT NULL AND NOT regexp_full_match(t.final_response, $blank)
+               AS final_spoken,
            coalesce(list(s.message ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL),
                     []::VARCHAR[]) AS messages,
            coalesce(list(s.step_idx ORDER BY s.step_idx) FILTER (WHERE s.message IS NOT NULL),
@@ -74,10 +76,10 @@ WITH spoken AS (
     GROUP BY t.trajectory_id, t.n_steps, t.final_response
 )
 SELECT trajectory_id,
-       CASE WHEN final_response IS NULL OR regexp_full_match(final_response, $blank)
-            THEN messages ELSE list_append(messages, final_response) END AS texts,
-       CASE WHEN final_response IS NULL OR regexp_full_match(final_response, $blank)
-            THEN message_steps ELSE list_append(message_steps, n_steps) END AS text_steps
+       CASE WHEN final_spoken THEN list_append(messages, final_response) ELSE messages END
+           AS texts,
+       CASE WHEN final_spoken THEN list_append(message_steps, n_steps) ELSE message_steps END
+           AS text_steps
 FROM spoken
 """
 _DROP_SIGNAL_TABLES = (
