@@ -43,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from litmus.formats import (
@@ -518,7 +519,27 @@ def prove_lines(
     """The rows :func:`stage_provable_lines` stages for ``lines``, computed in ``worker``
     alone (a scratch database of :func:`open_scratch`): it needs nothing of the warehouse,
     so it can run in another process (``litmus.ingestion.provers``)."""
-    return prove_incoming(worker, _incoming_lines(lines), file_hash)
+    return prove_batch(worker, batch_table(lines), file_hash)
+
+
+BATCH_SCHEMA = pa.schema([("line_no", pa.int64()), ("line", pa.binary())])
+
+
+def batch_table(lines: Sequence[tuple[int, bytes]]) -> pa.Table:
+    """A batch of (line number, raw line) as the Arrow table :func:`prove_batch` proves."""
+    return pa.table(
+        {
+            "line_no": pa.array([number for number, _ in lines], pa.int64()),
+            "line": pa.array([payload for _, payload in lines], pa.binary()),
+        },
+        schema=BATCH_SCHEMA,
+    )
+
+
+def prove_batch(worker: duckdb.DuckDBPyConnection, batch: pa.Table, file_hash: str) -> Proven:
+    """:func:`prove_lines` of a batch given as a :data:`BATCH_SCHEMA` table (what a prover
+    process receives)."""
+    return prove_incoming(worker, _incoming_lines(batch), file_hash)
 
 
 def prove_incoming(worker: duckdb.DuckDBPyConnection, incoming: pa.Table, file_hash: str) -> Proven:
@@ -536,17 +557,18 @@ def prove_incoming(worker: duckdb.DuckDBPyConnection, incoming: pa.Table, file_h
         configs = worker.execute(
             f"SELECT DISTINCT {', '.join(_CONFIG_COLUMNS)} FROM bulk_accepted"
         ).fetchall()
-        keys: dict[str, list[str]] = {
-            name: [] for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
-        }
+        keyed = []
         for values in configs:
             config = RunConfig.model_construct(**dict(zip(_CONFIG_COLUMNS, values, strict=True)))
-            for name, value in zip(_CONFIG_COLUMNS, values, strict=True):
-                keys[name].append(value)
-            keys["partition_key"].append(partition_key_for(config))
-            keys["config_key"].append(config_key(config))
-            keys["lineage_key"].append(lineage_key(config))
-        worker.register("bulk_config_keys", pa.table(keys, schema=_KEYS_SCHEMA))
+            keyed.append(
+                (*values, partition_key_for(config), config_key(config), lineage_key(config))
+            )
+        # A table of the batch's few configurations, by parameters rather than an Arrow table
+        # made from Python lists: ``pyarrow.array`` imports pandas on its first call (to ask
+        # whether its input is a pandas object), about 0.2 s of every prover process's start.
+        worker.execute(_CONFIG_KEYS_DDL)
+        if keyed:
+            worker.executemany(_CONFIG_KEYS_INSERT, keyed)
         worker.execute(_TRAJECTORIES_SQL, [file_hash])
         trajectories = worker.sql("SELECT * FROM bulk_trajectories").to_arrow_table()
         steps = worker.sql(_STEP_ROWS_SQL).to_arrow_table()
@@ -566,18 +588,20 @@ def stage_proven(con: duckdb.DuckDBPyConnection, proven: Proven) -> set[int]:
     return set(trajectories.column("source_line").to_pylist())
 
 
-def _incoming_lines(lines: Sequence[tuple[int, bytes]]) -> pa.Table:
+def _incoming_lines(batch: pa.Table) -> pa.Table:
     """The batch as (line_no, line, line_sha256), less the lines that are not UTF-8.
 
     Arrow checks the whole batch's UTF-8 at once (a cast of the bytes); only a batch holding
-    a bad line is decoded line by line, to leave that line out.
+    a bad line is decoded line by line, to leave that line out. No Arrow array is made from
+    Python objects on the usual path (see :func:`_hex_digests`).
     """
-    payloads = pa.array([payload for _, payload in lines], pa.binary())
+    line_numbers = batch.column("line_no").combine_chunks()
+    payloads = batch.column("line").combine_chunks()
     try:
         texts = payloads.cast(pa.string())
     except pa.ArrowInvalid:
         valid = []
-        for _, payload in lines:
+        for payload in payloads.to_pylist():
             try:
                 payload.decode("utf-8")
             except UnicodeDecodeError:
@@ -585,18 +609,36 @@ def _incoming_lines(lines: Sequence[tuple[int, bytes]]) -> pa.Table:
             else:
                 valid.append(True)
         keep = pa.array(valid, pa.bool_())
-        lines = [line for line, ok in zip(lines, valid, strict=True) if ok]
-        texts = payloads.filter(keep).cast(pa.string())
+        line_numbers, payloads = line_numbers.filter(keep), payloads.filter(keep)
+        texts = payloads.cast(pa.string())
     return pa.table(
         {
-            "line_no": pa.array([number for number, _ in lines], pa.int64()),
+            "line_no": line_numbers,
             "line": texts,
             # the digest the per-record path stores; hashlib is about 3x faster than DuckDB's
-            "line_sha256": pa.array(
-                [hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest() for _, payload in lines],
-                pa.string(),
+            "line_sha256": _hex_digests(
+                hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
+                for payload in payloads.to_pylist()
             ),
         }
+    )
+
+
+_HEX_DIGEST_CHARS = 64
+
+
+def _hex_digests(digests: Iterable[str]) -> pa.Array:
+    """SHA-256 hex digests as an Arrow string array, built from its buffers: every digest
+    has the same length, so the offsets are a range. ``pyarrow.array`` of a Python list would
+    import pandas on its first call (to ask whether the list is a pandas object), about 0.2 s
+    of every prover process's start."""
+    data = "".join(digests).encode("ascii")
+    count = len(data) // _HEX_DIGEST_CHARS
+    if len(data) != count * _HEX_DIGEST_CHARS:
+        raise AssertionError("a SHA-256 hex digest is not 64 characters")
+    offsets = np.arange(0, (count + 1) * _HEX_DIGEST_CHARS, _HEX_DIGEST_CHARS, dtype=np.int32)
+    return pa.Array.from_buffers(
+        pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
 
 
@@ -648,9 +690,12 @@ def open_scratch(instances: pa.Table) -> duckdb.DuckDBPyConnection:
     return worker
 
 
-_KEYS_SCHEMA = pa.schema(
-    [
-        (name, pa.string())
-        for name in (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
-    ]
+_KEY_COLUMNS = (*_CONFIG_COLUMNS, "partition_key", "config_key", "lineage_key")
+_CONFIG_KEYS_DDL = (
+    "CREATE OR REPLACE TEMP TABLE bulk_config_keys ("
+    + ", ".join(f"{name} VARCHAR" for name in _KEY_COLUMNS)
+    + ")"
+)
+_CONFIG_KEYS_INSERT = (
+    f"INSERT INTO bulk_config_keys VALUES ({', '.join('?' for _ in _KEY_COLUMNS)})"
 )

@@ -1,6 +1,6 @@
 """The bulk path's proofs in helper processes (issue 16): ingestion on more than one core.
 
-Proving a batch of lines (``bulk.prove_lines``: decoding, hashing and the SQL that accepts
+Proving a batch of lines (``bulk.prove_batch``: decoding, hashing and the SQL that accepts
 what it can prove) is about two thirds of an ingestion's CPU and needs nothing of the
 warehouse but the stored suite instances. So the ingesting process hands batches, in file
 order, to prover processes (in turn, at most ``IN_FLIGHT_PER_PROVER`` each), proves a batch
@@ -45,14 +45,13 @@ from typing import IO, Any
 
 import pyarrow as pa
 
-from litmus.ingestion.bulk import Proven, open_scratch, prove_lines
+from litmus.ingestion.bulk import BATCH_SCHEMA, Proven, batch_table, open_scratch, prove_batch
 
 # Batches handed out and not yet staged, per prover: two keep each prover busy while the
 # ingesting process stages the previous batch, and bound the memory of what is in flight.
 IN_FLIGHT_PER_PROVER = 2
 _LENGTH = struct.Struct("<Q")
 _FILE_HASH_KEY = b"file_hash"
-_BATCH_SCHEMA = pa.schema([("line_no", pa.int64()), ("line", pa.binary())])
 
 
 class ProverError(RuntimeError):
@@ -224,15 +223,8 @@ class ProverPool:
     def submit(self, lines: Sequence[tuple[int, bytes]]) -> None:
         index = self.submitted % len(self.provers)
         self.submitted += 1
-        table = pa.table(
-            {
-                "line_no": pa.array([number for number, _ in lines], pa.int64()),
-                "line": pa.array([payload for _, payload in lines], pa.binary()),
-            },
-            schema=_BATCH_SCHEMA,
-        )
         self.in_flight.append(index)
-        self.provers[index].send(table)
+        self.provers[index].send(batch_table(lines))
 
     def oldest_ready(self) -> bool:
         """Whether the oldest batch submitted and not received yet is proven already."""
@@ -276,15 +268,8 @@ def _serve(source: IO[bytes], out: IO[bytes]) -> None:
             batch = _read_table(source)
             if batch is _EOF:
                 return
-            assert isinstance(batch, pa.Table)
-            lines = list(
-                zip(
-                    batch.column("line_no").to_pylist(),
-                    batch.column("line").to_pylist(),
-                    strict=True,
-                )
-            )
-            proven = prove_lines(scratch, lines, file_hash)
+            assert isinstance(batch, pa.Table) and batch.schema.equals(BATCH_SCHEMA)
+            proven = prove_batch(scratch, batch, file_hash)
             if proven is None:
                 _write_table(out, None)
             else:
