@@ -16,6 +16,7 @@ import dataclasses
 import io
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -25,14 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_fuzz_ingest import file_settings
 from test_ingest_bulk import fresh_home, mixed_files
 
+from litmus.ingestion import bulk, run_files
 from litmus.ingestion import provers as prover_protocol
-from litmus.ingestion import run_files
 from litmus.ingestion.bulk import batch_table, open_scratch, prove_lines, stored_instances
 from litmus.ingestion.provers import ProverError, ProverPool
 from litmus.ingestion.run_files import (
@@ -286,6 +288,32 @@ def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
         _proven_rows(proof) for proof in expected
     ]
     assert not _new_children(before)
+
+
+@pytest.mark.parametrize("largest_buffer", [bulk.MAX_BINARY_BYTES, 100])
+def test_a_batch_table_holds_every_line_as_given(
+    largest_buffer: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch built from its buffers is the table ``pyarrow.array`` makes of the same
+    lines (empty lines, any bytes, line numbers as given); above what one array's 32-bit
+    offsets hold (here lowered to 100 bytes) it is made by ``pyarrow.array`` itself."""
+    monkeypatch.setattr(bulk, "MAX_BINARY_BYTES", largest_buffer)
+    rng = random.Random(16)
+    for count in (0, 1, 2, 7, 500):
+        lines = [
+            (rng.randrange(1, 10**12), rng.randbytes(rng.choice([0, 1, 3, 40, 300])))
+            for _ in range(count)
+        ]
+        got = bulk.batch_table(lines)
+        got.validate(full=True)
+        expected = pa.table(
+            {
+                "line_no": pa.array([number for number, _ in lines], pa.int64()),
+                "line": pa.array([payload for _, payload in lines], pa.binary()),
+            },
+            schema=bulk.BATCH_SCHEMA,
+        )
+        assert got.equals(expected)
 
 
 def test_a_prover_proves_without_importing_pandas(

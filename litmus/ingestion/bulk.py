@@ -525,15 +525,32 @@ def prove_lines(
 BATCH_SCHEMA = pa.schema([("line_no", pa.int64()), ("line", pa.binary())])
 
 
+# The most bytes one Arrow ``binary`` array holds (its offsets are 32-bit).
+MAX_BINARY_BYTES = 2**31 - 1
+
+
 def batch_table(lines: Sequence[tuple[int, bytes]]) -> pa.Table:
-    """A batch of (line number, raw line) as the Arrow table :func:`prove_batch` proves."""
-    return pa.table(
-        {
-            "line_no": pa.array([number for number, _ in lines], pa.int64()),
-            "line": pa.array([payload for _, payload in lines], pa.binary()),
-        },
-        schema=BATCH_SCHEMA,
-    )
+    """A batch of (line number, raw line) as the Arrow table :func:`prove_batch` proves.
+
+    Built from its buffers: the lines joined into one, their offsets summed by numpy.
+    ``pyarrow.array`` of the list of lines converted one object at a time, about 0.2-0.4 s
+    per 50,000 lines (48 MB), and it ran in the ingesting process for every batch.
+    """
+    count = len(lines)
+    numbers = np.fromiter((number for number, _ in lines), dtype=np.int64, count=count)
+    payloads = [payload for _, payload in lines]
+    offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, payloads), dtype=np.int64, count=count), out=offsets[1:])
+    if offsets[-1] > MAX_BINARY_BYTES:  # never at BULK_BYTES a batch, but stay correct
+        line = pa.array(payloads, pa.binary())
+    else:
+        line = pa.Array.from_buffers(
+            pa.binary(),
+            count,
+            [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(b"".join(payloads))],
+        )
+    line_no = pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(numbers)])
+    return pa.Table.from_arrays([line_no, line], schema=BATCH_SCHEMA)
 
 
 def prove_batch(worker: duckdb.DuckDBPyConnection, batch: pa.Table, file_hash: str) -> Proven:
