@@ -39,6 +39,12 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/ingestion/bulk.py", "', '.join(_CONFIG_COLUMNS)"): (
         "bulk path: the constant configuration column names"
     ),
+    ("litmus/ingestion/bulk.py", "', '.join((f'{name} VARCHAR' for name in _KEY_COLUMNS))"): (
+        "bulk path: the constant configuration and key column names, each typed VARCHAR"
+    ),
+    ("litmus/ingestion/bulk.py", "', '.join(('?' for _ in _KEY_COLUMNS))"): (
+        "bulk path: one parameter marker per constant key column"
+    ),
     ("litmus/ingestion/bulk.py", "_ARGUMENT_KEYS"): (
         "bulk path: a list position of a constant object path"
     ),
