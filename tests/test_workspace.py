@@ -90,7 +90,7 @@ def test_dagster_dev_loads_the_code_location_without_the_venv_on_path(tmp_path: 
             if entries and entries[0]["loadStatus"] == "LOADED":
                 entry = entries[0]
                 break
-            time.sleep(0.25)  # the location loads in seconds: ask often
+            time.sleep(2)
         assert entry is not None, "the code location did not load"
         location = entry["locationOrLoadError"]
         assert location["__typename"] == "RepositoryLocation", location
