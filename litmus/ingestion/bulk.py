@@ -580,9 +580,8 @@ def prove_incoming(worker: duckdb.DuckDBPyConnection, incoming: pa.Table, file_h
             keyed.append(
                 (*values, partition_key_for(config), config_key(config), lineage_key(config))
             )
-        # A table of the batch's few configurations, by parameters rather than an Arrow table
-        # made from Python lists: ``pyarrow.array`` imports pandas on its first call (to ask
-        # whether its input is a pandas object), about 0.2 s of every prover process's start.
+        # the batch's few configurations by parameters, not an Arrow table of Python lists
+        # (which imports pandas in a prover: see _hex_digests)
         worker.execute(_CONFIG_KEYS_DDL)
         if keyed:
             worker.executemany(_CONFIG_KEYS_INSERT, keyed)
@@ -646,9 +645,9 @@ _HEX_DIGEST_CHARS = 64
 
 def _hex_digests(digests: Iterable[str]) -> pa.Array:
     """SHA-256 hex digests as an Arrow string array, built from its buffers: every digest
-    has the same length, so the offsets are a range. ``pyarrow.array`` of a Python list would
-    import pandas on its first call (to ask whether the list is a pandas object), about 0.2 s
-    of every prover process's start."""
+    has the same length, so the offsets are a range. ``pyarrow.array`` of a Python list
+    imports pandas on its first call (to ask whether the list is a pandas object), ~0.15 s of
+    CPU in every prover process, which otherwise never needs pandas."""
     data = "".join(digests).encode("ascii")
     count = len(data) // _HEX_DIGEST_CHARS
     if len(data) != count * _HEX_DIGEST_CHARS:
