@@ -249,6 +249,17 @@ def _proven_rows(proof: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]
     return trajectories.to_pylist(), steps.to_pylist()
 
 
+def _proven_here(
+    instances: pa.Table, batches: list[list[tuple[int, bytes]]]
+) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """The proofs of ``batches`` computed in this process, as :func:`_proven_rows`."""
+    scratch = open_scratch(instances)
+    try:
+        return [_proven_rows(prove_lines(scratch, batch, "f" * 64)) for batch in batches]
+    finally:
+        scratch.close()
+
+
 def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
     sample_file: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -279,14 +290,7 @@ def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
     finally:
         os.kill(prover.pid, signal.SIGCONT)
         pool.close()
-    scratch = open_scratch(instances)
-    try:
-        expected = [prove_lines(scratch, batch, "f" * 64) for batch in batches]
-    finally:
-        scratch.close()
-    assert [_proven_rows(proof) for proof in received] == [
-        _proven_rows(proof) for proof in expected
-    ]
+    assert [_proven_rows(proof) for proof in received] == _proven_here(instances, batches)
     assert not _new_children(before)
 
 
@@ -349,14 +353,7 @@ def test_a_prover_proves_without_importing_pandas(
         (prover_protocol._read_table(answer), prover_protocol._read_table(answer)) for _ in batches
     ]
     assert prover_protocol._read_table(answer) is prover_protocol._EOF
-    scratch = open_scratch(instances)
-    try:
-        expected = [prove_lines(scratch, batch, "f" * 64) for batch in batches]
-    finally:
-        scratch.close()
-    assert [_proven_rows(proof) for proof in received] == [
-        _proven_rows(proof) for proof in expected
-    ]
+    assert [_proven_rows(proof) for proof in received] == _proven_here(instances, batches)
     # nearly every line is proven (the sample has a few the validator decides)
     assert sum(len(_proven_rows(proof)[0]) for proof in received) > 2_900
 
