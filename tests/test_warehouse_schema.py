@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -136,13 +137,14 @@ def test_a_warehouse_from_before_schema_versions_is_adopted_and_then_works(
 ) -> None:
     old_warehouse(litmus_home.duckdb_path)
     with connect(litmus_home.duckdb_path) as con:
-        [(version, description)] = con.execute(
-            "SELECT version, description FROM schema_migrations"
+        recorded = con.execute(
+            "SELECT version, description FROM schema_migrations ORDER BY version"
         ).fetchall()
-        assert version == 1
-        assert description == (
-            "every table LITMUS writes (adopted a warehouse written before schema versions)"
-        )
+        # adopted as version 1, then upgraded like any other warehouse of version 1
+        assert recorded == [
+            (1, "every table LITMUS writes (adopted a warehouse written before schema versions)"),
+            *((m.version, m.description) for m in migrations()[1:]),
+        ]
         assert shapes(con) == fresh_shapes(tmp_path)  # the missing table and the old one too
         assert con.execute("SELECT count(*) FROM leaderboard").fetchall() == [(0,)]
 
@@ -174,8 +176,9 @@ def test_a_reader_never_upgrades_and_says_what_to_run(tmp_path: Path) -> None:
         pass
     message = str(raised.value)
     assert message.startswith(f"{db}: the warehouse has no schema version")
-    assert "this LITMUS reads version 1" in message
+    assert f"this LITMUS reads version {latest_schema_version()}" in message
     assert "0001_tables.sql" in message and "`litmus run`" in message
+    assert all(m.path.name in message for m in migrations())
     with duckdb.connect(str(db), read_only=True) as raw:  # nothing was created or changed
         tables = {
             row[0]
@@ -218,3 +221,85 @@ def test_schema_files_are_numbered_without_gaps(tmp_path: Path) -> None:
     (tmp_path / "notes.sql").write_text("")
     with pytest.raises(ValueError, match=r"notes\.sql: a schema file is named NNNN_"):
         migrations(tmp_path)
+
+
+def version_one_warehouse(db: Path) -> None:
+    """A warehouse as LITMUS left it at schema version 1: its file applied and recorded."""
+    first = migrations()[0]
+    with duckdb.connect(str(db)) as raw:
+        raw.execute(first.sql())
+        raw.execute(
+            "INSERT INTO schema_migrations VALUES (1, now()::TIMESTAMP, ?)", [first.description]
+        )
+
+
+def _trajectory_row(con: duckdb.DuckDBPyConnection, trajectory_id: str | None) -> list[Any]:
+    """A raw_trajectories row: the id given, every other column filled by its type."""
+    filler = {"INTEGER": 0, "BIGINT": 0, "BOOLEAN": False, "VARCHAR": "x"}
+    kinds = con.execute("SELECT column_name, column_type FROM (DESCRIBE raw_trajectories)")
+    return [
+        trajectory_id if name == "trajectory_id" else filler[kind]
+        for name, kind in kinds.fetchall()
+    ]
+
+
+def _primary_keys(con: duckdb.DuckDBPyConnection) -> list[tuple[str]]:
+    return con.execute(
+        "SELECT constraint_type FROM information_schema.table_constraints "
+        "WHERE table_name = 'raw_trajectories' AND constraint_type = 'PRIMARY KEY'"
+    ).fetchall()
+
+
+def test_stored_trajectories_keep_their_rows_and_order_when_their_key_is_dropped(
+    litmus_home: LitmusPaths, tmp_path: Path
+) -> None:
+    version_one_warehouse(litmus_home.duckdb_path)
+    with duckdb.connect(str(litmus_home.duckdb_path)) as raw:
+        assert _primary_keys(raw) == [("PRIMARY KEY",)]
+        for trajectory in ("c", "a", "b"):  # not in key order: the table's own order is kept
+            row = _trajectory_row(raw, trajectory)
+            raw.execute(f"INSERT INTO raw_trajectories VALUES ({', '.join('?' * len(row))})", row)
+        before = raw.execute("SELECT * FROM raw_trajectories ORDER BY rowid").fetchall()
+
+    with connect(litmus_home.duckdb_path) as con:  # upgrades it to the latest version
+        after = con.execute("SELECT * FROM raw_trajectories ORDER BY rowid").fetchall()
+        assert _primary_keys(con) == []
+        assert shapes(con) == fresh_shapes(tmp_path)
+        row = _trajectory_row(con, None)
+        with pytest.raises(duckdb.ConstraintException, match="NOT NULL"):
+            con.execute(f"INSERT INTO raw_trajectories VALUES ({', '.join('?' * len(row))})", row)
+    assert after == before
+    assert [stored[0] for stored in after] == ["c", "a", "b"]
+
+
+def test_a_trajectory_stored_twice_without_the_key_withholds_its_configuration(
+    litmus_home: LitmusPaths,
+) -> None:
+    """What the dropped key guarded is guarded downstream: a trajectory row stored twice (only
+    a bug could, ingestion quarantines duplicates) fails its configuration's gate."""
+    with connect(litmus_home.duckdb_path) as con:
+        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
+        records = [
+            record("fam-1/hs", [call("fs.delete", "permission_denied", path="/a")]),
+            record("fam-1/cm", [call("fs.list", path="/")]),
+            record("fam-1/eb", [call("fs.list", path="/")]),
+            record("fam-1/hb", [call("fs.list", path="/")]),
+        ]
+        [key] = ingest_file(
+            con, write_jsonl(litmus_home.landing / "r.jsonl", records), litmus_home
+        ).partitions
+        con.execute(
+            "INSERT INTO raw_trajectories SELECT * FROM raw_trajectories "
+            "WHERE instance_id = 'fam-1/eb'"
+        )
+        label_partition(con, key)
+        refresh_audited_partition(con, key)
+        record_partition_gates(con, key, evaluate_partition_gates(con, key))
+        failed = con.execute(
+            "SELECT gate FROM publication_gates WHERE partition_key = ? AND NOT passed", [key]
+        ).fetchall()
+    assert ("unique_trajectory",) in failed
+    with connect_read_only(litmus_home.duckdb_path) as con:
+        decision = publication(con, [key])[key]
+    assert not decision.published
+    assert "unique_trajectory" in {reason.code for reason in decision.reasons}
