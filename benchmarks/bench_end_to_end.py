@@ -322,16 +322,21 @@ def main() -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="litmus-bench-e2e-"))
     try:
         main_runs = measure(work, args.trajectories, with_floor_and_no_op=True)
-        tiny_runs = imports = None
-        if args.fixed_cost_trajectories:
-            tiny_runs = measure(
-                work / "fixed-cost", args.fixed_cost_trajectories, with_floor_and_no_op=False
+        # the tiny runs and the imports alone, or nothing when the fixed cost is skipped
+        fixed_cost = (
+            (
+                measure(
+                    work / "fixed-cost", args.fixed_cost_trajectories, with_floor_and_no_op=False
+                ),
+                run_child([sys.executable, "-c", RUN_IMPORTS]),
             )
-            imports = run_child([sys.executable, "-c", RUN_IMPORTS])
+            if args.fixed_cost_trajectories
+            else None
+        )
         print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print_targets(main_runs)
-        if tiny_runs is not None and imports is not None:
-            print_fixed_cost(main_runs, tiny_runs, imports)
+        if fixed_cost is not None:
+            print_fixed_cost(main_runs, *fixed_cost)
         print_steps(f"full run, {main_runs.n_trajectories:,} trajectories", main_runs.full_steps)
         print_steps(
             f"new release, {main_runs.release_trajectories:,} trajectories",
