@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -242,8 +242,20 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        # an interrupt may land after DuckDB already ended the transaction (a COMMIT that
+        # completed, a failed statement that aborted it): the interrupt is what to report
+        with suppress(duckdb.TransactionException):
+            con.execute("ROLLBACK")
         raise
+
+
+def execute_many(
+    con: duckdb.DuckDBPyConnection, sql: str, parameter_sets: Sequence[Sequence[object]]
+) -> None:
+    """``con.executemany(sql, parameter_sets)``, doing nothing for no parameter sets (DuckDB
+    refuses an empty list, and an empty home or an all-quarantined landing has none)."""
+    if parameter_sets:
+        con.executemany(sql, parameter_sets)
 
 
 def replace_rows(con: duckdb.DuckDBPyConnection, table_name: str, rows: object) -> None:

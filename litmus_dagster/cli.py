@@ -274,7 +274,11 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     # dbt and Dagster steps print their own log lines; the terminal gets the progress lines
     # (stderr) and the results, the step lines go to a file beside the warehouse
     with writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S):
-        # the cheap question first: a run with nothing new keeps the last run's step log
+        # the cheap questions first: nothing to score at all (no run file landed, no
+        # configuration stored), or nothing new (the last run's step log is kept)
+        if idle := _nothing_to_ingest_or_score(paths):
+            _say(for_terminal(idle))
+            return 0
         current = None if args.rescore_all else nothing_new(paths)
         if current is None:
             from litmus_dagster.pipeline import run_pipeline
@@ -287,6 +291,9 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
                 except Exception:  # an interrupt says so itself, in one line
                     _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
                     raise
+    if current is None and result.nothing_scored is not None:
+        _say(for_terminal(result.nothing_scored))
+        return 0
     if current is not None:
         _say(
             f"{current} (checked in {time.monotonic() - started:.1f}s; the last run's "
@@ -305,6 +312,21 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
     print_release_summary(paths)
     return 0
+
+
+def _nothing_to_ingest_or_score(paths: LitmusPaths) -> str | None:
+    """Why there is nothing to score, when no run file waits in the landing folder and the
+    warehouse (if any) holds no configuration; None otherwise (the pipeline must look)."""
+    from litmus.planning.nothing_scored import nothing_scored
+    from litmus.runs import landed_files
+    from litmus.warehouse import connect_read_only
+
+    if paths.landing.is_dir() and landed_files(paths):
+        return None
+    if not paths.duckdb_path.is_file():
+        return nothing_scored(paths)
+    with connect_read_only(paths.duckdb_path) as con:
+        return nothing_scored(paths, con)
 
 
 # A folder `litmus demo` made carries this marker; demo resets only such a folder, and only

@@ -77,6 +77,8 @@ class ExecutionResult:
     # partition → its gate check evaluations in this run, by check name
     gate_checks: dict[str, dict[str, dg.AssetCheckEvaluation]] = field(default_factory=dict)
     published: bool = False
+    # why nothing could be scored (no configuration stored: nothing published), or None
+    nothing_scored: str | None = None
 
     @property
     def rescored(self) -> list[str]:

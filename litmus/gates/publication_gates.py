@@ -37,7 +37,13 @@ from litmus.gates.ge_runner import (
     run_suite,
     run_suite_in_warehouse,
 )
-from litmus.warehouse import replace_rows, table_columns, table_exists, transaction
+from litmus.warehouse import (
+    execute_many,
+    replace_rows,
+    table_columns,
+    table_exists,
+    transaction,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -486,7 +492,8 @@ def _failed_copy(outcome: ExpectationOutcome) -> ExpectationOutcome:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, results: Iterable[GateResult]) -> None:
-    con.executemany(
+    execute_many(
+        con,
         "INSERT INTO publication_gates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             [
@@ -662,7 +669,11 @@ def evaluate_precision_flags(
             "partition_key": frame["partition_key"].astype("string"),
             "metric": frame["metric"].astype("string"),
             "n_families": pd.to_numeric(frame["n_families"]).astype("Int64"),
-            "low_precision": [any_error or key in flagged for key in frame["row_key"]],
+            # typed bool, so that an empty frame still selects rows (an untyped empty list
+            # would index columns)
+            "low_precision": pd.Series(
+                [any_error or key in flagged for key in frame["row_key"]], dtype=bool
+            ),
             "expectation_suite": document.path.name,
             "evaluated_at": datetime.now(UTC).replace(tzinfo=None),
         }

@@ -19,9 +19,10 @@ from litmus.trust.receipts import (
     sign_receipt,
     write_receipt,
 )
+from litmus.trust.receipts.digests import leaderboard_table_rows
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import audited_trajectories
-from litmus_dagster.metrics.assets import current_alert_lines, leaderboard
+from litmus_dagster.metrics.assets import NOTHING_SCORED, current_alert_lines, leaderboard
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.releases.assets import release_drift
 from litmus_dagster.resources import LitmusWarehouse
@@ -67,9 +68,11 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     key = configured_signing_key()  # before any work: a broken key fails the publication
     exports = warehouse.paths.exports
     staging = publication.staging_dir(exports)
-    if not (staging / "leaderboard.csv").is_file():
-        raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
     with warehouse.get_connection() as con:
+        if not (staging / "leaderboard.csv").is_file():
+            if leaderboard_table_rows(con) is None:  # nothing scored, nothing ever published
+                return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
+            raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
         # the staged page lists the release alerts raised up to now (this run's drift too)
         page = staging / "leaderboard.html"
         page.write_text(replace_alerts(page.read_text("utf-8"), current_alert_lines(con)), "utf-8")
