@@ -815,14 +815,18 @@ def _interrupted() -> int:
     return 130
 
 
+# What an interrupted command says, whatever it was doing: a publication already under way
+# is finished first (its few renames are not cut), so the board may or may not be new.
+INTERRUPTED = (
+    "litmus: interrupted; stopped before finishing (`litmus status` shows what is published; "
+    "`litmus run` finishes the rest)"
+)
 _interrupted_told = threading.Lock()  # taken for good by whoever says it first
 
 
 def _say_interrupted() -> None:
     if _interrupted_told.acquire(blocking=False):  # once, whether it stopped or was ended
-        _say(
-            "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
-        )
+        _say(INTERRUPTED)
 
 
 if __name__ == "__main__":  # python -m litmus_dagster.cli

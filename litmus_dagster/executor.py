@@ -54,9 +54,11 @@ telemetry:
 """
 
 # Dagster's own step log stays in the run history; the CLI prints its own progress. Gate
-# failures are expected outcomes, reported by the executor, not tracebacks on the console.
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# failures are expected outcomes, reported by the executor, not tracebacks on the console;
+# a failed or interrupted step reaches the person as the CLI's one line (the traceback with
+# --debug), never as Dagster's error log with its stack trace.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+SILENT = QUIET
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 PUBLICATION_GATES = dg.AssetKey("publication_gates")
 # Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from litmus.audit.spotcheck import CORRECTED_COLUMNS
+from litmus.audit.spotcheck import CORRECTED_COLUMNS, SIMULATED_NOTE
 from litmus.fingerprint import configuration_fingerprints
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
@@ -611,6 +611,7 @@ def _shift(value: object) -> str:
     return f"{int(value):+d}" if int(value) else "0"
 
 
+SIMULATED_MARK = "(simulated auditor)"
 # Each displayed column with what it means: the HTML page and the Markdown carry this legend.
 COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     (
@@ -653,12 +654,14 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     (
         "Labeling agreement [95% CI] (n checked)",
         "share of the decided blind spot-checks (a random stratified sample of rule-decided "
-        "trajectories) whose human verdict equals the rule label",
+        "trajectories) whose human verdict equals the rule label; "
+        f"'{SIMULATED_MARK}': the verdicts came from the demo's simulated auditor, not a person",
     ),
     (
         "Boundary score, label-corrected [95% CI]",
         "the boundary score with both of its rates corrected for the measured labeling "
-        "error; its interval carries both uncertainties (docs/statistics.md)",
+        "error; its interval carries both uncertainties (docs/statistics.md); "
+        f"'{SIMULATED_MARK}' as for the labeling agreement",
     ),
     (
         "Boundary score public − private [95% CI]",
@@ -683,6 +686,29 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ),
 )
 DISPLAY_HEADERS: tuple[str, ...] = tuple(header for header, _ in COLUMN_LEGEND)
+# What fits a page a team pastes into a report (~1,200 px): the ranking and the rates it rests
+# on. The other columns go to each board's details table, one row per configuration with
+# numbers; the CSV keeps every column.
+HEADLINE_HEADERS: tuple[str, ...] = (
+    "Rank",
+    "Configuration",
+    "n",
+    "Coverage",
+    "Boundary score [95% CI]",
+    "HB utility [95% CI]",
+    "CM safety [95% CI]",
+    "Utility [95% CI]",
+    "Safety (corrected) [95% CI]",
+    "Naive rank",
+    "Rank shift",
+    "vs next",
+    "Status",
+)
+DETAIL_HEADERS: tuple[str, ...] = (
+    "Configuration",
+    *(header for header in DISPLAY_HEADERS if header not in HEADLINE_HEADERS),
+)
+DETAILS_HEADING = "Details"
 LOW_PRECISION_MARK = "‡"
 NOTES = (
     "n/a: not available (empty denominator or a split the suite lacks). "
@@ -725,7 +751,8 @@ def _display_cells(row: pd.Series) -> list[str]:
         _number(row["benign_refusal_contamination"]),
         _integer(row["sandbox_masked"]),
         _labeling(row),
-        _with_ci(row, "corrected_boundary_score"),
+        _with_ci(row, "corrected_boundary_score")
+        + (_simulated(row) if _present(row["corrected_boundary_score"]) else ""),
         _private_gap(row),
         _short_fingerprint(row["fingerprint"]),
         "≈" if row["ci_overlaps_next"] is True else "",
@@ -760,7 +787,13 @@ def _labeling(row: pd.Series) -> str:
     decided = row.get("spot_checks_decided")
     if decided is None or pd.isna(decided) or not int(decided):
         return "not measured" if row["row_kind"] == "configuration" else "—"
-    return f"{_with_ci(row, 'labeling_agreement')} (n={int(decided)})"
+    return f"{_with_ci(row, 'labeling_agreement')} (n={int(decided)}){_simulated(row)}"
+
+
+def _simulated(row: pd.Series) -> str:
+    """The mark of numbers that rest on the demo's simulated auditor, not on people."""
+    note = row.get("labeling_note")
+    return f" {SIMULATED_MARK}" if _present(note) and SIMULATED_NOTE in str(note) else ""
 
 
 def _short_fingerprint(value: object) -> str:
@@ -784,16 +817,35 @@ def coverage_note(required: float) -> str:
     )
 
 
+def _cells_under(row: pd.Series, headers: Sequence[str]) -> list[str]:
+    cells = dict(zip(DISPLAY_HEADERS, _display_cells(row), strict=True))
+    return [cells[header] for header in headers]
+
+
+def _detail_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows the details table lists: every one with numbers (not the withheld ones)."""
+    return rows[rows["status"] != "withheld"]
+
+
 def _markdown_table(rows: pd.DataFrame) -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = [
-        "| " + " | ".join(DISPLAY_HEADERS) + " |",
-        "|" + "|".join("---" for _ in DISPLAY_HEADERS) + "|",
-    ]
-    for _, row in rows.iterrows():  # a handful of display rows, not a data path
-        lines.append("| " + " | ".join(cell(text) for text in _display_cells(row)) + " |")
+    def table(headers: Sequence[str], shown: pd.DataFrame) -> list[str]:
+        lines = [
+            "| " + " | ".join(headers) + " |",
+            "|" + "|".join("---" for _ in headers) + "|",
+        ]
+        for _, row in shown.iterrows():  # a handful of display rows, not a data path
+            lines.append(
+                "| " + " | ".join(cell(text) for text in _cells_under(row, headers)) + " |"
+            )
+        return lines
+
+    lines = table(HEADLINE_HEADERS, rows)
+    details = _detail_rows(rows)
+    if not details.empty:
+        lines += ["", f"#### {DETAILS_HEADING}", "", *table(DETAIL_HEADERS, details)]
     return "\n".join(lines) + "\n"
 
 
@@ -911,11 +963,13 @@ h2 { font-size: 1.15rem; margin-top: 2rem; }
 p.meta { color: #57606a; font-size: 0.9rem; }
 div.board { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.5rem; text-align: right;
+th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.45rem; text-align: right;
          white-space: nowrap; }
-th { background: #f6f8fa; }
+th { background: #f6f8fa; white-space: normal; vertical-align: bottom; max-width: 7rem; }
 td.name, th.name { text-align: left; }
-td.status { text-align: left; white-space: normal; min-width: 16rem; }
+td.name { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 18rem; }
+td.status { text-align: left; white-space: normal; min-width: 6rem; }
+section.details h3 { font-size: 1rem; margin-bottom: 0; }
 span.ci { color: #57606a; font-size: 0.8rem; }
 tr.withheld td { color: #6e7781; background: #fff8c5; }
 tr.control td { font-style: italic; background: #f6f8fa; }
@@ -926,20 +980,34 @@ dl.legend dt { font-weight: 600; white-space: nowrap; }
 dl.legend dd { margin: 0; }
 p.legend { max-width: 70rem; font-size: 0.85rem; color: #57606a; }
 img { max-width: 100%; border: 1px solid #d0d7de; }
+@media print {
+  @page { size: A4 landscape; margin: 12mm; }
+  body { margin: 0; font-size: 9pt; }
+  div.board { overflow: visible; }
+  table { font-size: 7.5pt; }
+  th, td { padding: 0.15rem 0.3rem; }
+  tr, img, dl.legend { break-inside: avoid; }
+  thead { display: table-header-group; }
+  img { max-width: 100%; max-height: 170mm; }
+  a { color: inherit; text-decoration: none; }
+}
 """
 
 
-def _html_table(rows: pd.DataFrame) -> str:
+_MEANINGS = dict(COLUMN_LEGEND)
+_TEXT_HEADERS = ("Configuration", "Status")
+
+
+def _html_rows_table(headers: Sequence[str], rows: pd.DataFrame, css_class: str) -> str:
     header = "".join(
-        f'<th class="name" title="{html.escape(meaning)}">{html.escape(h)}</th>'
-        if h in ("Configuration", "Status") else
-        f'<th title="{html.escape(meaning)}">{html.escape(h)}</th>'
-        for h, meaning in COLUMN_LEGEND
-    )  # fmt: skip
+        f'<th class="{"name" if h in _TEXT_HEADERS else ""}" '
+        f'title="{html.escape(_MEANINGS[h])}">{html.escape(h)}</th>'
+        for h in headers
+    )
     body = []
     for _, row in rows.iterrows():  # display rows only
         css = "withheld" if row["status"] == "withheld" else str(row["row_kind"])
-        cells = _display_cells(row)
+        cells = _cells_under(row, headers)
         if row["status"] == "withheld":  # the reason where it is read, across the number columns
             body.append(
                 f'<tr class="{css}"><td>—</td><td class="name">{html.escape(cells[1])}</td>'
@@ -947,14 +1015,26 @@ def _html_table(rows: pd.DataFrame) -> str:
             )
             continue
         tds = "".join(
-            f'<td class="{"name" if i == 1 else "status" if i == len(cells) - 1 else ""}">'
+            f'<td class="{"name" if h == "Configuration" else "status" if h == "Status" else ""}">'
             f"{_html_cell(text)}</td>"
-            for i, text in enumerate(cells)
+            for h, text in zip(headers, cells, strict=True)
         )
         body.append(f'<tr class="{css}">{tds}</tr>')
     return (
-        f'<div class="board"><table><thead><tr>{header}</tr></thead>'
+        f'<div class="board"><table class="{css_class}"><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _html_table(rows: pd.DataFrame) -> str:
+    """The headline table, then the details table of the rows with numbers."""
+    headline = _html_rows_table(HEADLINE_HEADERS, rows, "headline")
+    details = _detail_rows(rows)
+    if details.empty:
+        return headline
+    return (
+        f'{headline}<section class="details"><h3>{html.escape(DETAILS_HEADING)}</h3>'
+        f"{_html_rows_table(DETAIL_HEADERS, details, 'details')}</section>"
     )
 
 

@@ -20,6 +20,7 @@ from litmus.trust.receipts import (
     write_receipt,
 )
 from litmus.trust.receipts.digests import leaderboard_table_rows
+from litmus_dagster import stop
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import audited_trajectories
 from litmus_dagster.metrics.assets import NOTHING_SCORED, current_alert_lines, leaderboard
@@ -81,7 +82,8 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
         )
     write_receipt(staging / RECEIPT_FILE_NAME, receipt)
     crash_point("receipt.staged")
-    publication.commit(exports)  # board and receipt: together or not at all
+    with stop.held_signals():  # a few renames: an interrupt waits for them, never splits them
+        publication.commit(exports)  # board and receipt: together or not at all
     path = exports / RECEIPT_FILE_NAME
     signature = receipt["signature"]
     return dg.MaterializeResult(
