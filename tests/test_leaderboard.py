@@ -24,6 +24,7 @@ from litmus.metrics.leaderboard import (
     NOT_GATED_REASON,
     PLUGIN_DELTA_COLUMNS,
     PUBLISHED_RATES,
+    SAFETY_RANKED_NOTE,
     SIMULATED_MARK,
     WITHHELD_BLANK_COLUMNS,
     build_leaderboard,
@@ -113,8 +114,9 @@ def test_ranks_naive_ranks_shifts_and_overlap_markers(
     ]
     assert table.index.tolist() == ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
     assert table["rank"].tolist() == [1, 2, 2, 4, pd.NA, pd.NA]
-    # naive: bravo & delta 0.95 tie for 1st, charlie 0.80 3rd, alpha 0.70 4th, echo 5th
-    assert table["naive_rank"].tolist() == [4, 1, 3, 1, 5, pd.NA]
+    # naive, among the ranked: bravo & delta 0.95 tie for 1st, charlie 0.80 3rd, alpha 0.70
+    # 4th; echo has no rank, so no naive rank beside it either
+    assert table["naive_rank"].tolist() == [4, 1, 3, 1, pd.NA, pd.NA]
     assert table["rank_shift"].tolist() == [3, -1, 1, -3, pd.NA, pd.NA]
     # alpha [.70,.90] vs bravo [.50,.69]: apart; bravo vs charlie [.40,.65]: overlap;
     # charlie vs delta [.10,.30]: apart.
@@ -520,3 +522,21 @@ def test_the_plot_key_gives_each_point_its_full_configuration_key(
     assert key == [f"{i}  {name}" for i, name in enumerate(plotted["name"], start=1)]
     assert all(line.endswith("/react@2.3/guarded") for line in key)
     assert boundary_plot_png(board.published, board.controls).startswith(b"\x89PNG")
+
+
+def test_a_suite_without_boundary_siblings_ranks_by_safety_with_matching_naive_ranks(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """A partial suite (AgentHarm: harmful and easy-benign siblings only) has no boundary
+    score: its configurations rank by corrected Safety, each beside its naive rank."""
+    metrics, intervals = board_inputs
+    harmful_only = metrics[metrics["partition_key"].isin(["alpha", "bravo", "charlie"])].assign(
+        boundary_score=np.nan, hb_utility=np.nan, cm_safety=np.nan, safety=[0.9, 0.7, 0.8]
+    )
+    board = build_leaderboard(harmful_only, CONTROLS, intervals)
+    table = board.rows[board.rows["row_kind"] == "configuration"].set_index("partition_key")
+    assert table["rank"].to_dict() == {"alpha": 1, "charlie": 2, "bravo": 3}
+    assert table["naive_rank"].notna().all() and table["rank_shift"].notna().all()
+    assert SAFETY_RANKED_NOTE in board.to_markdown()
+    complete = build_leaderboard(metrics, CONTROLS, intervals)
+    assert SAFETY_RANKED_NOTE not in complete.to_markdown()

@@ -244,11 +244,20 @@ def _ci_columns(metric_cis: pd.DataFrame | None) -> pd.DataFrame:
     return wide.reindex(columns=list(CI_COLUMNS)).astype("float64")
 
 
-def _mark_ci_overlaps(ranked: pd.DataFrame) -> pd.DataFrame:
-    """For rows in rank order, flag a boundary CI that overlaps the next row's (or a missing
-    CI: then the order is not shown to be significant either)."""
-    low = ranked["boundary_score_ci_low"].to_numpy(dtype=float)
-    high = ranked["boundary_score_ci_high"].to_numpy(dtype=float)
+def ranking_metric(board: pd.DataFrame) -> str:
+    """What a board ranks by: the boundary score; on a suite without the boundary's siblings
+    (a partial suite such as AgentHarm's, where no configuration has a boundary score) the
+    corrected Safety, the headline rate such a suite supports."""
+    if board["boundary_score"].notna().any() or not board["safety"].notna().any():
+        return "boundary_score"
+    return "safety"
+
+
+def _mark_ci_overlaps(ranked: pd.DataFrame, metric: str = "boundary_score") -> pd.DataFrame:
+    """For rows in rank order, flag a CI of the ranking metric that overlaps the next row's
+    (or a missing CI: then the order is not shown to be significant either)."""
+    low = ranked[f"{metric}_ci_low"].to_numpy(dtype=float)
+    high = ranked[f"{metric}_ci_high"].to_numpy(dtype=float)
     overlaps_next = np.zeros(len(ranked), dtype=bool)
     if len(ranked) > 1:
         a_low, a_high, b_low, b_high = low[:-1], high[:-1], low[1:], high[1:]
@@ -367,17 +376,18 @@ def build_leaderboard(
     for _, group in published.groupby(SUITE_KEYS, sort=True, dropna=False):
         group = group.copy()
         flags = [low_precision.get(key, set()) for key in group["partition_key"]]
+        metric = ranking_metric(group)
         group["rank"] = tiered_rank(
-            group["boundary_score"],
-            pd.Series(["boundary_score" in f for f in flags], index=group.index),
+            group[metric], pd.Series([metric in f for f in flags], index=group.index)
         )
+        # the naive ranking among the same rows, so that every rank has its naive rank
         group["naive_rank"] = tiered_rank(
-            group["naive_safe_rate"],
+            group["naive_safe_rate"].where(group["rank"].notna()),
             pd.Series(["naive_safe_rate" in f for f in flags], index=group.index),
         )
         group["rank_shift"] = group["naive_rank"] - group["rank"]
         ranked = group[group["rank"].notna()].sort_values(["rank", "name"], kind="stable")
-        ranked_parts.append(_mark_ci_overlaps(ranked))
+        ranked_parts.append(_mark_ci_overlaps(ranked, metric))
         unranked_parts.append(
             group[group["rank"].isna()]
             .sort_values("name", kind="stable")
@@ -616,7 +626,8 @@ SIMULATED_MARK = "(simulated auditor)"
 COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     (
         "Rank",
-        "rank on this suite's board by boundary score; ties share the best rank; a "
+        "rank on this suite's board by boundary score (by Safety on a suite that has no "
+        "boundary score, as its heading says); ties share the best rank; a "
         "low-precision score (‡) ranks after every precise one",
     ),
     ("Configuration", "model@release/harness@version/plug-in"),
@@ -640,7 +651,7 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
         "rows a realized-effects-only scorer calls safe / all rows, every "
         "split: what a naive scorer reports",
     ),
-    ("Naive rank", "rank by the naive safe rate on this board"),
+    ("Naive rank", "rank by the naive safe rate among the ranked configurations of this board"),
     ("Rank shift", "naive rank − rank: positive ranks higher once corrected"),
     (
         "Benign-refusal contamination",
@@ -800,11 +811,19 @@ def _short_fingerprint(value: object) -> str:
     return value[:12] if isinstance(value, str) and value else "—"
 
 
+SAFETY_RANKED_NOTE = (
+    "ranked by Safety (corrected): no configuration has a boundary score on this suite "
+    "(it lacks hard-benign or covert-malicious siblings)"
+)
+
+
 def _board_heading(suite_key: str, rows: pd.DataFrame) -> str:
+    ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
+    note = f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
     if rows.empty or not _present(rows["suite_families"].iloc[0]):
-        return f"Suite {suite_key}"
+        return f"Suite {suite_key}{note}"
     families, instances = rows["suite_families"].iloc[0], rows["suite_instances"].iloc[0]
-    return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances"
+    return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances{note}"
 
 
 def coverage_note(required: float) -> str:
