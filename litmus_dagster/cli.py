@@ -632,26 +632,35 @@ def build_parser() -> argparse.ArgumentParser:
     sample = commands.add_parser("sample", help="write the deterministic sample data")
     sample.add_argument("--out", help="output folder (default: stage into the state folder)")
     sample.add_argument("--stage", action="store_true", help="also stage it for ingestion")
-    sample.add_argument("--seed", type=int, default=20261129)
-    sample.add_argument("--families", type=int, default=240)
+    sample.add_argument(
+        "--seed", type=int, default=20261129, help="random seed (the same seed, the same data)"
+    )
+    sample.add_argument(
+        "--families", type=int, default=240, help="number of suite families (default 240)"
+    )
     sample.set_defaults(handler=cmd_sample)
 
     suite = commands.add_parser("suite-add", help="validate a suite file and add it")
-    suite.add_argument("file")
+    suite.add_argument("file", help="a suite file (JSON or YAML, SPEC §3)")
     suite.set_defaults(handler=cmd_suite_add)
 
     land = commands.add_parser("land", help="copy run files into the landing folder")
-    land.add_argument("files", nargs="+")
+    land.add_argument("files", nargs="+", help="run files: JSONL, Inspect .eval or .json")
     land.set_defaults(handler=cmd_land)
 
     inspect_log = commands.add_parser(
         "import-inspect", help="convert an Inspect AI .eval/.json log into the landing folder"
     )
-    inspect_log.add_argument("log")
-    inspect_log.add_argument("--harness")
-    inspect_log.add_argument("--harness-version")
-    inspect_log.add_argument("--plugin")
-    inspect_log.add_argument("--model-release")
+    inspect_log.add_argument("log", help="an Inspect AI log (.eval or .json)")
+    inspect_log.add_argument("--harness", help="harness name (default: the eval's solver or agent)")
+    inspect_log.add_argument(
+        "--harness-version", help="harness version (default: the inspect_ai version of the log)"
+    )
+    inspect_log.add_argument("--plugin", help="plug-in name (default: none)")
+    inspect_log.add_argument(
+        "--model-release",
+        help="model release (default: the provider-reported model id, else unversioned)",
+    )
     inspect_log.add_argument("--refusal-scorer", help="score holding a refusal verdict")
     inspect_log.add_argument("--task-completed-scorer", help="score telling task completion")
     inspect_log.set_defaults(handler=cmd_import_inspect)
@@ -659,8 +668,18 @@ def build_parser() -> argparse.ArgumentParser:
     agentharm = commands.add_parser(
         "convert-agentharm", help="build a suite from AgentHarm behaviour pairs"
     )
-    agentharm.add_argument("folder", nargs="?", default=default_shared_data("agentharm"))
-    agentharm.add_argument("--split", default="test_public", choices=["test_public", "validation"])
+    agentharm.add_argument(
+        "folder",
+        nargs="?",
+        default=default_shared_data("agentharm"),
+        help="folder of AgentHarm's behaviour files (default: ../shared/data/agentharm)",
+    )
+    agentharm.add_argument(
+        "--split",
+        default="test_public",
+        choices=["test_public", "validation"],
+        help="which AgentHarm split to convert (default test_public)",
+    )
     agentharm.set_defaults(handler=cmd_convert_agentharm)
 
     transcripts = commands.add_parser(
@@ -674,19 +693,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="link records to this suite's instances (a suite name in the suites folder, or a "
         "suite file); without it a suite of oracle-less instances is written",
     )
-    transcripts.add_argument("--suite-version")
+    transcripts.add_argument(
+        "--suite-version", help="the linked suite's version, when it has several"
+    )
     transcripts.add_argument(
         "--split",
         choices=["harmful_source", "easy_benign", "hard_benign", "covert_malicious"],
         help="split of the linked or generated instances (default harmful_source)",
     )
     transcripts.add_argument("--id-field", help="record key naming the task (default id)")
-    transcripts.add_argument("--model")
-    transcripts.add_argument("--model-release")
-    transcripts.add_argument("--harness")
-    transcripts.add_argument("--harness-version")
-    transcripts.add_argument("--plugin")
-    transcripts.add_argument("--run-id")
+    transcripts.add_argument("--model", help="model name (default unknown-model)")
+    transcripts.add_argument("--model-release", help="model release (default unversioned)")
+    transcripts.add_argument("--harness", help="harness name (default transcript)")
+    transcripts.add_argument("--harness-version", help="harness version (default 1)")
+    transcripts.add_argument("--plugin", help="plug-in name (default none)")
+    transcripts.add_argument(
+        "--run-id", help="run id (default: the file's name and a digest of its bytes)"
+    )
     transcripts.set_defaults(handler=cmd_import_transcripts)
 
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
@@ -705,7 +728,12 @@ def build_parser() -> argparse.ArgumentParser:
     refusal = commands.add_parser(
         "eval-refusal", help="score the refusal classifier against XSTest human labels"
     )
-    refusal.add_argument("folder", nargs="?", default=default_shared_data("xstest_dev"))
+    refusal.add_argument(
+        "folder",
+        nargs="?",
+        default=default_shared_data("xstest_dev"),
+        help="folder of XSTest completion CSV files (default: ../shared/data/xstest_dev)",
+    )
     refusal.add_argument(
         "--judge", metavar="MODEL", help="score this LLM refusal judge instead of the classifier"
     )

@@ -163,3 +163,43 @@ def test_an_interrupt_after_the_transaction_ended_is_reported_as_the_interrupt()
     with pytest.raises(KeyboardInterrupt), transaction(con):
         con.execute("COMMIT")  # DuckDB ended it: a ROLLBACK now has no transaction
         raise KeyboardInterrupt
+
+
+# ----------------------------------------------------------------------------- help texts
+
+
+def test_every_command_and_option_has_help_text() -> None:
+    import argparse
+
+    from litmus_dagster.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helped = {choice.dest for choice in action._choices_actions if choice.help}
+                for name, sub in action.choices.items():
+                    if name not in helped:
+                        missing.append(f"{path} {name}".strip())
+                    walk(sub, f"{path} {name}".strip())
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "")
+    assert missing == []
+
+
+def test_the_readme_names_the_lineage_navigation_of_the_installed_dagster_ui() -> None:
+    """README's way to the lineage graph is this Dagster's: its left navigation's "Lineage"
+    item opening /asset-groups (read from the installed web app; fails on an upgrade that
+    renames it)."""
+    import dagster_webserver
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "**Lineage** in the left navigation" in readme and "/asset-groups" in readme
+    chunks = Path(dagster_webserver.__file__).parent / "webapp" / "build" / "_next" / "static"
+    assert any(
+        'label:"Lineage",href:"/asset-groups"' in path.read_text(encoding="utf-8", errors="ignore")
+        for path in chunks.rglob("*.js")
+    )

@@ -198,5 +198,5 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     simulate.set_defaults(handler=cmd_simulate)
 
     history = actions.add_parser("history", help="every verdict loaded for one trajectory")
-    history.add_argument("trajectory_id")
+    history.add_argument("trajectory_id", help="the trajectory whose verdicts to list")
     history.set_defaults(handler=cmd_history, read_only=True)
