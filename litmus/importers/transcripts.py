@@ -351,6 +351,11 @@ def read_transcript_items(path: Path) -> Iterator[tuple[str, Any]]:
         for index, record in enumerate(records):
             yield f"record {index}", record
         return
+    if path.suffix.lower() != ".jsonl" and text.lstrip().startswith("{"):
+        document = _one_json_document(path, text)
+        if document is not None:
+            yield "record 0", document
+            return
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -361,14 +366,53 @@ def read_transcript_items(path: Path) -> Iterator[tuple[str, Any]]:
             raise TranscriptFormatError(path, f"line {line_no}", "<json>", reason) from None
 
 
+TRANSCRIPT_KEYS = ("contents", "turns", "messages", "conversation")
+
+
+def _one_json_document(path: Path, text: str) -> dict[str, Any] | None:
+    """A file holding one JSON object: that object when it is one transcript; None when it is
+    JSONL instead (its first line is a whole object). Anything else is refused, saying what
+    the file is: an AgentHarm behaviours file is the tasks, not transcripts."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        first = next(line for line in text.splitlines() if line.strip())
+        try:
+            json.loads(first)
+        except (ValueError, RecursionError):  # not JSONL either: where the document breaks
+            where = (
+                f"line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else None
+            )
+            reason = str(error).split(":")[0] if isinstance(error, ValueError) else "too deep"
+            raise TranscriptFormatError(path, where, "<json>", reason) from None
+        return None
+    if any(key in document for key in TRANSCRIPT_KEYS):
+        return document
+    if isinstance(document.get("behaviors"), list):
+        raise TranscriptFormatError(
+            path,
+            None,
+            "behaviors",
+            "an AgentHarm behaviours file (the tasks, not agent transcripts): build a suite "
+            "from it with `litmus convert-agentharm FOLDER`, then import transcripts of runs "
+            "on it with `--suite agentharm`",
+        )
+    keys = ", ".join(shown(key, 40) for key in sorted(map(str, document))[:8])
+    raise TranscriptFormatError(
+        path,
+        None,
+        "<json>",
+        f"one JSON object with keys {keys}, not transcripts (a JSON array or JSONL of "
+        f"records, each with one of {', '.join(TRANSCRIPT_KEYS)})",
+    )
+
+
 def _turns(path: Path, where: str, record: Any) -> list[tuple[str, dict[str, Any]]]:
     """The record's turns in order, each with its field path (``contents[0][3]``)."""
     if isinstance(record, list):
         key, turns = "", record
     elif isinstance(record, dict):
-        key = next(
-            (k for k in ("contents", "turns", "messages", "conversation") if k in record), ""
-        )
+        key = next((k for k in TRANSCRIPT_KEYS if k in record), "")
         if not key:
             raise TranscriptFormatError(
                 path, where, "contents", "missing (a list of turns, or of turn lists)"
