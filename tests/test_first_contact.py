@@ -19,6 +19,7 @@ from litmus.gates.publication_gates import (
 )
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect, execute_many, transaction
+from litmus_dagster.cli import HELD_BACK_FOR_SUITE, HELD_BACK_NEXT_RUN
 from litmus_dagster.definitions import defs
 from litmus_dagster.jobs import publish_job
 from litmus_dagster.releases.sensors import landing_sensor
@@ -82,10 +83,37 @@ def test_run_on_an_all_quarantined_landing_says_so_and_exits_0(tmp_path: Path) -
     assert "2 record(s) in 1 landed file(s) was quarantined" in line
     assert "2 wait for a suite that is not loaded" in line and "litmus quarantine" in line
     assert not (home / "exports" / "leaderboard.html").exists()
-    # the records stay held back, and say so
+    # the records stay held back, and say for what
     listed = litmus(home, "quarantine")
     assert listed.returncode == 0
-    assert listed.stdout.count("unknown suite 'nowhere'") == 2
+    assert (
+        listed.stdout.count(f"unknown suite 'nowhere' (load it first)  [{HELD_BACK_FOR_SUITE}]")
+        == 2
+    )
+    # a file landed since waits, and both commands say so instead of "every file was ingested"
+    write_jsonl(
+        home / "landing" / "later.jsonl", [record("fam-1/hs", suite="nowhere", run_id="r2")]
+    )
+    waiting = "waiting: later.jsonl: landed, not ingested yet (`litmus run`)"
+    assert waiting in litmus(home, "quarantine").stdout.splitlines()
+    assert waiting in litmus(home, "status").stdout.splitlines()
+    # once a suite file is added, the held-back records wait for the next run, which loads it
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps(ONE_FAMILY_SUITE))
+    assert litmus(home, "suite-add", str(suite)).returncode == 0
+    assert f"[{HELD_BACK_NEXT_RUN}]" in litmus(home, "quarantine").stdout
+
+
+def test_quarantine_before_any_run_says_the_landed_files_wait(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "landing").mkdir(parents=True)
+    land_orphans(home / "landing")
+    result = litmus(home, "quarantine")
+    assert result.returncode == 0
+    assert result.stdout.splitlines() == [
+        "nothing quarantined yet; 1 landed file(s) wait to be ingested by `litmus run`: "
+        "orphans.jsonl"
+    ]
 
 
 # ----------------------------------------------------------------------------- sensor path
