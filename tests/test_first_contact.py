@@ -231,3 +231,39 @@ def test_the_readme_names_the_lineage_navigation_of_the_installed_dagster_ui() -
         'label:"Lineage",href:"/asset-groups"' in path.read_text(encoding="utf-8", errors="ignore")
         for path in chunks.rglob("*.js")
     )
+
+
+# ------------------------------------------------------------------------ rescore --dry-run
+
+PROBE = """
+import json, sys
+from litmus_dagster.cli import main
+code = main(["--home", sys.argv[1], "rescore", "--dry-run"])
+heavy = sorted(
+    name for name in sys.modules
+    if name.split(".")[0] in ("dagster", "dbt", "great_expectations", "matplotlib", "pandas")
+)
+print(json.dumps({"code": code, "heavy": heavy[:5]}))
+"""
+
+
+def test_rescore_dry_run_reads_only_and_loads_no_pipeline(litmus_home: LitmusPaths) -> None:
+    import subprocess
+    import sys
+
+    from litmus.planning.plan import UP_TO_DATE
+
+    with connect(litmus_home.duckdb_path):
+        pass  # an empty warehouse of the current schema
+    before = litmus_home.duckdb_path.stat()
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, str(litmus_home.home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert json.loads(probe.stdout) == {"code": 0, "heavy": []}, probe.stderr
+    assert probe.stderr.splitlines() == [UP_TO_DATE]
+    after = litmus_home.duckdb_path.stat()
+    assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import duckdb
 import pytest
 from gates_world import config_key_of, partition_key_of, write_world
 
@@ -96,6 +97,7 @@ class Scenario:
     fixed_board: Board = field(default_factory=dict)
     pending_audited: list[dict[str, Any]] = field(default_factory=list)
     stale_board: Board = field(default_factory=dict)
+    unchanged_gates: int = 0
 
 
 def _query(paths: LitmusPaths, sql: str) -> list[dict[str, Any]]:
@@ -232,6 +234,16 @@ def scenario(
         )
 
         with connect(paths.duckdb_path) as con:
+            # rows rebuilt the same keep their verdicts; rows that changed (one engagement
+            # score here) are withheld until gated again
+            refresh_audited_partition(con, partition_key_of("clean-a"))
+            state.unchanged_gates = _gate_count(con, partition_key_of("clean-a"))
+            con.execute(
+                "UPDATE trajectory_labels SET engagement = coalesce(engagement, 0) + 1 "
+                "WHERE trajectory_id = (SELECT min(trajectory_id) FROM trajectory_labels "
+                "WHERE partition_key = ?)",
+                [partition_key_of("clean-a")],
+            )
             refresh_audited_partition(con, partition_key_of("clean-a"))
         leaderboard_only = _materialize(paths, instance, dg.AssetSelection.assets("leaderboard"))
         assert leaderboard_only.success
@@ -440,7 +452,14 @@ def test_audited_rows_keep_the_rule_label_and_name_the_auditor(scenario: Scenari
     assert audited["f1/easy_benign"]["auditor"] is None
 
 
+def _gate_count(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
+    return con.execute(
+        "SELECT count(*) FROM publication_gates WHERE partition_key = ?", [partition_key]
+    ).fetchone()[0]
+
+
 def test_rebuilt_audited_rows_stay_withheld_until_gated_again(scenario: Scenario) -> None:
+    assert scenario.unchanged_gates == len(TRAJECTORY_GATES) + 1  # rebuilt the same: kept
     row = scenario.stale_board["clean-a"]
     assert row["status"] == "withheld"
     assert row["withheld_reasons"] == NOT_GATED_REASON
