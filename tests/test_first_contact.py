@@ -267,3 +267,32 @@ def test_rescore_dry_run_reads_only_and_loads_no_pipeline(litmus_home: LitmusPat
     assert probe.stderr.splitlines() == [UP_TO_DATE]
     after = litmus_home.duckdb_path.stat()
     assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)
+
+
+# --------------------------------------------------------------------- ./dev.sh ui and SIGTERM
+
+
+def test_dev_ui_starts_dagster_dev_with_sigint_restored_so_sigterm_stops_it(tmp_path: Path) -> None:
+    """dagster dev maps SIGTERM to its SIGINT handling; started in the background (SIGINT
+    ignored, as a shell does) it would ignore SIGTERM too. dev.sh's launcher restores SIGINT
+    before exec: the program it starts gets Python's KeyboardInterrupt handler."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    dev = (Path(__file__).resolve().parents[1] / "dev.sh").read_text(encoding="utf-8")
+    (launcher,) = re.findall(r"exec \.venv/bin/python -c \\\n\s+'([^']+)'", dev)
+    report = tmp_path / "report.py"
+    report.write_text(
+        "import signal\nprint(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n"
+    )
+    started = subprocess.run(
+        [sys.executable, "-c", launcher, sys.executable, str(report)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # a background job
+    )
+    assert started.stdout.split() == ["True"], started.stderr
