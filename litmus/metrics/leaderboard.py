@@ -989,6 +989,7 @@ td.name, th.name { text-align: left; }
 td.name { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 18rem; }
 td.status { text-align: left; white-space: normal; min-width: 6rem; }
 section.details h3 { font-size: 1rem; margin-bottom: 0; }
+table.details td { white-space: normal; min-width: 5rem; }
 span.ci { color: #57606a; font-size: 0.8rem; }
 tr.withheld td { color: #6e7781; background: #fff8c5; }
 tr.control td { font-style: italic; background: #f6f8fa; }
