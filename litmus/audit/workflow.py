@@ -40,6 +40,7 @@ from litmus.errors import LitmusError
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import DuplicateKeyError, reject_duplicate_keys
 from litmus.neutralize import for_csv_cell
+from litmus.warehouse import roll_back
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -469,8 +470,35 @@ def _row_problems(error: ValidationError, where: str, reported: set[str]) -> lis
     return named + problems
 
 
+def _not_utf8(path: Path) -> str:
+    """Where a verdict file stops being UTF-8, as ``<file>: line N: <file>: …`` (read again
+    whole: only once reading it failed)."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        return (
+            f"{path.name}: line {line}: <file>: not UTF-8 text (byte {column} of the line); "
+            "a verdict file is CSV or JSONL saved as UTF-8"
+        )
+    return f"{path.name}: line 1: <file>: not UTF-8 text"
+
+
+def _reject_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (NaN and Infinity are not numbers JSON can hold)")
+
+
 def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, record) pairs of a CSV or JSONL verdict file; format problems go to problems."""
+    try:
+        yield from _read_text_rows(path, problems)
+    except UnicodeDecodeError:
+        problems.append(_not_utf8(path))
+
+
+def _read_text_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     name = path.name
     suffix = path.suffix.lower()
     if suffix == ".csv":
@@ -514,17 +542,21 @@ def _read_rows(path: Path, problems: list[str]) -> Iterator[tuple[int, dict[str,
                     continue
                 yield start, dict(zip(header, record, strict=True))
     elif suffix in (".jsonl", ".ndjson", ".json"):
-        with path.open(encoding="utf-8") as handle:
+        with path.open(encoding="utf-8-sig") as handle:
             for line_no, text in enumerate(handle, start=1):
                 if not text.strip():
                     continue
                 try:
-                    value = json.loads(text, object_pairs_hook=reject_duplicate_keys)
+                    value = json.loads(
+                        text,
+                        object_pairs_hook=reject_duplicate_keys,
+                        parse_constant=_reject_json_constant,
+                    )
                 except DuplicateKeyError as exc:
                     problems.append(f"{name}: line {line_no}: {exc.key}: {exc}")
                     continue
-                except (json.JSONDecodeError, RecursionError) as exc:
-                    message = getattr(exc, "msg", "nested too deeply")
+                except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+                    message = getattr(exc, "msg", None) or str(exc) or "nested too deeply"
                     problems.append(f"{name}: line {line_no}: <json>: invalid JSON: {message}")
                     continue
                 if not isinstance(value, dict):
@@ -742,7 +774,7 @@ def load_verdicts(
         else:
             con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        roll_back(con)
         raise
     return report
 
