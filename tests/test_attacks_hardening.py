@@ -103,34 +103,8 @@ def test_huge_lines_are_quarantined_and_the_rest_is_ingested(
     assert "a-huge.jsonl" in listed and "line of 50,000,000 bytes" in listed
 
 
-@pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 5, 8])
-@pytest.mark.parametrize(
-    "data",
-    [
-        b"abcdefgh\r\nab\rabcdef\rabc\nabcdefghij",
-        b"abcdefg\r\r\nabcdef\n\nab\r",
-        b"abcdefgh\r",
-        b"abcdef\r\nabcdef",
-    ],
-)
-def test_a_line_over_the_limit_is_skipped_where_it_ends_whatever_the_chunks(
-    tmp_path: Path, chunk_bytes: int, data: bytes
-) -> None:
-    """The oracle: lines split at LF, CRLF and CR, the long ones replaced by their size."""
-    path = tmp_path / "run.jsonl"
-    path.write_bytes(data)
-    import re
-
-    reference = re.split(rb"\r\n|\r|\n", data)
-    if reference and reference[-1] == b"":
-        reference.pop()
-    expected = [
-        line if len(line) <= 5 else OversizedLine(len(line), line[:5]) for line in reference
-    ]
-    assert list(split_lines(path, chunk_bytes, max_line_bytes=5)) == expected
-
-
 def test_reading_a_huge_line_holds_a_bounded_part_of_it(tmp_path: Path) -> None:
+    """(Where a line over the limit ends, whatever the chunks: test_ingest.py's property.)"""
     path = tmp_path / "run.jsonl"
     with path.open("wb") as out:
         out.write(b"{" + b"x" * (50 * MB) + b"}\n{}\n")
