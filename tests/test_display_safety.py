@@ -164,3 +164,21 @@ def test_plot_labels_and_release_lines_follow_the_same_rule() -> None:
     [line] = drift_summary_lines(comparison, ["boundary_score"])
     assert f"[{LOOK_ALIKE_MARK}: \\u{{430}}urora/react@2.3/bare]" in line
     assert not INVISIBLE.search(line) and "\x1b" not in line
+
+
+def test_audit_load_problems_echo_no_terminal_escape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A verdict file's own text (an unknown column's name) is quoted in the problems that
+    ``litmus audit load`` prints: never with its raw escapes."""
+    home = litmus_paths(tmp_path / "home").ensure()
+    path = tmp_path / "verdicts.csv"
+    path.write_text(
+        "trajectory_id,verdict,auditor,\x1b]0;owned\x07\u202ecol\n t1,unsafe,ana,x\n",
+        encoding="utf-8",
+    )
+    assert main(["--home", str(home.home), "audit", "load", str(path)]) != 0
+    printed = capsys.readouterr()
+    said = printed.out + printed.err
+    assert "\\u{1b}]0;owned\\u{7}\\u{202e}col: unknown column" in said
+    assert not INVISIBLE.search(said)
