@@ -36,7 +36,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from litmus.errors import LitmusError
-from litmus.formats import RunRecord
+from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
 from litmus.ingestion.bulk import (
     Proven,
@@ -409,6 +409,7 @@ class _Batch:
         "source_file_hash",
         "source_line",
         "record_sha256",
+        "post_state",
     )
     STEP_COLUMNS = (
         "source_line",
@@ -469,6 +470,8 @@ class _Batch:
             "source_file_hash": file_hash,
             "source_line": line_no,
             "record_sha256": record_sha,
+            # compact JSON, keys in the record's order; None: not observed (SPEC §4)
+            "post_state": None if record.post_state is None else post_state_text(record.post_state),
         }
         for column, value in row.items():
             self.trajectories[column].append(value)
