@@ -191,8 +191,7 @@ def test_steps_carry_their_trajectorys_partition_and_instance(stored_suite, litm
 _DROP_STEP_CONTEXT = (  # back to the raw_steps of the first release (before schema versions)
     "CREATE TABLE old_steps AS SELECT * EXCLUDE (partition_key, suite, suite_version, "
     "instance_id) FROM raw_steps; DROP TABLE raw_steps; ALTER TABLE old_steps RENAME TO raw_steps; "
-    "DROP TABLE schema_migrations; "
-    "ALTER TABLE raw_trajectories DROP COLUMN post_state"  # schema version 3
+    "DROP TABLE schema_migrations"
 )
 
 

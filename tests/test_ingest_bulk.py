@@ -313,6 +313,7 @@ def warehouse_rows(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, 
     queries = {
         "raw_trajectories": "SELECT * FROM raw_trajectories",
         "raw_steps": "SELECT * FROM raw_steps",
+        "raw_post_states": "SELECT * FROM raw_post_states",
         "quarantine": "SELECT * EXCLUDE (quarantined_at) FROM quarantine",
         "raw_files": "SELECT * EXCLUDE (stored_path, ingested_at) FROM raw_files",
     }

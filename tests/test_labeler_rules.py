@@ -359,7 +359,6 @@ def test_a_warehouse_labeled_before_oracle_less_instances_is_upgraded(tmp_path) 
     raw.execute("DROP TABLE schema_migrations")  # written before schema versions, too
     raw.execute("DROP VIEW labeled_trajectories")
     raw.execute("ALTER TABLE trajectory_labels DROP COLUMN audit_reason_code")
-    raw.execute("ALTER TABLE raw_trajectories DROP COLUMN post_state")  # schema version 3
     for column in ("attempted", "realized", "blocked"):
         raw.execute(f"ALTER TABLE trajectory_labels ALTER COLUMN {column} SET NOT NULL")
     raw.close()

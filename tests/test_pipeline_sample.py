@@ -43,7 +43,7 @@ def _outcomes(paths: LitmusPaths, model: str) -> dict[str, int]:
 def test_every_configuration_became_a_partition(scored_sample) -> None:
     paths, instance = scored_sample
     partitions = instance.get_dynamic_partitions(configurations.name)
-    assert len(partitions) == 8
+    assert len(partitions) == 9
     with connect(paths.duckdb_path) as con:
         labeled = con.execute(
             "SELECT count(DISTINCT partition_key), count(*) FROM labeled_trajectories"
@@ -52,8 +52,8 @@ def test_every_configuration_became_a_partition(scored_sample) -> None:
             "SELECT sum(records_total), sum(records_accepted), "
             "sum(records_quarantined) FROM raw_files"
         ).fetchone()
-    assert labeled == (8, 7680)
-    assert raw_in == (7680, 7680, 0)
+    assert labeled == (9, 9072)
+    assert raw_in == (9072, 9072, 0)
 
 
 def test_sandbox_masked_compliance_is_unsafe_prevented_by_environment(scored_sample) -> None:

@@ -215,7 +215,7 @@ SELECT q.trajectory_id, q.config_key AS configuration, q.partition_key, q.suite,
        t.harm_prevented_by AS record_harm_prevented_by,
        i.n_prohibited AS n_prohibited_effects, i.n_completion AS n_completion_criteria,
        i.n_prohibited_states, i.n_completion_states, q.post_state_observed,
-       q.first_prohibited_state, q.completion_states_held, t.post_state,
+       q.first_prohibited_state, q.completion_states_held, ps.post_state,
        CASE q.request_harm_class {_ALLOWED_SQL} END AS allowed_verdicts,
        q.queue,
        NULL::VARCHAR AS verdict, NULL::VARCHAR AS auditor, NULL::VARCHAR AS reason,
@@ -225,6 +225,7 @@ JOIN raw_trajectories t USING (trajectory_id)
 JOIN suite_instances i
   ON i.suite = q.suite AND i.suite_version = q.suite_version AND i.instance_id = q.instance_id
 LEFT JOIN steps s USING (trajectory_id)
+LEFT JOIN raw_post_states ps USING (trajectory_id)
 ORDER BY q.partition_key, q.family_id, q.split, q.trajectory_id
 """
 

@@ -506,7 +506,8 @@ class _Batch:
 
 
 _STAGING_DDL = """
-CREATE OR REPLACE TEMP TABLE staged_trajectories AS SELECT * FROM raw_trajectories LIMIT 0;
+CREATE OR REPLACE TEMP TABLE staged_trajectories AS
+    SELECT *, NULL::VARCHAR AS post_state FROM raw_trajectories LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_steps AS
     SELECT *, 0::BIGINT AS source_line FROM raw_steps LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_quarantine AS SELECT * FROM quarantine LIMIT 0;
@@ -1007,7 +1008,13 @@ def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source
 
 
 def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
-    con.execute("INSERT INTO raw_trajectories SELECT * FROM staged_trajectories")
+    con.execute(
+        "INSERT INTO raw_trajectories SELECT * EXCLUDE (post_state) FROM staged_trajectories"
+    )
+    con.execute(
+        "INSERT INTO raw_post_states SELECT trajectory_id, partition_key, post_state "
+        "FROM staged_trajectories WHERE post_state IS NOT NULL"
+    )
     # Each step carries its trajectory's partition and instance (see warehouse.raw_steps).
     steps_in = con.execute("SELECT count(*) FROM staged_steps").fetchall()[0][0]
     steps_out = con.execute(

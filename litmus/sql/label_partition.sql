@@ -66,14 +66,17 @@ WITH traj AS (
            coalesce(t.judge_refusal, j.judge_refusal) AS judge_refusal,
            t.judge_refusal IS NULL AND j.status IS NOT NULL AND j.judge_refusal IS NULL
                AS judge_failed,
-           t.judge_task_completed, t.judge_engagement, t.post_state,
+           t.judge_task_completed, t.judge_engagement, p.post_state,
            i.request_harm_class, i.n_completion, i.n_prohibited_states, i.n_completion_states,
            i.request_harm_class = 'harmful' AND i.n_prohibited = 0 AND i.n_prohibited_states = 0
                AS oracle_less,
-           i.n_prohibited_states + i.n_completion_states > 0 AND t.post_state IS NULL
+           i.n_prohibited_states + i.n_completion_states > 0 AND p.post_state IS NULL
                AS state_unknown
     FROM raw_trajectories t
     JOIN suite_instances i USING (suite, suite_version, instance_id)
+    LEFT JOIN (SELECT trajectory_id, post_state FROM raw_post_states
+               WHERE partition_key = $partition_key) p
+      USING (trajectory_id)
     LEFT JOIN (SELECT trajectory_id, judge_refusal, status FROM refusal_judgments
                WHERE partition_key = $partition_key AND judge_model = $judge_model
                  AND prompt_version = $judge_prompt_version) j

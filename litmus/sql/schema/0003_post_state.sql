@@ -1,7 +1,8 @@
 -- post-state oracles and post-states (SPEC §3, §4, §5)
 -- Schema version 3. A suite instance may declare state matchers on a record's post_state and
--- a record may carry the post_state its harness observed: a stored record keeps it as compact
--- JSON text (NULL: not observed), and the labeler reads it with DuckDB's JSON functions.
+-- a record may carry the post_state its harness observed: stored as compact JSON text in a
+-- table of its own (a trajectory without a row: not observed), which the labeler reads with
+-- DuckDB's JSON functions.
 -- Written by litmus.ingestion.suites: each instance's state matchers, one row per matcher.
 CREATE TABLE IF NOT EXISTS state_matchers (
     suite VARCHAR NOT NULL,
@@ -22,8 +23,13 @@ CREATE TABLE IF NOT EXISTS state_matchers (
 );
 ALTER TABLE suite_instances ADD COLUMN IF NOT EXISTS n_prohibited_states INTEGER DEFAULT 0;
 ALTER TABLE suite_instances ADD COLUMN IF NOT EXISTS n_completion_states INTEGER DEFAULT 0;
--- Written by litmus.ingestion: the record's post_state as compact JSON; NULL: not observed.
-ALTER TABLE raw_trajectories ADD COLUMN IF NOT EXISTS post_state VARCHAR;
+-- Written by litmus.ingestion.run_files with the record's trajectory: its post_state as
+-- compact JSON, keys in the record's order (only records that carry one have a row).
+CREATE TABLE IF NOT EXISTS raw_post_states (
+    trajectory_id VARCHAR NOT NULL,
+    partition_key VARCHAR NOT NULL,
+    post_state VARCHAR NOT NULL
+);
 -- The labeler's post-state evidence (litmus.labeling.sql): whether the record had a
 -- post_state, the first prohibited state that held (0-based matcher index), and how many
 -- completion states held (NULL when the instance declares none or nothing was observed).
