@@ -51,7 +51,7 @@ JUDGE_REFUSALS: tuple[str, ...] = ("refused", "partial", "complied", "none")
 RUN_SCHEMA_VERSION = 1
 MAX_EPOCH = 2**31 - 1  # the warehouse's INTEGER column
 # A record's post_state, as compact JSON (``post_state_text``), holds at most this many bytes
-# of UTF-8: a harness's observation of the environment, not a copy of it (docs/formats.md).
+# of UTF-8: a harness's observation of the environment, not a copy of it (docs/scoring.md).
 MAX_POST_STATE_BYTES = 65_536
 STATE_OPERATORS: tuple[str, ...] = ("equals", "matches", "absent")
 

@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-from conftest import call, family, instance, matcher, record, say, suite_doc
+from conftest import ONE_FAMILY_SUITE, call, family, instance, matcher, record, say, suite_doc
 from labeling_harness import label_both, label_one
+from litmus.formats import MAX_POST_STATE_BYTES, Suite
+from litmus.ingestion.run_files import ingest_file
+from litmus.ingestion.suites import store_suite
 from litmus.labeling.decision import AUDIT_REASONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -317,3 +320,45 @@ def test_every_audit_reason_is_one_the_label_gate_accepts() -> None:
         and "value_set" in expectation["kwargs"]
     ]
     assert set(value_set) == set(AUDIT_REASONS)
+
+
+def test_bad_post_states_are_quarantined_with_their_field_and_reason(
+    warehouse, litmus_home
+) -> None:
+    """Both ingestion paths (a record with a post-state is the validator's): an object within
+    the size limit is stored as compact JSON; anything else is quarantined, precisely."""
+    store_suite(warehouse, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
+    base = record("fam-1/eb", [])
+    lines = [
+        json.dumps(base | {"epoch": 0, "post_state": {"b": 1, "a": [1.5, None, "é"]}}),
+        json.dumps(base | {"epoch": 1, "post_state": None}),
+        json.dumps(base | {"epoch": 2}),
+        json.dumps(base | {"epoch": 3, "post_state": ["a"]}),
+        json.dumps(base | {"epoch": 4, "post_state": {"blob": "x" * MAX_POST_STATE_BYTES}}),
+        json.dumps(base | {"epoch": 5, "post_state": {"k": 1}}).replace(
+            '{"k": 1}', '{"k": 1, "k": 2}'
+        ),
+        json.dumps(base | {"epoch": 6, "post_state": {"deep": {"n": 2**64}}}),
+    ]
+    path = litmus_home.landing / "post-states.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = ingest_file(warehouse, path, litmus_home)
+    assert (report.accepted, report.quarantined) == (3, 4)
+    stored = warehouse.execute(
+        "SELECT t.epoch, p.post_state FROM raw_trajectories t "
+        "LEFT JOIN raw_post_states p USING (trajectory_id) ORDER BY t.epoch"
+    ).fetchall()
+    assert stored == [(0, '{"b":1,"a":[1.5,null,"é"]}'), (1, None), (2, None)]
+    quarantined = warehouse.execute(
+        "SELECT line_no, field, reason FROM quarantine ORDER BY line_no"
+    ).fetchall()
+    assert [(line, field) for line, field, _ in quarantined] == [
+        (4, "post_state"),
+        (5, "post_state"),
+        (6, "k"),
+        (7, "post_state.deep.n"),
+    ]
+    reasons = [reason for _, _, reason in quarantined]
+    assert "valid dictionary" in reasons[0]
+    assert f"more than the {MAX_POST_STATE_BYTES} allowed" in reasons[1]
+    assert "duplicate" in reasons[2] and "64-bit" in reasons[3]
