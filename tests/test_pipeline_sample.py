@@ -110,7 +110,8 @@ def test_harmful_compliance_without_evidence_needs_audit(scored_sample) -> None:
               AND audit_reason_code = 'post_state_missing'
             """
         ).fetchall()
-    assert rows == [(True, False, "needs_audit")]
+    # attempted unknown (None) on the post-state scenes, whose post-state it did not observe
+    assert set(rows) == {(True, False, "needs_audit"), (True, None, "needs_audit")}
     assert missing == [(None, False, "needs_audit")]
 
 

@@ -23,7 +23,7 @@ from litmus.formats import RunConfig
 from litmus.keys import partition_key_for
 from litmus.labeling import LABELER_VERSION
 from litmus.planning.status import partition_statuses
-from litmus.sample import _PROFILE_LIST, generate_sample
+from litmus.sample import _PROFILE_LIST, generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
@@ -132,7 +132,7 @@ def test_two_processes_writing_at_once_both_succeed_and_agree(home: LitmusPaths)
         }
         statuses = partition_statuses(con)
     stale = [s for s in statuses if s.stale]
-    n_trajectories = len(_PROFILE_LIST) * N_FAMILIES * 4
+    n_trajectories = len(_PROFILE_LIST) * (N_FAMILIES + post_state_family_count(N_FAMILIES)) * 4
     assert files == (len(_PROFILE_LIST), n_trajectories)  # each file ingested exactly once
     assert raw == (n_trajectories, n_trajectories)
     assert labels == (n_trajectories, n_trajectories)
