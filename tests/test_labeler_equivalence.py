@@ -11,6 +11,7 @@ labels, outcomes, audit reasons and evidence columns.
 from __future__ import annotations
 
 import fnmatch
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from labeling_harness import label_both
 from litmus.formats import HARMFUL_SPLITS, SPLITS
 from litmus.globmatch import translate_glob, translate_glob_both, translate_glob_duckdb
+from litmus.labeling.reference import resolve_pointer
 from litmus.labeling.sql import PYTHON_WHITESPACE
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
@@ -355,3 +357,62 @@ def test_glob_translations_agree_with_fnmatch(pairs: list[tuple[str, str]]) -> N
             assert by_glob == expected, ("glob", pattern, glob, text)
         # storing a suite scans each pattern once for both translations
         assert translate_glob_both(pattern) == (glob, translate_glob(pattern)), pattern
+
+
+_POINTER_CONNECTION = duckdb.connect()
+POINTER_KEYS = [
+    "a",
+    "a/b",
+    "m~n",
+    "~01",
+    "",
+    "0",
+    "01",
+    "-",
+    '"',
+    "\\",
+    " ",
+    "é",
+    "*",
+    "[0]",
+    ".",
+    "$",
+]
+pointer_documents = st.recursive(
+    st.one_of(st.integers(-2, 2), st.booleans(), st.none(), st.sampled_from(["s", "é"])),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.sampled_from(POINTER_KEYS), children, max_size=4),
+    ),
+    max_leaves=8,
+)
+pointer_tokens = st.one_of(
+    st.sampled_from(POINTER_KEYS).map(_escape),
+    st.sampled_from(["0", "1", "2", "00", "01", "-", "+1", " 1", "1 ", "1e0", "٣"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(POINTER_KEYS), pointer_documents, max_size=4),
+    st.lists(st.lists(pointer_tokens, max_size=4), min_size=1, max_size=20),
+)
+def test_duckdb_resolves_json_pointers_as_rfc_6901_does(
+    document: dict[str, Any], token_lists: list[list[str]]
+) -> None:
+    # the SQL labeler's pointer resolution (DuckDB's JSON functions) against the reference's
+    pointers = ["".join("/" + token for token in tokens) for tokens in token_lists]
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    rows = (
+        duckdb.connect()
+        .execute(
+            "SELECT json_type(?, p), json_extract(?, p)::VARCHAR FROM unnest(?::VARCHAR[]) t(p)",
+            [text, text, pointers],
+        )
+        .fetchall()
+    )
+    for pointer, (value_type, value_json) in zip(pointers, rows, strict=True):
+        found, value = resolve_pointer(document, pointer)
+        assert (value_type is not None) == found, pointer
+        if found:
+            assert json.loads(value_json) == value, pointer
