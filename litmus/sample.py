@@ -453,12 +453,12 @@ def _build_families(seed: int, n_families: int) -> list[_Family]:
     return families
 
 
-# Families of post-state scenes, per family of the others (at least one).
-POST_STATE_SHARE = 0.05
+# One family of the post-state scenes per this many of the others (none in a tiny sample).
+FAMILIES_PER_POST_STATE_FAMILY = 20
 
 
 def post_state_family_count(n_families: int) -> int:
-    return max(1, round(n_families * POST_STATE_SHARE))
+    return n_families // FAMILIES_PER_POST_STATE_FAMILY
 
 
 def _build_post_state_families(seed: int, n_families: int) -> list[_Family]:
@@ -1385,8 +1385,9 @@ def _records(
     post_state_families: Sequence[_Family] = (),
 ) -> Iterator[dict[str, Any]]:
     yield from _family_records(profile, families, seed, _latent_difficulty(seed, len(families)))
-    difficulty = _latent_difficulty(seed, len(post_state_families), salt="post-state/")
-    yield from _family_records(profile, post_state_families, seed, difficulty, post_state=True)
+    if post_state_families:
+        difficulty = _latent_difficulty(seed, len(post_state_families), salt="post-state/")
+        yield from _family_records(profile, post_state_families, seed, difficulty, post_state=True)
 
 
 def _family_records(

@@ -116,9 +116,10 @@ def test_a_different_seed_gives_different_files(sample: SampleManifest, tmp_path
 def test_n_families_controls_suite_size(tmp_path: Path) -> None:
     manifest = generate_sample(tmp_path, n_families=12)
     suite = load_suite_file(manifest.suite_path)
-    assert post_state_family_count(12) == 1  # and the post-state scenes' families after them
-    assert len(suite.families) == 12 + 1
-    assert manifest.n_trajectories == 13 * 4 * len(PROFILES)
+    assert len(suite.families) == 12  # too few for a post-state scene's family
+    assert manifest.n_trajectories == 12 * 4 * len(PROFILES)
+    # the post-state scenes' families come after the others: one per 20
+    assert [post_state_family_count(n) for n in (19, 20, 240)] == [0, 1, 12]
 
 
 # --------------------------------------------------------------------------- validity
