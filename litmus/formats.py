@@ -134,6 +134,8 @@ class StateMatcher(_Strict):
                 )
             if "absent" in data and data["absent"] is not True:
                 raise ValueError(f"absent must be true, not {data['absent']!r}")
+            if "matches" in data and not isinstance(data["matches"], str):
+                raise ValueError(f"matches must be a glob pattern (text), not {data['matches']!r}")
             if "equals" in data:
                 _check_json_value(data["equals"])
         return data

@@ -16,9 +16,10 @@ import pytest
 
 from conftest import ONE_FAMILY_SUITE, call, family, instance, matcher, record, say, suite_doc
 from labeling_harness import label_both, label_one
+from litmus.errors import SuiteError
 from litmus.formats import MAX_POST_STATE_BYTES, Suite
 from litmus.ingestion.run_files import ingest_file
-from litmus.ingestion.suites import store_suite
+from litmus.ingestion.suites import parse_suite_bytes, store_suite
 from litmus.labeling.decision import AUDIT_REASONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -362,3 +363,28 @@ def test_bad_post_states_are_quarantined_with_their_field_and_reason(
     assert "valid dictionary" in reasons[0]
     assert f"more than the {MAX_POST_STATE_BYTES} allowed" in reasons[1]
     assert "duplicate" in reasons[2] and "64-bit" in reasons[3]
+
+
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        ({"path": "/a", "equals": 1, "matches": "x"}, "exactly one of equals / matches / absent"),
+        ({"path": "/a"}, "exactly one of equals / matches / absent, not none"),
+        ({"path": "a/b", "absent": True}, "is not a JSON Pointer"),
+        ({"path": "/a~2", "absent": True}, "is not a JSON Pointer"),
+        ({"path": "/a~", "absent": True}, "is not a JSON Pointer"),
+        ({"path": "/a", "absent": False}, "absent must be true"),
+        ({"path": "/a", "absent": None}, "absent must be true"),
+        ({"path": "/a", "matches": None}, "matches must be a glob pattern"),
+        ({"path": "/a", "matches": 3}, "matches must be a glob pattern"),
+        ({"path": "/a", "equals": 1, "extra": 2}, "Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_state_matcher_rejects_the_suite_naming_where(state, reason) -> None:
+    document = suite_doc(
+        [family("f", [instance("f/eb", "easy_benign", completion_states=[{"path": ""} | state])])]
+    )
+    with pytest.raises(SuiteError) as error:
+        parse_suite_bytes(json.dumps(document).encode(), "suite.json")
+    assert "families[0].instances[0].completion_states[0]" in str(error.value)
+    assert reason in str(error.value)
