@@ -38,7 +38,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from litmus.errors import LitmusError
-from litmus.formats import RunRecord
+from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
 from litmus.ingestion.bulk import (
     Proven,
@@ -562,6 +562,7 @@ class _Batch:
         "source_file_hash",
         "source_line",
         "record_sha256",
+        "post_state",
     )
     STEP_COLUMNS = (
         "source_line",
@@ -626,6 +627,8 @@ class _Batch:
             "source_file_hash": file_hash,
             "source_line": line_no,
             "record_sha256": record_sha,
+            # compact JSON, keys in the record's order; None: not observed (SPEC §4)
+            "post_state": None if record.post_state is None else post_state_text(record.post_state),
         }
         for column, value in row.items():
             self.trajectories[column].append(value)
@@ -660,7 +663,8 @@ class _Batch:
 
 
 _STAGING_DDL = """
-CREATE OR REPLACE TEMP TABLE staged_trajectories AS SELECT * FROM raw_trajectories LIMIT 0;
+CREATE OR REPLACE TEMP TABLE staged_trajectories AS
+    SELECT *, NULL::VARCHAR AS post_state FROM raw_trajectories LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_steps AS
     SELECT *, 0::BIGINT AS source_line FROM raw_steps LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_quarantine AS SELECT * FROM quarantine LIMIT 0;
@@ -1190,7 +1194,13 @@ def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source
 
 
 def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
-    con.execute("INSERT INTO raw_trajectories SELECT * FROM staged_trajectories")
+    con.execute(
+        "INSERT INTO raw_trajectories SELECT * EXCLUDE (post_state) FROM staged_trajectories"
+    )
+    con.execute(
+        "INSERT INTO raw_post_states SELECT trajectory_id, partition_key, post_state "
+        "FROM staged_trajectories WHERE post_state IS NOT NULL"
+    )
     # Each step carries its trajectory's partition and instance (see warehouse.raw_steps).
     steps_in = con.execute("SELECT count(*) FROM staged_steps").fetchall()[0][0]
     steps_out = con.execute(
