@@ -242,11 +242,18 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException:
-        # an interrupt may land after DuckDB already ended the transaction (a COMMIT that
-        # completed, a failed statement that aborted it): the interrupt is what to report
-        with suppress(duckdb.TransactionException):
-            con.execute("ROLLBACK")
+        roll_back(con)
         raise
+
+
+def roll_back(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction after an error, keeping that error the one reported.
+
+    A COMMIT that fails (a full disk: "No space left on device") has already ended the
+    transaction, and ROLLBACK would then raise "cannot rollback - no transaction is active",
+    hiding the cause; so a failing ROLLBACK is not raised here."""
+    with suppress(duckdb.Error):  # nothing left to roll back: the caller re-raises
+        con.execute("ROLLBACK")
 
 
 def execute_many(
