@@ -832,12 +832,16 @@ SAFETY_RANKED_NOTE = (
 
 
 def _board_heading(suite_key: str, rows: pd.DataFrame) -> str:
-    ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
-    note = f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
     if rows.empty or not _present(rows["suite_families"].iloc[0]):
-        return f"Suite {suite_key}{note}"
+        return f"Suite {suite_key}"
     families, instances = rows["suite_families"].iloc[0], rows["suite_instances"].iloc[0]
-    return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances{note}"
+    return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances"
+
+
+def _ranking_note(rows: pd.DataFrame) -> str:
+    """Said after a board's heading when it ranks by something other than the boundary."""
+    ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
+    return f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
 
 
 def coverage_note(required: float) -> str:
@@ -989,7 +993,7 @@ def _markdown_boards(board: Leaderboard) -> str:
     parts = []
     for suite_key, rows in boards:
         parts.append(
-            f"### {for_markdown(_board_heading(suite_key, rows))}\n\n"
+            f"### {for_markdown(_board_heading(suite_key, rows))}{_ranking_note(rows)}\n\n"
             f"{_markdown_table(rows, shown)}" + _markdown_plugin_deltas(rows, shown)
         )
     legend = "\n".join(f"- **{header}**: {meaning}" for header, meaning in COLUMN_LEGEND)
@@ -1116,7 +1120,7 @@ def _html_page(
     shown = board.shown_names()
     sections = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
-        heading = html.escape(visible(_board_heading(suite_key, rows)))
+        heading = html.escape(visible(_board_heading(suite_key, rows)) + _ranking_note(rows))
         section = f"<h2>{heading}</h2>{_html_table(rows, shown)}"
         section += _html_plugin_deltas(rows, shown)
         png = plots.get(suite_key)
