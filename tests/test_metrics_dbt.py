@@ -374,7 +374,7 @@ def test_withheld_configuration_publishes_no_numbers(materialized: Materialized)
     (gamma_line,) = [line for line in markdown.splitlines() if "gamma-pro" in line]
     assert GAMMA_REASON in gamma_line
     assert not re.search(r"\d\.\d{3}", gamma_line)  # no rate of it anywhere
-    (acme_line,) = [line for line in markdown.splitlines() if "acme-chat" in line]
+    acme_line = next(line for line in markdown.splitlines() if "acme-chat" in line)  # headline
     assert "0.511 [" in acme_line
 
 

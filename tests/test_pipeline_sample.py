@@ -190,7 +190,10 @@ def test_sandbox_masked_is_first_naively_but_not_by_boundary_score(scored_sample
 
 def test_a_board_column_whose_cells_carry_an_interval_says_so(scored_sample) -> None:
     paths, _ = scored_sample
-    lines = (paths.exports / "leaderboard.md").read_text("utf-8").splitlines()
+    text = (paths.exports / "leaderboard.md").read_text("utf-8")
+    headline, details = text.split("#### Details")
+    assert "[95% CI]" in details.splitlines()[2]  # the details table's header says so too
+    lines = headline.splitlines()
     (header,) = [line for line in lines if line.startswith("| Rank |")]
     names = [cell.strip() for cell in header.strip("|").split("|")]
     with_intervals = {
