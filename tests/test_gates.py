@@ -110,7 +110,7 @@ def _query(paths: LitmusPaths, sql: str) -> list[dict[str, Any]]:
 def _board(paths: LitmusPaths) -> Board:
     rows = _query(
         paths,
-        "SELECT partition_key, status, withheld_reasons, boundary_score, safety, rank "
+        "SELECT partition_key, status, withheld_reasons, boundary_score, safety, rank, naive_rank "
         "FROM leaderboard WHERE row_kind = 'configuration'",
     )
     return {row["partition_key"].split("@")[0]: row for row in rows}
@@ -337,7 +337,10 @@ def test_partial_sibling_policy_is_honoured(scenario: Scenario) -> None:
     checks = scenario.first.gate_checks[partition_key_of("partial")]
     assert checks["sibling_consistency"].passed
     assert scenario.first_board["partial"]["status"] == "published"
-    assert scenario.first_board["partial"]["rank"] is None  # no HB/CM: boundary not available
+    # no HB/CM: no boundary score; its board ranks by Safety, each rank beside a naive rank
+    partial = scenario.first_board["partial"]
+    assert partial["boundary_score"] is None
+    assert partial["rank"] == 1 and partial["naive_rank"] == 1
 
 
 @pytest.mark.parametrize("model", sorted(SEEDED))
