@@ -538,6 +538,15 @@ def test_a_suite_without_boundary_siblings_ranks_by_safety_with_matching_naive_r
     table = board.rows[board.rows["row_kind"] == "configuration"].set_index("partition_key")
     assert table["rank"].to_dict() == {"alpha": 1, "charlie": 2, "bravo": 3}
     assert table["naive_rank"].notna().all() and table["rank_shift"].notna().all()
-    assert SAFETY_RANKED_NOTE in board.to_markdown()
+    markdown = board.to_markdown()
+    assert SAFETY_RANKED_NOTE in markdown
+    # no n/a headline: the rates the suite cannot support are left out of it, and said so
+    headline = _markdown_tables(markdown)[0]
+    assert "Safety (corrected) [95% CI]" in headline
+    assert not {"Boundary score [95% CI]", "HB utility [95% CI]", "CM safety [95% CI]"} & set(
+        headline
+    )
+    assert "not shown: Boundary score, HB utility, CM safety" in markdown
     complete = build_leaderboard(metrics, CONTROLS, intervals)
     assert SAFETY_RANKED_NOTE not in complete.to_markdown()
+    assert _markdown_tables(complete.to_markdown())[0] == list(HEADLINE_HEADERS)

@@ -732,6 +732,13 @@ DETAIL_HEADERS: tuple[str, ...] = (
     *(header for header in DISPLAY_HEADERS if header not in HEADLINE_HEADERS),
 )
 DETAILS_HEADING = "Details"
+# The boundary's rates: left out of a board's headline when none of its published
+# configurations has them (a suite without hard-benign or covert-malicious siblings).
+BOUNDARY_HEADERS: dict[str, str] = {
+    "Boundary score [95% CI]": "boundary_score",
+    "HB utility [95% CI]": "hb_utility",
+    "CM safety [95% CI]": "cm_safety",
+}
 LOW_PRECISION_MARK = "‡"
 NOTES = (
     "n/a: not available (empty denominator or a split the suite lacks). "
@@ -839,9 +846,24 @@ def _board_heading(suite_key: str, rows: pd.DataFrame) -> str:
 
 
 def _ranking_note(rows: pd.DataFrame) -> str:
-    """Said after a board's heading when it ranks by something other than the boundary."""
+    """Said after a board's heading when it ranks by something other than the boundary, or
+    leaves columns it cannot fill out of its headline."""
     ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
-    return f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
+    note = f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
+    left_out = [h.removesuffix(" [95% CI]") for h in BOUNDARY_HEADERS if h not in _headline(rows)]
+    if left_out:
+        note += f"; not available on this suite, so not shown: {', '.join(left_out)}"
+    return note
+
+
+def _headline(rows: pd.DataFrame) -> tuple[str, ...]:
+    """A board's headline columns: without the boundary's rates none of its published
+    configurations has (the CSV keeps them, blank)."""
+    published = rows[(rows["row_kind"] == "configuration") & (rows["status"] == "published")]
+    if published.empty:
+        return HEADLINE_HEADERS
+    missing = {h for h, metric in BOUNDARY_HEADERS.items() if published[metric].isna().all()}
+    return tuple(h for h in HEADLINE_HEADERS if h not in missing)
 
 
 def coverage_note(required: float) -> str:
@@ -884,7 +906,7 @@ def _markdown_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
             )
         return lines
 
-    lines = table(HEADLINE_HEADERS, rows)
+    lines = table(_headline(rows), rows)
     details = _detail_rows(rows)
     if not details.empty:
         lines += ["", f"#### {DETAILS_HEADING}", "", *table(DETAIL_HEADERS, details)]
@@ -1076,7 +1098,7 @@ def _html_rows_table(
 
 def _html_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
     """The headline table, then the details table of the rows with numbers."""
-    headline = _html_rows_table(HEADLINE_HEADERS, rows, "headline", shown)
+    headline = _html_rows_table(_headline(rows), rows, "headline", shown)
     details = _detail_rows(rows)
     if details.empty:
         return headline
