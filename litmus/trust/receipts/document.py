@@ -31,7 +31,9 @@ from litmus.errors import LitmusError
 RECEIPT_KIND = "litmus-leaderboard-receipt"
 RECEIPT_FILE_NAME = "receipt.json"
 # 2: the signature covers its own metadata; the published files' digests are listed
-RECEIPT_VERSION = 2
+# 3: each raw file's derived rows (digests per table and configuration) and every other file
+#    in exports/ (drift plots) are listed, and the release alerts
+RECEIPT_VERSION = 3
 
 
 class ReceiptError(LitmusError):
@@ -62,6 +64,7 @@ SECTIONS: dict[str, str] = {
     "signature": "dict",
     "code": "dict",
     "published_files": "dict",
+    "exported_files": "dict",
 }
 
 
@@ -72,7 +75,7 @@ class ReceiptEnvelope(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
     receipt: Literal["litmus-leaderboard-receipt"]
-    receipt_version: Literal[2]
+    receipt_version: Literal[3]
     raw_files: list[Any]
     suites: list[Any]
     configurations: list[Any]
@@ -80,6 +83,7 @@ class ReceiptEnvelope(BaseModel):
     signature: dict[str, Any]
     code: dict[str, Any]
     published_files: dict[str, Any]
+    exported_files: dict[str, Any]
 
 
 class ReceiptDocument(ReceiptEnvelope):
@@ -92,6 +96,7 @@ class ReceiptDocument(ReceiptEnvelope):
     publisher: Publisher
     bootstrap: Any
     policy_versions: Any
+    alerts: Any
 
 
 def envelope_problem(path: Path, receipt: Any) -> str | None:
