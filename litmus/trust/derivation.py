@@ -32,7 +32,6 @@ import duckdb
 from litmus.errors import LitmusError
 from litmus.warehouse import connect, quoted_identifier, table_columns
 
-DERIVED_TABLES = ("raw_trajectories", "raw_steps", "quarantine")
 # the quarantine columns a raw file (and the name it was landed under) determines: not its time
 QUARANTINE_COLUMNS = ("source_name", "line_no", "field", "reason", "raw_excerpt")
 EMPTY_DIGEST = "0"

@@ -58,13 +58,14 @@ def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 ALERT_COLUMNS = (
     "fingerprint, lineage, suite, suite_version, from_release, to_release, "
     "from_partition_key, to_partition_key, metric, delta, ci_low, ci_high, threshold, "
-    "regressions, raised_at"
+    "regressions"
 )
 
 
 def alert_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Every release alert raised, as published beside the board (its delivery, which changes
-    after publication, left out)."""
+    after publication, and the time it was raised, which two scorings of the same inputs do
+    not share, left out)."""
     return plain_rows(
         con.sql(f"SELECT {ALERT_COLUMNS} FROM alerts ORDER BY fingerprint").to_arrow_table()
     )
