@@ -467,7 +467,7 @@ def test_the_next_run_or_landing_sensor_records_each_loaded_verdict_file_in_dags
                 "sha256": hashlib.sha256(two.read_bytes()).hexdigest(),
                 "description": "loaded 2 verdict(s) from two.csv (2 audit, 0 override) "
                 f"for {configuration['config_key']}; "
-                "1 of them re-decide earlier verdicts (the latest one counts; "
+                "1 of them re-decide earlier verdicts (the latest of the same authority counts; "
                 "see litmus audit history ID)",
             },
         ]

@@ -500,6 +500,7 @@ def _encodings(text: str) -> set[str]:
             urllib.parse.quote(plain, safe="/"),
             urllib.parse.quote(plain),
             urllib.parse.quote_plus(plain),
+            urllib.parse.quote(urllib.parse.quote(plain, safe=""), safe=""),  # encoded twice
             json.dumps(plain)[1:-1],
             json.dumps(plain, ensure_ascii=False)[1:-1],
             html.escape(plain),
