@@ -303,8 +303,9 @@ def _check_derived_rows(
     intact: Mapping[str, Path],
 ) -> None:
     """The rows derived from each raw file: the warehouse's now against the receipt's
-    digests, the receipt's against the raw files ingested again (in a scratch warehouse, with
-    the receipt's suites), and records in = accepted + quarantined, both ways."""
+    digests; the raw files ingested again (in a scratch warehouse, with the receipt's suites)
+    against the warehouse's rows themselves and the receipt's digests and counts; and records
+    in = accepted + quarantined, in the receipt and against the rows the warehouse holds."""
     entries = [e for e in receipt["raw_files"] if isinstance(e, dict)]
     names = {str(e.get("sha256")): str(e.get("name")) for e in entries}
     listed = _listed_derivations(receipt)
