@@ -2,7 +2,8 @@
 labeling.
 
 Generates a sample (``--families``; 4 trajectories per family per run file), then ingests its
-first ``--files`` run files into fresh warehouses, alternately with the digests recorded in
+first ``--files`` run files into fresh warehouses, alternately (which goes first alternates
+too) with the digests recorded in
 each file's ingestion transaction (``record_staged``, timed alone) and without, and times the
 check labeling runs before each configuration (``check_configuration``).
 
@@ -79,7 +80,8 @@ def main() -> None:
         manifest = generate_sample(root / "sample", n_families=args.families)
         runs = sorted(manifest.run_paths.values())[: args.files]
         for round_ in range(args.rounds):
-            for digests in (True, False):
+            # alternated: which goes first changes every round (the first pays cold caches)
+            for digests in (True, False) if round_ % 2 else (False, True):
                 result = _ingest(root, manifest.suite_path, runs, digests=digests)
                 print(
                     f"round {round_ + 1} {'with' if digests else 'without'} digests: "
