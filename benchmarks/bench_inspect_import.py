@@ -1,14 +1,16 @@
-"""Benchmark: stream a 10,000-sample Inspect ``.eval`` log into native JSONL.
+"""Benchmark: the LITMUS import of an Inspect ``.eval`` log against Inspect's own reader.
 
 1. Run the test fixture task (tests/inspect_fixtures) offline once to get real Inspect
    samples, then replicate them under fresh sample ids into one N-sample log written with
    Inspect's own ``write_eval_log``.
-2. Import it in a fresh subprocess (so generation memory does not count) and report
-   samples/second and peak RSS; a second subprocess measures the Python heap peak with
-   tracemalloc; a third reads the whole log with ``read_eval_log`` for comparison.
+2. On that same log, each in a fresh subprocess (so generation memory does not count):
+   ``import_inspect_log`` (the `litmus import-inspect` / sensor reader: the fast reader with
+   its reader processes), then Inspect's ``read_eval_log`` of the whole log. Reports
+   samples/second of both and their ratio, and peak RSS: the importing process's and its
+   largest reader process's. ``--trace`` adds a run under tracemalloc (Python heap peak).
 
     .venv/bin/python benchmarks/bench_inspect_import.py [--samples 10000] [--workdir DIR]
-        [--log EXISTING.eval]
+        [--log EXISTING.eval] [--processes N] [--trace]
 
 Figures vary by machine; nothing here asserts on them.
 """
@@ -73,7 +75,7 @@ def generate_log(workdir: Path, samples: int) -> Path:
     return log_path
 
 
-def child_import(log_path: Path, out: Path, trace: bool) -> dict[str, Any]:
+def child_import(log_path: Path, out: Path, trace: bool, processes: int | None) -> dict[str, Any]:
     import inspect_ai.log  # noqa: F401  (load Inspect before the baseline is taken)
 
     from litmus.importers.inspect_log import import_inspect_log
@@ -83,7 +85,7 @@ def child_import(log_path: Path, out: Path, trace: bool) -> dict[str, Any]:
     if trace:
         tracemalloc.start()
     started = time.perf_counter()
-    summary = import_inspect_log(log_path, out)
+    summary = import_inspect_log(log_path, out, processes=processes)
     seconds = time.perf_counter() - started
     figures: dict[str, Any] = {
         "records": summary.records,
@@ -92,6 +94,10 @@ def child_import(log_path: Path, out: Path, trace: bool) -> dict[str, Any]:
         "samples_per_second": round((summary.records + summary.problem_count) / seconds, 1),
         "baseline_rss_mb": round(baseline, 1),
         "peak_rss_mb": round(_rss_mb("VmHWM"), 1),
+        # the largest reader process (Linux: the peak of the largest waited-for child)
+        "reader_peak_rss_mb": round(
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1
+        ),
     }
     if trace:
         figures["python_heap_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
@@ -107,9 +113,11 @@ def child_full_read(log_path: Path) -> dict[str, Any]:
     baseline = _rss_mb("VmRSS")
     started = time.perf_counter()
     log = read_eval_log(str(log_path))
+    seconds = time.perf_counter() - started
     return {
         "samples": len(log.samples or []),
-        "seconds": round(time.perf_counter() - started, 2),
+        "seconds": round(seconds, 2),
+        "samples_per_second": round(len(log.samples or []) / seconds, 1),
         "baseline_rss_mb": round(baseline, 1),
         "peak_rss_mb": round(_rss_mb("VmHWM"), 1),
     }
@@ -131,6 +139,8 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--log", type=Path, default=None, help="reuse a generated .eval log")
+    parser.add_argument("--processes", type=int, default=None, help="reader processes")
+    parser.add_argument("--trace", action="store_true", help="also run under tracemalloc")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -139,7 +149,10 @@ def main() -> None:
         if mode == "full-read":
             result = child_full_read(Path(log_path))
         else:
-            result = child_import(Path(log_path), Path(rest[0]), trace=mode == "trace")
+            processes = int(rest[1]) if rest[1] != "auto" else None
+            result = child_import(
+                Path(log_path), Path(rest[0]), trace=mode == "trace", processes=processes
+            )
         print(json.dumps(result))
         return
 
@@ -152,12 +165,23 @@ def main() -> None:
             f"log {log_path.stat().st_size / 2**20:.1f} MiB "
             f"(ready in {time.perf_counter() - started:.1f}s): {log_path}"
         )
-        streamed = run_child("import", str(log_path), str(workdir / "records.jsonl"))
-        print("streaming import        ", json.dumps(streamed))
-        traced = run_child("trace", str(log_path), str(workdir / "records-traced.jsonl"))
-        print("  with tracemalloc      ", json.dumps(traced))
+        processes = "auto" if args.processes is None else str(args.processes)
+        imported = run_child("import", str(log_path), str(workdir / "records.jsonl"), processes)
+        print("LITMUS import           ", json.dumps(imported))
+        if args.trace:
+            traced = run_child(
+                "trace", str(log_path), str(workdir / "records-traced.jsonl"), processes
+            )
+            print("  with tracemalloc      ", json.dumps(traced))
         whole = run_child("full-read", str(log_path))
         print("read_eval_log (whole)   ", json.dumps(whole))
+        ratio = imported["samples_per_second"] / whole["samples_per_second"]
+        print(
+            f"samples/s: LITMUS {imported['samples_per_second']:,.0f} vs Inspect "
+            f"{whole['samples_per_second']:,.0f} = {ratio:.1f}x; peak RSS: LITMUS "
+            f"{imported['peak_rss_mb']:.0f} MB (+ reader processes, largest "
+            f"{imported['reader_peak_rss_mb']:.0f} MB each), Inspect {whole['peak_rss_mb']:.0f} MB"
+        )
 
 
 if __name__ == "__main__":
