@@ -39,9 +39,9 @@ from inspect_ai.model import (
 )
 from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall, ToolCallError
-from inspect_reference import reference_items
 
 from inspect_fixtures.litmus_fixture_task import run_fixture_evals
+from inspect_reference import reference_items
 from litmus.formats import SPLITS
 from litmus.importers import inspect_log
 from litmus.importers.inspect_log import ImportMapping, iter_inspect_records, uses_fast_reader

@@ -427,14 +427,16 @@ class _ReaderProcess:
         return value
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.stdin.close()
+        # Closing its output as well stops a reader that is writing an answer nobody will
+        # read (the caller stopped early, or failed).
+        for pipe in (self.stdin, self.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self.stdout.close()
         self.errors.close()
 
 
