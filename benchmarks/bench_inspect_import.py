@@ -11,6 +11,7 @@
 
     .venv/bin/python benchmarks/bench_inspect_import.py [--samples 10000] [--workdir DIR]
         [--log EXISTING.eval] [--processes N] [--trace]
+        [--replicate-to 100000 --inspect-streaming]
 
 Figures vary by machine; nothing here asserts on them.
 """
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,47 @@ def generate_log(workdir: Path, samples: int) -> Path:
     return log_path
 
 
+def replicate_log(source: Path, target: Path, samples: int) -> Path:
+    """Grow an Inspect-written log to ``samples`` samples at the zip level: its sample members
+    copied under fresh ids (the id inside rewritten, zstd as Inspect writes them), the
+    header's sample ids and the summaries to match. ``write_eval_log`` holds every sample in
+    memory (about 180 kB each as models), which rules it out far beyond 10,000 samples."""
+    import inspect_ai.log  # noqa: F401  (installs Inspect's zstd support into zipfile)
+
+    zstd = 93
+    with zipfile.ZipFile(source) as original:
+        names = [n for n in original.namelist() if n.startswith("samples/")]
+        header = json.loads(original.read("header.json"))
+        summaries = json.loads(original.read("summaries.json"))
+        members = {name: original.read(name) for name in names}
+        others = {
+            n: original.read(n)
+            for n in original.namelist()
+            if n not in members and n not in ("header.json", "summaries.json")
+        }
+    ids: list[str] = []
+    new_summaries: list[Any] = []
+    with zipfile.ZipFile(target, "w", compression=zstd) as copy:
+        for name, data in others.items():
+            copy.writestr(name, data)
+        for index in range(samples):
+            template = members[names[index % len(names)]]
+            summary = dict(summaries[index % len(summaries)])
+            sample_id = f"r{index:06d}"
+            ids.append(sample_id)
+            summary["id"] = sample_id
+            new_summaries.append(summary)
+            # Inspect writes the id first: {"id":"...","epoch":1,...}
+            rest = template[template.index(b',"epoch":') :]
+            data = b'{"id":' + json.dumps(sample_id).encode() + rest
+            copy.writestr(f"samples/{sample_id}_epoch_1.json", data)
+        header["eval"]["dataset"]["sample_ids"] = ids
+        header["eval"]["dataset"]["samples"] = samples
+        copy.writestr("summaries.json", json.dumps(new_summaries))
+        copy.writestr("header.json", json.dumps(header))
+    return target
+
+
 def child_import(log_path: Path, out: Path, trace: bool, processes: int | None) -> dict[str, Any]:
     import inspect_ai.log  # noqa: F401  (load Inspect before the baseline is taken)
 
@@ -104,20 +147,24 @@ def child_import(log_path: Path, out: Path, trace: bool, processes: int | None) 
     return figures
 
 
-def child_full_read(log_path: Path) -> dict[str, Any]:
-    from inspect_ai.log import read_eval_log
+def child_full_read(log_path: Path, streaming: bool) -> dict[str, Any]:
+    from inspect_ai.log import read_eval_log, read_eval_log_samples
 
     import litmus.importers.inspect_log  # noqa: F401  (same baseline as the import)
 
     _reset_peak_rss()
     baseline = _rss_mb("VmRSS")
     started = time.perf_counter()
-    log = read_eval_log(str(log_path))
+    if streaming:  # Inspect's bounded-memory reader: one sample at a time
+        count = sum(1 for _ in read_eval_log_samples(str(log_path)))
+    else:
+        count = len(read_eval_log(str(log_path)).samples or [])
     seconds = time.perf_counter() - started
     return {
-        "samples": len(log.samples or []),
+        "reader": "read_eval_log_samples" if streaming else "read_eval_log",
+        "samples": count,
         "seconds": round(seconds, 2),
-        "samples_per_second": round(len(log.samples or []) / seconds, 1),
+        "samples_per_second": round(count / seconds, 1),
         "baseline_rss_mb": round(baseline, 1),
         "peak_rss_mb": round(_rss_mb("VmHWM"), 1),
     }
@@ -141,13 +188,25 @@ def main() -> None:
     parser.add_argument("--log", type=Path, default=None, help="reuse a generated .eval log")
     parser.add_argument("--processes", type=int, default=None, help="reader processes")
     parser.add_argument("--trace", action="store_true", help="also run under tracemalloc")
+    parser.add_argument(
+        "--replicate-to",
+        type=int,
+        default=None,
+        help="grow the written log to this many samples at the zip level (beyond 10,000)",
+    )
+    parser.add_argument(
+        "--inspect-streaming",
+        action="store_true",
+        help="compare with Inspect's read_eval_log_samples (bounded memory) instead of "
+        "read_eval_log of the whole log (about 180 MB per 1,000 samples)",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.child:
         mode, log_path, *rest = args.child
-        if mode == "full-read":
-            result = child_full_read(Path(log_path))
+        if mode in ("full-read", "stream-read"):
+            result = child_full_read(Path(log_path), streaming=mode == "stream-read")
         else:
             processes = int(rest[1]) if rest[1] != "auto" else None
             result = child_import(
@@ -161,6 +220,10 @@ def main() -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         log_path = args.log or generate_log(workdir, args.samples)
+        if args.replicate_to:
+            log_path = replicate_log(
+                log_path, workdir / f"bench-{args.replicate_to}.eval", args.replicate_to
+            )
         print(
             f"log {log_path.stat().st_size / 2**20:.1f} MiB "
             f"(ready in {time.perf_counter() - started:.1f}s): {log_path}"
@@ -173,14 +236,15 @@ def main() -> None:
                 "trace", str(log_path), str(workdir / "records-traced.jsonl"), processes
             )
             print("  with tracemalloc      ", json.dumps(traced))
-        whole = run_child("full-read", str(log_path))
-        print("read_eval_log (whole)   ", json.dumps(whole))
+        whole = run_child("stream-read" if args.inspect_streaming else "full-read", str(log_path))
+        print("Inspect's reader        ", json.dumps(whole))
         ratio = imported["samples_per_second"] / whole["samples_per_second"]
         print(
             f"samples/s: LITMUS {imported['samples_per_second']:,.0f} vs Inspect "
             f"{whole['samples_per_second']:,.0f} = {ratio:.1f}x; peak RSS: LITMUS "
             f"{imported['peak_rss_mb']:.0f} MB (+ reader processes, largest "
-            f"{imported['reader_peak_rss_mb']:.0f} MB each), Inspect {whole['peak_rss_mb']:.0f} MB"
+            f"{imported['reader_peak_rss_mb']:.0f} MB each), Inspect ({whole['reader']}) "
+            f"{whole['peak_rss_mb']:.0f} MB"
         )
 
 

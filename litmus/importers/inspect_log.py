@@ -344,8 +344,12 @@ def _fast_items(
                 if progress is not None:
                     progress(read, len(keys))
         return
-    readers = [_ReaderProcess(log_path, keys, run, mapping) for _ in range(processes)]
+    processes = min(processes, -(-len(keys) // CHUNK_SAMPLES))
+    readers: list[_ReaderProcess] = []
     try:
+        readers.extend(_ReaderProcess() for _ in range(processes))  # they start together
+        for reader in readers:
+            reader.begin(log_path, keys, run, mapping)
         # Chunks go round the readers in order and each reader answers in order, so taking
         # the answers round the readers in the same order keeps the log's sample order.
         waiting: deque[_ReaderProcess] = deque()
@@ -393,9 +397,7 @@ class _ReaderProcess:
     Requests are a few bytes, so the pipe to it never fills while it writes an answer.
     """
 
-    def __init__(
-        self, log_path: Path, keys: list[SampleKey], run: _RunFacts, mapping: ImportMapping
-    ) -> None:
+    def __init__(self) -> None:
         # its error output, read back only if it dies (a pipe could fill up)
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         self.process = subprocess.Popen(
@@ -407,6 +409,10 @@ class _ReaderProcess:
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
+
+    def begin(
+        self, log_path: Path, keys: list[SampleKey], run: _RunFacts, mapping: ImportMapping
+    ) -> None:
         _write_frame(self.stdin, (log_path, keys, run, mapping))
 
     def ask(self, start: int, end: int) -> None:
@@ -500,6 +506,8 @@ def _read_sample(archive: zipfile.ZipFile, log_path: Path, key: SampleKey) -> In
         data = _member_bytes(archive, f"samples/{sample_id}_epoch_{epoch}.json")
         try:
             sample = _SAMPLE_DECODER.decode(data)
+        except msgspec.ValidationError:
+            raise  # valid JSON of another shape
         except msgspec.DecodeError:
             # what msgspec refuses and Inspect's json.loads accepts: NaN/Infinity (Inspect
             # writes unscored values as NaN), integers beyond 64 bits, lone surrogates
@@ -684,16 +692,18 @@ def _sample_from_python(data: dict[str, Any]) -> InspectSample:
     events = data.pop("events", [])
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise _UnprovenShape
+    approvals = [event for event in events if event.get("event") == "approval"]
+    if not all(isinstance(event.get("call"), dict) for event in approvals):
+        raise _UnprovenShape
     sample = msgspec.convert(data, InspectSample)
     sample.events = [
         Event(
             event="approval",
-            call=msgspec.Raw(msgspec.json.encode({"id": event.get("call", {}).get("id")})),
+            call=msgspec.Raw(msgspec.json.encode({"id": event["call"].get("id")})),
             decision=event.get("decision"),
             explanation=event.get("explanation"),
         )
-        for event in events
-        if event.get("event") == "approval"
+        for event in approvals
     ]
     return sample
 
