@@ -363,3 +363,25 @@ def _version(version: int) -> Any:
         return header
 
     return change
+
+
+def test_the_member_index_is_zipfiles_directory(tmp_path: Path) -> None:
+    """zip64 entries, data prepended to the zip, a name stored twice (the last one counts)."""
+    log = tmp_path / "members.eval"
+    with zipfile.ZipFile(log, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.json", "{}")
+        for number in range(3):
+            with archive.open(f"samples/s{number}_epoch_1.json", "w", force_zip64=True) as out:
+                out.write(json.dumps({"id": f"s{number}", "epoch": 1}).encode() * 50)
+        with pytest.warns(UserWarning, match="Duplicate name"):
+            archive.writestr("samples/s0_epoch_1.json", b"{}")
+    prepended = tmp_path / "prepended.eval"
+    prepended.write_bytes(b"#!prefix\n" + log.read_bytes())
+
+    for path in (log, prepended):
+        index = inspect_log._sample_member_index(path)
+        with zipfile.ZipFile(path) as archive, path.open("rb") as source:
+            names = {n for n in archive.namelist() if n.startswith("samples/")}
+            assert set(index) == names
+            for name in names:
+                assert inspect_log._member_bytes(source, name, index[name]) == archive.read(name)

@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import msgspec
 from pydantic import ValidationError
@@ -161,6 +161,7 @@ def iter_inspect_records(
     run = _RunFacts.from_header(header, mapping, log_path)
     if uses_fast_reader(log_path, header):
         keys = _sample_keys(log_path, header)
+        del header  # a large log's header holds every sample id: not kept while reading
         yield from _fast_items(log_path, keys, run, mapping, progress, processes)
         return
     for read, sample in enumerate(_iter_samples(log_path, header), start=1):
@@ -326,20 +327,31 @@ def _fast_items(
 ) -> Iterator[dict[str, Any] | ImportProblem]:
     if not keys:
         return
+    try:
+        index = _sample_member_index(log_path)
+    except Exception as error:
+        raise InspectLogError(
+            log_path, f"cannot read the zip directory: {_describe(error)}"
+        ) from error
+
+    def locations(start: int, end: int) -> list[bytes | None]:
+        return [index.get(_member_name(key)) for key in keys[start:end]]
+
     if run.model_release is None:
         # Fixed from the first sample before the chunks are shared out, so that every
         # reader process maps with the same release.
-        with zipfile.ZipFile(log_path) as archive:
-            first = _read_sample(archive, log_path, keys[0])
+        with log_path.open("rb") as source:
+            first = _read_sample(source, log_path, keys[0], locations(0, 1)[0])
         run.model_release = _served_model(first)
     if processes is None:  # by default, processes only where they pay
         processes = _usable_cores() if len(keys) >= PARALLEL_MIN_SAMPLES else 1
     read = 0
     if processes <= 1:
-        with zipfile.ZipFile(log_path) as archive:
+        with log_path.open("rb") as source:
             for start in range(0, len(keys), CHUNK_SAMPLES):
-                chunk = keys[start : start + CHUNK_SAMPLES]
-                yield from _map_chunk(archive, log_path, chunk, run, mapping)
+                end = min(start + CHUNK_SAMPLES, len(keys))
+                chunk, places = keys[start:end], locations(start, end)
+                yield from _map_chunk(source, log_path, chunk, places, run, mapping)
                 read += len(chunk)
                 if progress is not None:
                     progress(read, len(keys))
@@ -355,7 +367,8 @@ def _fast_items(
         waiting: deque[_ReaderProcess] = deque()
         for number, start in enumerate(range(0, len(keys), CHUNK_SAMPLES)):
             reader = readers[number % processes]
-            reader.ask(start, min(start + CHUNK_SAMPLES, len(keys)))
+            end = min(start + CHUNK_SAMPLES, len(keys))
+            reader.ask(start, end, locations(start, end))
             waiting.append(reader)
             if len(waiting) < processes * IN_FLIGHT_PER_PROCESS:
                 continue
@@ -415,8 +428,8 @@ class _ReaderProcess:
     ) -> None:
         _write_frame(self.stdin, (log_path, keys, run, mapping))
 
-    def ask(self, start: int, end: int) -> None:
-        _write_frame(self.stdin, (start, end))
+    def ask(self, start: int, end: int, locations: list[bytes | None]) -> None:
+        _write_frame(self.stdin, (start, end, locations))
 
     def answer(self) -> list[dict[str, Any] | ImportProblem]:
         message = _read_frame(self.stdout)
@@ -472,27 +485,34 @@ def serve_reader_process() -> None:
     if start_message is None:
         return
     log_path, keys, run, mapping = start_message
-    with zipfile.ZipFile(log_path) as archive:
+    with log_path.open("rb") as log_file:
         while (request := _read_frame(source)) is not None:
-            start, end = request
+            start, end, locations = request
             try:
-                answer = ("items", _map_chunk(archive, log_path, keys[start:end], run, mapping))
+                items = _map_chunk(log_file, log_path, keys[start:end], locations, run, mapping)
+                answer = ("items", items)
             except Exception as error:
                 answer = ("error", error)
             _write_frame(out, answer)
 
 
 def _map_chunk(
-    archive: zipfile.ZipFile,
+    source: BinaryIO,
     log_path: Path,
     keys: list[SampleKey],
+    locations: list[bytes | None],
     run: _RunFacts,
     mapping: ImportMapping,
 ) -> list[dict[str, Any] | ImportProblem]:
-    return [_item(log_path, _read_sample(archive, log_path, key), run, mapping) for key in keys]
+    return [
+        _item(log_path, _read_sample(source, log_path, key, location), run, mapping)
+        for key, location in zip(keys, locations, strict=True)
+    ]
 
 
-def _read_sample(archive: zipfile.ZipFile, log_path: Path, key: SampleKey) -> InspectSample:
+def _read_sample(
+    source: BinaryIO, log_path: Path, key: SampleKey, location: bytes | None
+) -> InspectSample:
     """One sample member, decoded into the fields the mapping reads, typed as Inspect's
     sample model types them.
 
@@ -501,9 +521,8 @@ def _read_sample(archive: zipfile.ZipFile, log_path: Path, key: SampleKey) -> In
     on (a type Inspect would coerce or reject, fields of older logs that Inspect migrates)
     is read by Inspect's reader and mapped from its model.
     """
-    sample_id, epoch = key
     try:
-        data = _member_bytes(archive, f"samples/{sample_id}_epoch_{epoch}.json")
+        data = _member_bytes(source, _member_name(key), location)
         try:
             sample = _SAMPLE_DECODER.decode(data)
         except msgspec.ValidationError:
@@ -525,37 +544,132 @@ def _read_sample(archive: zipfile.ZipFile, log_path: Path, key: SampleKey) -> In
     return sample
 
 
+def _member_name(key: SampleKey) -> str:
+    sample_id, epoch = key
+    return f"samples/{sample_id}_epoch_{epoch}.json"
+
+
 # Zip compression methods of `.eval` members: Inspect writes zstd (method 93, which the
 # standard library reads only from Python 3.14 on); older logs used deflate.
 _STORED, _DEFLATED, _ZSTANDARD = 0, 8, 93
+# Where a member is: local header offset, compressed size, size, CRC-32, method, flag bits.
+_LOCATION = struct.Struct("<QQQIHH")
 _LOCAL_HEADER = struct.Struct("<4s22xHH")
+_END_OF_DIRECTORY = struct.Struct("<4s4H2LH")
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
+_DIRECTORY_ENTRY = struct.Struct("<4s4B4HL2L5H2L")
+_UNKNOWN32 = 0xFFFFFFFF
 
 
-def _member_bytes(archive: zipfile.ZipFile, name: str) -> bytes:
+def _sample_member_index(log_path: Path) -> dict[str, bytes]:
+    """Sample member name → its packed ``_LOCATION``, from the zip's central directory.
+
+    A compact index (about 0.2 kB a member, where ``zipfile.ZipFile`` holds about 0.6 kB) that
+    reader processes do not need at all: each request carries its members' locations. A
+    name stored twice resolves to its last member, as Inspect's reader resolves it.
+    """
+    with log_path.open("rb") as source:
+        size = source.seek(0, os.SEEK_END)
+        tail_size = min(size, _END_OF_DIRECTORY.size + 0xFFFF)  # the comment is at most 64 kB
+        source.seek(size - tail_size)
+        tail = source.read(tail_size)
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0:
+            raise zipfile.BadZipFile("no end of central directory")
+        end_offset = size - tail_size + at
+        (_, _, _, _, count, directory_size, directory_offset, _) = _END_OF_DIRECTORY.unpack_from(
+            tail, at
+        )
+        directory_end = end_offset
+        if _UNKNOWN32 in (directory_size, directory_offset) or count == 0xFFFF:
+            source.seek(end_offset - _ZIP64_LOCATOR.size)
+            signature, _, zip64_end, _ = _ZIP64_LOCATOR.unpack(source.read(_ZIP64_LOCATOR.size))
+            if signature != b"PK\x06\x07":
+                raise zipfile.BadZipFile("no zip64 end of central directory locator")
+            source.seek(zip64_end)
+            record = _ZIP64_END.unpack(source.read(_ZIP64_END.size))
+            if record[0] != b"PK\x06\x06":
+                raise zipfile.BadZipFile("no zip64 end of central directory")
+            directory_size, directory_offset = record[7], record[8]
+            directory_end = zip64_end
+        # data prepended to the zip shifts every offset (zipfile's `concat`)
+        shift = directory_end - directory_size - directory_offset
+        source.seek(directory_offset + shift)
+        directory = source.read(directory_size)
+    index: dict[str, bytes] = {}
+    at = 0
+    while at + _DIRECTORY_ENTRY.size <= len(directory):
+        entry = _DIRECTORY_ENTRY.unpack_from(directory, at)
+        if entry[0] != b"PK\x01\x02":
+            raise zipfile.BadZipFile("bad central directory entry")
+        flags, method, crc, packed_size, file_size = (
+            entry[5],
+            entry[6],
+            entry[9],
+            entry[10],
+            entry[11],
+        )
+        name_length, extra_length, comment_length, offset = (
+            entry[12],
+            entry[13],
+            entry[14],
+            entry[18],
+        )
+        raw_name = directory[at + 46 : at + 46 + name_length]
+        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
+        if name.startswith("samples/"):
+            extra = directory[at + 46 + name_length : at + 46 + name_length + extra_length]
+            file_size, packed_size, offset = _zip64_sizes(extra, file_size, packed_size, offset)
+            index[name] = _LOCATION.pack(offset + shift, packed_size, file_size, crc, method, flags)
+        at += 46 + name_length + extra_length + comment_length
+    return index
+
+
+def _zip64_sizes(
+    extra: bytes, file_size: int, packed_size: int, offset: int
+) -> tuple[int, int, int]:
+    """The 64-bit values of a zip64 extra field, for those the entry marks unknown."""
+    at = 0
+    while at + 4 <= len(extra):
+        kind, length = struct.unpack_from("<HH", extra, at)
+        if kind == 1:
+            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            if file_size == _UNKNOWN32:
+                file_size = next(values)
+            if packed_size == _UNKNOWN32:
+                packed_size = next(values)
+            if offset == _UNKNOWN32:
+                offset = next(values)
+        at += 4 + length
+    return file_size, packed_size, offset
+
+
+def _member_bytes(source: BinaryIO, name: str, location: bytes | None) -> bytes:
     """A member's bytes, inflated and checked against its CRC-32 and size."""
-    info = archive.getinfo(name)  # the last member of that name, as Inspect reads it
-    if info.flag_bits & 0x1:
+    if location is None:
+        raise KeyError(f"no member {name}")
+    offset, packed_size, file_size, crc, method, flags = _LOCATION.unpack(location)
+    if flags & 0x1:
         raise NotImplementedError(f"{name} is encrypted")
-    source = archive.fp
-    assert source is not None
-    source.seek(info.header_offset)
+    source.seek(offset)
     signature, name_length, extra_length = _LOCAL_HEADER.unpack(source.read(30))
     if signature != b"PK\x03\x04":
         raise zipfile.BadZipFile(f"bad local file header of {name}")
-    source.seek(info.header_offset + 30 + name_length + extra_length)
-    packed = source.read(info.compress_size)
-    if info.compress_type == _ZSTANDARD:
+    source.seek(offset + 30 + name_length + extra_length)
+    packed = source.read(packed_size)
+    if method == _ZSTANDARD:
         import zstandard  # a dependency of inspect_ai, which writes these logs
 
-        data = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
-        data = data.decompress(packed)
-    elif info.compress_type == _DEFLATED:
+        decompressor = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        data = decompressor.decompress(packed)
+    elif method == _DEFLATED:
         data = zlib.decompress(packed, -zlib.MAX_WBITS)
-    elif info.compress_type == _STORED:
+    elif method == _STORED:
         data = packed
     else:
-        raise NotImplementedError(f"{name}: zip compression method {info.compress_type}")
-    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        raise NotImplementedError(f"{name}: zip compression method {method}")
+    if len(data) != file_size or zlib.crc32(data) != crc:
         raise zipfile.BadZipFile(f"bad CRC-32 or size of {name}")
     return data
 
