@@ -365,9 +365,14 @@ def _version(version: int) -> Any:
     return change
 
 
-def test_the_member_index_is_zipfiles_directory(tmp_path: Path) -> None:
-    """zip64 entries, data prepended to the zip, a name stored twice (the last one counts)."""
+def test_the_member_index_is_zipfiles_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """zip64 entries and end record, data prepended to the zip, a name stored twice (the
+    last one counts)."""
     log = tmp_path / "members.eval"
+    # the zip64 end record zipfile writes past 65,535 members, without writing that many
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
     with zipfile.ZipFile(log, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("header.json", "{}")
         for number in range(3):
@@ -375,6 +380,7 @@ def test_the_member_index_is_zipfiles_directory(tmp_path: Path) -> None:
                 out.write(json.dumps({"id": f"s{number}", "epoch": 1}).encode() * 50)
         with pytest.warns(UserWarning, match="Duplicate name"):
             archive.writestr("samples/s0_epoch_1.json", b"{}")
+    assert b"PK\x06\x06" in log.read_bytes()[-200:]
     prepended = tmp_path / "prepended.eval"
     prepended.write_bytes(b"#!prefix\n" + log.read_bytes())
 

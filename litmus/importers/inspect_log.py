@@ -578,21 +578,20 @@ def _sample_member_index(log_path: Path) -> dict[str, bytes]:
         if at < 0:
             raise zipfile.BadZipFile("no end of central directory")
         end_offset = size - tail_size + at
-        (_, _, _, _, count, directory_size, directory_offset, _) = _END_OF_DIRECTORY.unpack_from(
+        (_, _, _, _, _, directory_size, directory_offset, _) = _END_OF_DIRECTORY.unpack_from(
             tail, at
         )
         directory_end = end_offset
-        if _UNKNOWN32 in (directory_size, directory_offset) or count == 0xFFFF:
-            source.seek(end_offset - _ZIP64_LOCATOR.size)
-            signature, _, zip64_end, _ = _ZIP64_LOCATOR.unpack(source.read(_ZIP64_LOCATOR.size))
-            if signature != b"PK\x06\x07":
-                raise zipfile.BadZipFile("no zip64 end of central directory locator")
-            source.seek(zip64_end)
+        source.seek(max(0, end_offset - _ZIP64_LOCATOR.size))
+        if source.read(4) == b"PK\x06\x07":
+            # a zip64 end record right before its locator, right before the end record
+            # (where zipfile looks too; the locator's offset ignores prepended data)
+            directory_end = end_offset - _ZIP64_LOCATOR.size - _ZIP64_END.size
+            source.seek(directory_end)
             record = _ZIP64_END.unpack(source.read(_ZIP64_END.size))
             if record[0] != b"PK\x06\x06":
                 raise zipfile.BadZipFile("no zip64 end of central directory")
-            directory_size, directory_offset = record[7], record[8]
-            directory_end = zip64_end
+            directory_size, directory_offset = record[8], record[9]
         # data prepended to the zip shifts every offset (zipfile's `concat`)
         shift = directory_end - directory_size - directory_offset
         source.seek(directory_offset + shift)
