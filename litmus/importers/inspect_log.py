@@ -413,12 +413,16 @@ class _ReaderProcess:
     def __init__(self) -> None:
         # its error output, read back only if it dies (a pipe could fill up)
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        # `litmus` importable in the reader wherever this process found it
+        package_root = str(Path(__file__).resolve().parents[2])
+        search_path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
         self.process = subprocess.Popen(
             [sys.executable, "-m", "litmus.importers.inspect_log"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.errors,
             close_fds=True,
+            env={**os.environ, "PYTHONPATH": search_path},
         )
         assert self.process.stdin is not None and self.process.stdout is not None
         self.stdin, self.stdout = self.process.stdin, self.process.stdout
