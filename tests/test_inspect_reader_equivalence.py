@@ -171,7 +171,8 @@ def assistant_content(draw: st.DrawFn) -> str | list[Any]:
 
 @st.composite
 def inspect_sample(draw: st.DrawFn, sample_id: str, epoch: int) -> EvalSample:
-    messages: list[Any] = [ChatMessageUser(content="do the task")]
+    follows = draw(st.none() | st.just(["call-0"]))  # a user message can name tool calls
+    messages: list[Any] = [ChatMessageUser(content="do the task", tool_call_id=follows)]
     events: list[Any] = []
     calls_made = 0
     for _ in range(draw(st.integers(0, 3))):

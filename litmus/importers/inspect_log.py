@@ -165,7 +165,7 @@ def iter_inspect_records(
         yield from _fast_items(log_path, keys, run, mapping, progress, processes)
         return
     for read, sample in enumerate(_iter_samples(log_path, header), start=1):
-        yield _item(log_path, _sample_from_model(sample), run, mapping)
+        yield _item(log_path, _sample_from_model(log_path, sample), run, mapping)
         if progress is not None and read % CHUNK_SAMPLES == 0:
             progress(read, 0)
 
@@ -536,7 +536,7 @@ def _read_sample(
             # writes unscored values as NaN), integers beyond 64 bits, lone surrogates
             sample = json.loads(data)
     except msgspec.ValidationError:
-        return _sample_from_model(_inspect_sample(log_path, key))
+        return _sample_from_model(log_path, _inspect_sample(log_path, key))
     except Exception as error:  # a damaged member: zlib/zstd, CRC, JSON or missing member
         _raise_for_broken_sample(log_path, [key], error)
     try:
@@ -544,7 +544,7 @@ def _read_sample(
             sample = _sample_from_python(sample)
         _check_sample(sample)
     except (_UnprovenShape, msgspec.ValidationError):
-        return _sample_from_model(_inspect_sample(log_path, key))
+        return _sample_from_model(log_path, _inspect_sample(log_path, key))
     return sample
 
 
@@ -722,7 +722,7 @@ class Message(msgspec.Struct):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[ContentPart]
     tool_calls: list[ToolCall] | None = None  # assistant
-    tool_call_id: str | None = None  # tool
+    tool_call_id: str | list[str] | None = None  # tool: its call; user: calls it follows
     error: ToolCallError | None = None  # tool
     tool_error: Any = None  # tool, older logs (Inspect migrates it into `error`)
 
@@ -789,7 +789,9 @@ def _check_sample(sample: InspectSample) -> None:
         raise _UnprovenShape
     messages = sample.messages + [choice.message for choice in sample.output.choices]
     for message in messages:
-        if message.tool_error:
+        if message.tool_error or (
+            message.role == "tool" and isinstance(message.tool_call_id, list)
+        ):
             raise _UnprovenShape
         if isinstance(message.content, list):
             for part in message.content:
@@ -825,14 +827,27 @@ def _sample_from_python(data: dict[str, Any]) -> InspectSample:
     return sample
 
 
-def _sample_from_model(sample: Any) -> InspectSample:
+def _sample_from_model(log_path: Path, sample: Any) -> InspectSample:
     """A sample read by Inspect's reader (its pydantic model) as the mapping reads it."""
     data = sample.model_dump(include=_MAPPED_SAMPLE_FIELDS)
     data["events"] = [e.model_dump() for e in sample.events if e.event == "approval"]
-    return _sample_from_python(data)
+    try:
+        return _sample_from_python(data)
+    except (_UnprovenShape, msgspec.ValidationError) as error:
+        # a sample Inspect reads that this importer's types cannot hold: said, not guessed
+        raise InspectLogError(
+            log_path,
+            f"cannot map the sample as Inspect reads it (Inspect epoch {sample.epoch}): "
+            f"{_describe(error)}",
+            sample=str(sample.id),
+        ) from error
 
 
-_MAPPED_SAMPLE_FIELDS = frozenset(InspectSample.__struct_fields__) - {"events"}
+_MAPPED_SAMPLE_FIELDS = frozenset(InspectSample.__struct_fields__) - {
+    "events",
+    "score",
+    "transcript",
+}
 
 
 def _served_model(sample: InspectSample) -> str:
