@@ -31,6 +31,7 @@ from litmus.importers.inspect_log import (
     _check_instance_id_format,
     _completion_verdict,
     _placeholders,
+    _post_state,
     _refusal_verdict,
     _RunFacts,
     _sample_keys,
@@ -100,6 +101,9 @@ def _map_sample(sample: Any, run: _RunFacts, mapping: ImportMapping) -> dict[str
         "harm_prevented_by": None,
         "judgments": _judgments(sample, mapping),
     }
+    # the post-state rule reads only the store and metadata dicts, the same in both readers
+    if (post_state := _post_state(sample, mapping)) is not None:
+        record["post_state"] = post_state
     try:
         RunRecord.model_validate(record)
     except ValidationError as error:

@@ -56,7 +56,9 @@ MAPPINGS = (
         task_completed_scorer="includes",
         task_completed_score_key="score",
         instance_id_format="{sample_id}/{split}",
+        post_state="store:files",
     ),
+    ImportMapping(post_state="store"),
 )
 ATTACHED = "the attached text"
 
