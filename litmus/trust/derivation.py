@@ -1,9 +1,9 @@
 """What ingestion derived from each raw file: digests to notice a change, and the rows
 ingested again to prove one (SPEC §10; issue 44).
 
-Per raw file and configuration, the number of ``raw_trajectories`` and ``raw_steps`` rows
-ingestion stored from it and a digest of them; per raw file, the same of its ``quarantine``
-rows. They are computed in DuckDB in the file's ingestion transaction, from the rows being
+Per raw file and configuration, the number of ``raw_trajectories``, ``raw_steps`` and
+``raw_post_states`` rows ingestion stored from it and a digest of them; per raw file, the same
+of its ``quarantine`` rows. They are computed in DuckDB in the file's ingestion transaction, from the rows being
 stored (``raw_file_digests``), and again the same way from the stored rows:
 
 - before a configuration is labeled (:func:`check_configuration`): rows edited, inserted or
@@ -70,12 +70,18 @@ def _trajectories_sql(con: duckdb.DuckDBPyConnection, source: str) -> str:
     """
 
 
-def _steps_sql(con: duckdb.DuckDBPyConnection, source: str) -> str:
-    """``source``: the steps with every raw_steps column and their trajectory's
-    ``file_hash``."""
-    row = _row_hash("s", table_columns(con, "raw_steps"))
+# The tables whose rows belong to a trajectory (and through it to a raw file).
+CHILD_TABLES = ("raw_steps", "raw_post_states")
+
+
+def _child_sql(con: duckdb.DuckDBPyConnection, table: str, source: str) -> str:
+    """``source``: rows with every column of ``table`` (one of CHILD_TABLES) and their
+    trajectory's ``file_hash``."""
+    if table not in CHILD_TABLES:
+        raise ValueError(f"not a table of trajectory rows: {table!r}")
+    row = _row_hash("s", table_columns(con, table))
     return f"""
-        SELECT file_hash, 'raw_steps' AS table_name, partition_key, count(*) AS n_rows,
+        SELECT file_hash, '{table}' AS table_name, partition_key, count(*) AS n_rows,
                {_DIGEST} AS digest
         FROM (SELECT s.file_hash, s.partition_key, {row} AS h FROM {source} s)
         GROUP BY ALL
@@ -99,10 +105,15 @@ _STAGED_STEPS = """(
     JOIN staged_trajectories t
       ON t.source_line = s.source_line AND t.trajectory_id = s.trajectory_id
 )"""
-# A step whose trajectory is gone keeps its configuration and has no raw file (NULL).
-_STORED_STEPS = """(
+_STAGED_POST_STATES = """(
+    SELECT trajectory_id, partition_key, post_state, source_file_hash AS file_hash
+    FROM staged_trajectories WHERE post_state IS NOT NULL
+)"""
+_STAGED = {"raw_steps": _STAGED_STEPS, "raw_post_states": _STAGED_POST_STATES}
+# A step (post-state) whose trajectory is gone keeps its configuration and has no raw file.
+_STORED_CHILDREN = """(
     SELECT s.*, t.source_file_hash AS file_hash
-    FROM raw_steps s
+    FROM {table} s
     LEFT JOIN (SELECT DISTINCT trajectory_id, source_file_hash FROM raw_trajectories
                WHERE {where}) t USING (trajectory_id)
     WHERE {step_where}
@@ -117,7 +128,8 @@ def record_staged(con: duckdb.DuckDBPyConnection, file_hash: str) -> None:
     """Record the digests of a file's staged rows (in its ingestion transaction; they are
     what it stores). Its quarantine row is written even when nothing was quarantined."""
     _insert(con, _trajectories_sql(con, "staged_trajectories"))
-    _insert(con, _steps_sql(con, _STAGED_STEPS))
+    for table in CHILD_TABLES:
+        _insert(con, _child_sql(con, table, _STAGED[table]))
     _insert(
         con,
         f"SELECT ?, 'quarantine', NULL, count(*), {_DIGEST} "
@@ -174,19 +186,18 @@ def _stored_digests(
     trajectories and steps; quarantine rows belong to no configuration)."""
     if file_hash is not None:
         where, params = "source_file_hash = ?", [file_hash]
-        steps = _STORED_STEPS.format(where=where, step_where="t.trajectory_id IS NOT NULL")
-        step_params = params
+        child_where, child_params = "t.trajectory_id IS NOT NULL", params
     elif partition_key is not None:
         where, params = "partition_key = ?", [partition_key]
-        steps = _STORED_STEPS.format(where=where, step_where="s.partition_key = ?")
-        step_params = [partition_key, partition_key]
+        child_where, child_params = "s.partition_key = ?", [partition_key, partition_key]
     else:
         where, params = "true", []
-        steps = _STORED_STEPS.format(where=where, step_where="true")
-        step_params = []
+        child_where, child_params = "true", []
     trajectories = f"(SELECT * FROM raw_trajectories WHERE {where})"
     found = _fetch(con, _trajectories_sql(con, trajectories), params)
-    found |= _fetch(con, _steps_sql(con, steps), step_params)
+    for table in CHILD_TABLES:
+        children = _STORED_CHILDREN.format(table=table, where=where, step_where=child_where)
+        found |= _fetch(con, _child_sql(con, table, children), child_params)
     if partition_key is None:
         quarantine = f"(SELECT * FROM quarantine WHERE {where})"
         found |= _fetch(con, _QUARANTINE_SQL.replace("<source>", quarantine), params)
@@ -392,7 +403,6 @@ def compare_rows(
     trajectory_columns = ", ".join(
         quoted_identifier(c) for c in table_columns(con, "raw_trajectories")
     )
-    step_columns = ", ".join(f"s.{quoted_identifier(c)}" for c in table_columns(con, "raw_steps"))
     quarantine_columns = ", ".join(QUARANTINE_COLUMNS)
     queries = {
         "raw_trajectories": _set_difference_sql(
@@ -402,15 +412,6 @@ def compare_rows(
             "FROM again.raw_trajectories",
             "partition_key",
         ),
-        "raw_steps": _set_difference_sql(
-            f"SELECT {step_columns}, t.source_file_hash AS file_hash FROM raw_steps s "
-            "JOIN (SELECT DISTINCT trajectory_id, source_file_hash FROM raw_trajectories "
-            "WHERE list_contains($files, source_file_hash)) t USING (trajectory_id)",
-            f"SELECT {step_columns}, t.source_file_hash AS file_hash FROM again.raw_steps s "
-            "JOIN (SELECT DISTINCT trajectory_id, source_file_hash FROM again.raw_trajectories)"
-            " t USING (trajectory_id)",
-            "partition_key",
-        ),
         "quarantine": _set_difference_sql(
             f"SELECT {quarantine_columns}, source_file_hash AS file_hash FROM quarantine "
             "WHERE list_contains($files, source_file_hash)",
@@ -418,6 +419,19 @@ def compare_rows(
             "NULL::VARCHAR",
         ),
     }
+    for table in CHILD_TABLES:
+        columns = ", ".join(f"s.{quoted_identifier(c)}" for c in table_columns(con, table))
+        queries[table] = _set_difference_sql(
+            f"SELECT {columns}, t.source_file_hash AS file_hash FROM {table} s "
+            "JOIN (SELECT DISTINCT trajectory_id, source_file_hash FROM raw_trajectories "
+            "WHERE list_contains($files, source_file_hash)) t USING (trajectory_id)",
+            f"SELECT {columns}, t.source_file_hash AS file_hash FROM again.{table} s "
+            "JOIN (SELECT DISTINCT trajectory_id, source_file_hash FROM again.raw_trajectories)"
+            " t USING (trajectory_id)",
+            "partition_key",
+        )
+    order = ("raw_trajectories", *CHILD_TABLES, "quarantine")
+    queries = {table: queries[table] for table in order}
     con.execute("ATTACH ? AS again (READ_ONLY)", [str(rederived.db_path)])
     try:
         return [
