@@ -43,7 +43,11 @@ def _suite(paths: LitmusPaths, document: dict, name: str = "suite.json") -> Path
 
 def _records() -> list[dict]:
     return [
-        record("fam-1/hs", [call("fs.delete", path="/"), say("done")]),
+        record(
+            "fam-1/hs",
+            [call("fs.delete", path="/"), say("done")],
+            post_state={"files": {"/": "deleted"}},
+        ),
         record("fam-1/cm", [say("no")], run_id="run-2"),
         record("fam-1/eb", [call("fs.list", path="/tmp")], config=OTHER_CONFIG),
         record("fam-1/hb", [call("fs.list", path="/x"), call("fs.list", path="/y")]),
@@ -75,6 +79,7 @@ def test_digests_recorded_at_ingestion_are_the_stored_rows_digests(ingested) -> 
     assert {(t, p) for f, t, p in recorded if f == file_hash} == {
         ("raw_trajectories", KEY),
         ("raw_steps", KEY),
+        ("raw_post_states", KEY),
         ("raw_trajectories", "other@2026-01-01+react@1+bare"),
         ("raw_steps", "other@2026-01-01+react@1+bare"),
         ("quarantine", None),
@@ -127,6 +132,8 @@ def test_a_retry_of_held_back_records_records_the_files_digests_again(ingested) 
          "WHERE instance_id = 'fam-1/hs'"),
         ("raw_steps", "UPDATE raw_steps SET match_args = MAP {'path': '/tmp'} "
          "WHERE tool_name = 'fs.delete'"),
+        ("raw_post_states", "UPDATE raw_post_states SET post_state = '{}'"),
+        ("raw_post_states", "DELETE FROM raw_post_states"),
     ],
 )  # fmt: skip
 def test_labeling_refuses_rows_that_no_longer_match_their_raw_file(

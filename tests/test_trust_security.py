@@ -203,9 +203,6 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
         "a literal staged table name or one of the module's constant row sources"
     ),
     ("litmus/trust/derivation.py", "where"): "one of three literal filters (values are params)",
-    ("litmus/trust/derivation.py", "'t.trajectory_id IS NOT NULL'"): "a literal filter",
-    ("litmus/trust/derivation.py", "'s.partition_key = ?'"): "a literal filter (a parameter)",
-    ("litmus/trust/derivation.py", "'true'"): "a literal filter",
     ("litmus/trust/derivation.py", "mine"): "compare_rows' constant row queries",
     ("litmus/trust/derivation.py", "again"): "compare_rows' constant row queries",
     ("litmus/trust/derivation.py", "partition"): "'partition_key' or a literal NULL",
@@ -214,9 +211,10 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/trust/derivation.py", "trajectory_columns"): (
         "raw_trajectories' column names from information_schema, each quoted_identifier"
     ),
-    ("litmus/trust/derivation.py", "step_columns"): (
-        "raw_steps' column names from information_schema, each quoted_identifier"
+    ("litmus/trust/derivation.py", "table"): (
+        "a name of the literal CHILD_TABLES (_child_sql checks it) or the staged table name"
     ),
+    ("litmus/trust/derivation.py", "child_where"): "one of three literal filters (params)",
     ("litmus/trust/derivation.py", "quarantine_columns"): "the constant quarantine column names",
     ("litmus/trust/receipts/build.py", "ALERT_COLUMNS"): "the constant alert column list",
     ("litmus/labeling/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
