@@ -3,8 +3,9 @@ ingested again to prove one (SPEC §10; issue 44).
 
 Per raw file and configuration, the number of ``raw_trajectories``, ``raw_steps`` and
 ``raw_post_states`` rows ingestion stored from it and a digest of them; per raw file, the same
-of its ``quarantine`` rows. They are computed in DuckDB in the file's ingestion transaction, from the rows being
-stored (``raw_file_digests``), and again the same way from the stored rows:
+of its ``quarantine`` rows. They are computed in DuckDB in the file's ingestion transaction,
+from the rows being stored (``raw_file_digests``), and again the same way from the stored
+rows:
 
 - before a configuration is labeled (:func:`check_configuration`): rows edited, inserted or
   deleted since their ingestion make labeling refuse, in one line;
