@@ -8,4 +8,7 @@ a whole partition in DuckDB. A property-based test proves they agree.
 LABELER_VERSION = "1.1.0"
 # The rule classifier's version, here so that status can judge staleness without compiling
 # the rules (importing litmus.labeling.refusal compiles about 130 patterns).
-REFUSAL_RULES_VERSION = "refusal-rules-1.2"
+# The learned model's version (litmus/data/refusal_model.json, which tests check against it):
+# retraining changes the classifier's version, and so re-scoring follows.
+REFUSAL_MODEL_VERSION = "refusal-lr-f2e9ab938616"
+REFUSAL_RULES_VERSION = f"refusal-rules-1.3+{REFUSAL_MODEL_VERSION}"
