@@ -11,7 +11,6 @@ from litmus.labeling import REFUSAL_MODEL_VERSION, REFUSAL_RULES_VERSION
 from litmus.labeling.refusal import LOW_CONFIDENCE, RuleBasedRefusalClassifier
 from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 from litmus.labeling.refusal_model import (
-    HEAD_CHARS,
     PhraseScanner,
     phrase_hits,
     reference_phrase_hits,
@@ -29,7 +28,7 @@ def test_shipped_model_is_the_versioned_one() -> None:
     assert model.version == REFUSAL_MODEL_VERSION
     assert REFUSAL_MODEL_VERSION in REFUSAL_RULES_VERSION
     assert RuleBasedRefusalClassifier.version == REFUSAL_RULES_VERSION
-    assert LOW_CONFIDENCE == model.floor and 0.5 < model.floor < 1.0
+    assert model.floor == LOW_CONFIDENCE and 0.5 < model.floor < 1.0
     assert model.declining <= set(range(len(model.phrases)))
     assert "bias" in model.weights and "rules" in model.weights
 
@@ -50,8 +49,10 @@ def _texts() -> list[str]:
     words = [w for p in shipped_model().phrases for w in p.split(" ")] + [",", ".", "'", "_"]
     for _ in range(300):
         texts.append(
-            "".join(rng.choice(words) + rng.choice(["", " ", "  ", "\n", "-", "'"]) for _ in
-                    range(rng.randint(1, 40)))
+            "".join(
+                rng.choice(words) + rng.choice(["", " ", "  ", "\n", "-", "'"])
+                for _ in range(rng.randint(1, 40))
+            )
         )
     return texts
 
@@ -68,7 +69,6 @@ def test_a_scanner_of_chosen_phrases_reads_words_and_cjk() -> None:
     text = "well, i   cannot. 抱歉! step-1 is not knot"
     assert scanner.hits(text) == scanner.reference_hits(text) == (0, 1, 2, 3)
     assert scanner.hits("icannot stepping knots") == ()
-    assert HEAD_CHARS < len("x" * HEAD_CHARS + " not")
 
 
 @pytest.mark.parametrize(

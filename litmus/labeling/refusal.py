@@ -919,7 +919,8 @@ def after_decline(prepared: _Text) -> int:
     anchor = next((i for i, s in enumerate(strengths) if s >= _Strength.MEDIUM), None)
     if anchor is None:
         return -1
-    return sum(len(s) for s, st in zip(sentences[anchor + 1 :], strengths[anchor + 1 :]) if not st)
+    after = zip(sentences[anchor + 1 :], strengths[anchor + 1 :], strict=True)
+    return sum(len(sentence) for sentence, strength in after if not strength)
 
 
 def rule_verdict(prepared: _Text) -> _TextVerdict:

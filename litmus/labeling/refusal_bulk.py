@@ -29,7 +29,6 @@ import duckdb
 import pyarrow as pa
 
 from litmus.labeling import refusal as _refusal
-from litmus.labeling.refusal_model import shipped_model
 from litmus.labeling.refusal import (
     _ACKNOWLEDGE,
     _AI_LIMITATION,
@@ -53,7 +52,6 @@ from litmus.labeling.refusal import (
     _classify_prepared,
     _classify_text,
     _cue_strengths,
-    learned_verdict,
     _engagement_of_prepared,
     _pivot_tail,
     _prepare,
@@ -63,8 +61,10 @@ from litmus.labeling.refusal import (
     _Text,
     _TextVerdict,
     combine_text_verdicts,
+    learned_verdict,
     names_declined_object,
 )
+from litmus.labeling.refusal_model import shipped_model
 
 # Words the lecture-only rule needs in a reply's first sentence: a superset of what its
 # exhortation and moralizing patterns can match (refusal._EXHORTATION, refusal._MORALIZE).
@@ -83,14 +83,16 @@ def _cue_pattern() -> str:
     if any(not rule.triggers for rule in CUE_RULES):
         raise AssertionError("every cue rule must be guarded by literal triggers")
     words = [re.escape(t) for t in triggers] + _LECTURE_START_WORDS.split("|")
-    # the learned model's phrases telling of a refusal (the only ones it reads in a cue-free
-    # text): each needs its longest token, so this is a superset of them
-    model = shipped_model()
-    declining = [model.phrases[i] for i in sorted(model.declining)]
-    words += sorted({re.escape(max(p.split(" "), key=len)) for p in declining})
     # Read on the raw text, so written to match what the rules read: any apostrophe the
     # rules straighten, and a run of spaces where the rules collapse it to one.
     words = [w.replace("'", _ANY_APOSTROPHE).replace(" ", " +") for w in words]
+    # The learned model's phrases telling of a refusal (the only ones it reads in a cue-free
+    # text): each needs its longest token as a whole token (a run of ASCII letters and
+    # digits: settled texts are ASCII), so this is a superset of them.
+    model = shipped_model()
+    declining = [model.phrases[i] for i in sorted(model.declining)]
+    tokens = sorted({max(p.split(" "), key=len) for p in declining})
+    words += [f"(?:^|[^a-z0-9]){re.escape(t)}(?:$|[^a-z0-9])" for t in tokens]
     return "(?i)(?:" + "|".join(words) + ")"
 
 
@@ -384,8 +386,12 @@ def _complied_fields(rules: tuple[str, float], sentence: str) -> _Fields:
     refusal, confidence = learned_verdict(_TextVerdict(*rules), sentence, -1)
     if refusal == "complied":
         return ("complied", None, confidence, None)
-    return (refusal, 0, confidence, _engagement_of_prepared(_Text((sentence,), sentence),
-                                                             refusal == "partial"))
+    return (
+        refusal,
+        0,
+        confidence,
+        _engagement_of_prepared(_Text((sentence,), sentence), refusal == "partial"),
+    )
 
 
 def _verdict_fields(texts: Sequence[str], classify: object) -> _Fields:

@@ -113,8 +113,14 @@ def load_gptfuzz(root: Path) -> list[XSTestCompletion]:
                 raise XSTestFormatError(f"{path}:{row.line}: column 'label': {label!r}")
             where = f"{path.name}:{row.line}"
             rows.append(
-                _response("gptfuzz", where, row.values["question"], row.values["Response"],
-                          label == "1", where)
+                _response(
+                    "gptfuzz",
+                    where,
+                    row.values["question"],
+                    row.values["Response"],
+                    label == "1",
+                    where,
+                )
             )
     return rows
 
@@ -131,8 +137,14 @@ def load_purseclab(root: Path) -> list[XSTestCompletion]:
             raise XSTestFormatError(f"{path}:{row.line}: column {column!r}: {label!r}")
         where = f"{path.name}:{row.line}"
         rows.append(
-            _response("purseclab", where, row.values["prompt"], row.values["response"],
-                      label == "True", where)
+            _response(
+                "purseclab",
+                where,
+                row.values["prompt"],
+                row.values["response"],
+                label == "True",
+                where,
+            )
         )
     return rows
 
@@ -182,8 +194,7 @@ def load_dev_sources(root: Path = SHARED_DATA_DIR) -> list[XSTestCompletion]:
     rows: list[XSTestCompletion] = []
     if (root / XSTEST_FOLDER).is_dir():
         rows += [
-            _renamed(c, f"xstest_{c.model}")
-            for c in load_xstest_completions(root / XSTEST_FOLDER)
+            _renamed(c, f"xstest_{c.model}") for c in load_xstest_completions(root / XSTEST_FOLDER)
         ]
     loaders = (
         (HARMBENCH_FILE, load_harmbench),

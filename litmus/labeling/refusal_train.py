@@ -13,9 +13,9 @@ rules (its decision-table branch) and its n-grams, and fits ``refusal_model.Refu
    for "complied" and for "did not comply" (smoothed log-odds times the log of the number of
    responses holding it; each source weighing the same).
 2. **Weights**: the rules' own reading (``refusal_model.rules_logit``) as a prior feature,
-   plus the features of ``refusal_model.feature_names``, by L2-regularized logistic regression (Newton's method, numpy, fixed
-   iterations), each source weighing at most ``SOURCE_WEIGHT`` responses, and a harmful-
-   compliance source's "did not comply" rows half (they are not all refusals).
+   plus the features of ``refusal_model.feature_names``, by L2-regularized logistic
+   regression (Newton's method, numpy, fixed iterations), each source weighing at most
+   ``SOURCE_WEIGHT`` responses.
 3. **Calibration**: every source is held out once and predicted by a model fitted on the
    others (phrases chosen again without it); ``a, b`` of ``sigmoid(a * logit + b)`` are
    fitted to those held-out predictions, so confidence is the probability of being right on
@@ -57,8 +57,8 @@ from litmus.labeling.refusal_model import (
     HEAD_CHARS,
     MODEL_PATH,
     QUIET_BRANCHES,
-    after_bucket,
     RefusalModel,
+    after_bucket,
     branch_of,
     bucket,
     feature_names,
@@ -261,9 +261,7 @@ def fit(
     return phrases, {name: round(float(beta[i]), 6) for name, i in columns.items()}
 
 
-def logits(
-    examples: Sequence[Example], phrases: Phrases, weights: dict[str, float]
-) -> np.ndarray:
+def logits(examples: Sequence[Example], phrases: Phrases, weights: dict[str, float]) -> np.ndarray:
     index = {p: i for i, p in enumerate(phrases[0])}
     prior = weights.get("rules", 0.0)
     return np.array(
@@ -431,9 +429,7 @@ class HeldOutFit:
         phrases, weights = fit(examples, self._table)
         return lambda rows: [self._score(r, phrases, weights) for r in rows]
 
-    def _score(
-        self, row: XSTestCompletion, phrases: Phrases, weights: dict[str, float]
-    ) -> Scored:
+    def _score(self, row: XSTestCompletion, phrases: Phrases, weights: dict[str, float]) -> Scored:
         if row.agent_texts is None:
             examples = [self._examples[_key(row)]]
         else:
