@@ -87,6 +87,9 @@ class ImportMapping:
     task_completed_score_key: str | None = None
     task_completed_threshold: float = 1.0  # numeric score >= threshold means completed
     judge: str | None = None  # default: "inspect:<scorer names>"
+    # the record's post_state (SPEC §4): "store" (the sample's whole store), "store:<key>" or
+    # "metadata:<key>" (one key's value, an object); default: none mapped (not observed)
+    post_state: str | None = None
 
 
 @dataclass(frozen=True)
@@ -395,6 +398,8 @@ def _map_sample(sample: Any, run: _RunFacts, mapping: ImportMapping) -> dict[str
         "harm_prevented_by": None,
         "judgments": _judgments(sample, mapping),
     }
+    if (post_state := _post_state(sample, mapping)) is not None:
+        record["post_state"] = post_state
     try:
         RunRecord.model_validate(record)
     except ValidationError as error:
@@ -402,6 +407,29 @@ def _map_sample(sample: Any, run: _RunFacts, mapping: ImportMapping) -> dict[str
         location = ".".join(str(part) for part in first["loc"]) or "record"
         raise _Unmappable(location, first["msg"]) from error
     return record
+
+
+def _post_state(sample: Any, mapping: ImportMapping) -> dict[str, Any] | None:
+    """The post-state the log holds where ``mapping.post_state`` points; None (not observed)
+    when it holds none there: an empty store or a missing key is never "nothing changed"."""
+    if mapping.post_state is None:
+        return None
+    source, _, key = mapping.post_state.partition(":")
+    if source not in ("store", "metadata") or (source == "metadata" and not key):
+        raise _Unmappable(
+            "post_state",
+            f"mapping post_state {mapping.post_state!r}: use store, store:<key> or metadata:<key>",
+        )
+    found: Any = (sample.store if source == "store" else sample.metadata) or {}
+    if key:
+        found = found.get(key)
+    if found is None or (found == {} and not key):
+        return None
+    if not isinstance(found, dict):
+        raise _Unmappable(
+            "post_state", f"{mapping.post_state} holds {type(found).__name__}, not an object"
+        )
+    return found
 
 
 def _placeholders(template: str) -> set[str]:

@@ -201,7 +201,7 @@ def _jsonl_configurations(path: Path) -> FileConfigurations:
 
 def _lines(path: Path) -> Iterator[bytes]:
     for line in split_lines(path):  # the lines ingestion will see (LF, CRLF or CR)
-        if line.strip():
+        if isinstance(line, bytes) and line.strip():  # an over-long line is quarantined
             yield line
 
 
