@@ -144,13 +144,34 @@ def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
     }
     mapping = replace(load_inspect_mapping(paths), **overrides)
     target = paths.landing / (source.stem + ".inspect.jsonl")
-    summary = import_inspect_log(source, target, mapping)
+    summary = import_inspect_log(source, target, mapping, progress=_sample_progress(source))
     _say(f"{source.name}: {summary.records} record(s) → {target}")
     for problem in summary.problems:
         _say(f"  sample {problem.sample} epoch {problem.epoch}: {problem.field}: {problem.reason}")
     if summary.problems:
         _say(f"{summary.problem_count} sample(s) could not be mapped (listed above)")
     return 0
+
+
+PROGRESS_SECONDS = 5.0
+
+
+def _sample_progress(source: Path) -> Callable[[int, int], None]:
+    """Progress of a long import: a line every few seconds, and the last one (a short import
+    shows none)."""
+    last = time.monotonic()
+    shown = False
+
+    def show(read: int, total: int) -> None:
+        nonlocal last, shown
+        done = read == total and shown
+        if not done and time.monotonic() - last < PROGRESS_SECONDS:
+            return
+        last, shown = time.monotonic(), True
+        counted = f"{read:,} of {total:,}" if total else f"{read:,}"
+        _say(f"{for_terminal(source.name)}: {counted} samples read")
+
+    return show
 
 
 def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
