@@ -9,6 +9,9 @@
   labeled → audited → gated). ``litmus run``, ``litmus rescore`` and the re-score schedule.
 - ``refresh_audit``: rebuild one partition's audited rows and re-run its gates, without
   re-labeling (audit verdicts loaded, or gate verdicts missing).
+
+A scoring run of a configuration that a gate withholds fails in Dagster's sense: the gate's
+blocking check fails the ``publication_gates`` step and skips ``publishable_configuration``.
 - ``publish_leaderboard``: the metrics, leaderboard and release drift, once scoring is done.
   ``litmus run`` runs it in-process; under the daemon its declarative automation condition
   (:data:`PUBLISH_WHEN_SCORED`, evaluated by the ``publish_when_scored`` sensor) requests
@@ -60,7 +63,9 @@ PER_CONFIGURATION = dg.AssetSelection.assets(
     )
 )
 # Labels unchanged, verdicts (or the gates) changed: rebuild the audited rows and re-gate.
-AUDIT_REFRESH = dg.AssetSelection.assets("audited_trajectories", "publication_gates")
+AUDIT_REFRESH = dg.AssetSelection.assets(
+    "audited_trajectories", "publication_gates", "publishable_configuration"
+)
 PUBLISH = (
     dg.AssetSelection.groups(METRICS_GROUP) | PER_CONFIGURATION.downstream(include_self=False)
 ) - PER_CONFIGURATION
