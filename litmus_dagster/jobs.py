@@ -9,9 +9,6 @@
   labeled → audited → gated). ``litmus run``, ``litmus rescore`` and the re-score schedule.
 - ``refresh_audit``: rebuild one partition's audited rows and re-run its gates, without
   re-labeling (audit verdicts loaded, or gate verdicts missing).
-
-A scoring run of a configuration that a gate withholds fails in Dagster's sense: the gate's
-blocking check fails the ``publication_gates`` step and skips ``publishable_configuration``.
 - ``publish_leaderboard``: the metrics, leaderboard and release drift, once scoring is done.
   ``litmus run`` runs it in-process; under the daemon its declarative automation condition
   (:data:`PUBLISH_WHEN_SCORED`, evaluated by the ``publish_when_scored`` sensor) requests
@@ -22,6 +19,9 @@ audited, and whatever per-configuration gates the other domains add); publishing
 metrics group and everything downstream of those, minus the partitioned assets themselves.
 Both are derived from the domain packages' asset lists, so a new per-configuration asset is
 picked up without editing this file.
+
+A scoring run of a configuration that a gate withholds fails in Dagster's sense: the gate's
+blocking check fails the ``publication_gates`` step and skips ``publishable_configuration``.
 
 :func:`job_for` maps a plan item to its job, for the in-process executor and the daemon
 alike; :func:`run_requests` turns a plan into the daemon's run requests (the landing sensor
