@@ -11,6 +11,9 @@ silently ignored would change a trajectory's label.
 
 from __future__ import annotations
 
+import json
+import math
+import re
 import warnings
 from typing import Annotated, Any, Literal
 
@@ -22,6 +25,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -46,6 +50,10 @@ TERMINATIONS: tuple[str, ...] = ("completed", "refused", "aborted", "max_steps",
 JUDGE_REFUSALS: tuple[str, ...] = ("refused", "partial", "complied", "none")
 RUN_SCHEMA_VERSION = 1
 MAX_EPOCH = 2**31 - 1  # the warehouse's INTEGER column
+# A record's post_state, as compact JSON (``post_state_text``), holds at most this many bytes
+# of UTF-8: a harness's observation of the environment, not a copy of it (docs/scoring.md).
+MAX_POST_STATE_BYTES = 65_536
+STATE_OPERATORS: tuple[str, ...] = ("equals", "matches", "absent")
 
 Split = Literal["harmful_source", "easy_benign", "hard_benign", "covert_malicious"]
 HarmClass = Literal["harmful", "benign"]
@@ -74,6 +82,94 @@ class ToolCallMatcher(_Strict):
     args: dict[str, StrictStr] = Field(default_factory=dict)
 
 
+# RFC 6901: "" (the whole document) or "/"-separated reference tokens in which "~" appears
+# only as the escapes "~0" ("~") and "~1" ("/").
+_JSON_POINTER = re.compile(r"(/([^~/]|~[01])*)*")
+
+
+def post_state_text(value: Any) -> str:
+    """The compact JSON a post-state is stored and measured as (keys in the record's order)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class StateMatcher(_Strict):
+    """A condition on a record's ``post_state`` (SPEC §3): the value at ``path`` (an RFC 6901
+    JSON Pointer) ``equals`` a JSON value, ``matches`` a glob (the same rule as a tool-call
+    argument: strings as-is, any other value as its compact JSON), or is ``absent``.
+
+    Exactly one of the three is given; ``"equals": null`` is a value (the path holds JSON
+    null), which is why which one was given is read from the fields set, not from None.
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": [name]} for name in STATE_OPERATORS],
+        }
+    )
+
+    path: StrictStr = Field(json_schema_extra={"pattern": f"^{_JSON_POINTER.pattern}$"})
+    equals: Any = None
+    matches: StrictStr | None = None
+    absent: Literal[True] | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _path_is_a_json_pointer(cls, value: str) -> str:
+        if _JSON_POINTER.fullmatch(value) is None:
+            raise ValueError(
+                f"{value!r} is not a JSON Pointer (RFC 6901): it is empty or starts with "
+                "'/', and '~' appears only as '~0' or '~1'"
+            )
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _exactly_one_operator(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            given = [name for name in STATE_OPERATORS if name in data]
+            if len(given) != 1:
+                raise ValueError(
+                    "a state matcher has exactly one of equals / matches / absent, not "
+                    + (" and ".join(given) if given else "none")
+                )
+            if "absent" in data and data["absent"] is not True:
+                raise ValueError(f"absent must be true, not {data['absent']!r}")
+            if "matches" in data and not isinstance(data["matches"], str):
+                raise ValueError(f"matches must be a glob pattern (text), not {data['matches']!r}")
+            if "equals" in data:
+                _check_json_value(data["equals"])
+        return data
+
+    @property
+    def operator(self) -> str:
+        """equals | matches | absent: the one given."""
+        return next(name for name in STATE_OPERATORS if name in self.model_fields_set)
+
+    @model_serializer(mode="plain")
+    def _dump(self) -> dict[str, Any]:
+        operator = self.operator
+        return {"path": self.path, operator: getattr(self, operator)}
+
+
+def _check_json_value(value: Any, depth: int = 0) -> None:
+    """An ``equals`` value must be plain JSON (a suite may come from YAML, and Python floats
+    can be infinite)."""
+    if depth > 64:
+        raise ValueError("equals value nested more than 64 deep")
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"equals value has a non-text key {key!r}")
+            _check_json_value(child, depth + 1)
+    elif isinstance(value, list):
+        for child in value:
+            _check_json_value(child, depth + 1)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"equals value {value!r} is not a JSON number")
+    elif not (value is None or isinstance(value, str | int | float)):
+        raise ValueError(f"equals value of type {type(value).__name__} is not JSON")
+
+
 # SPEC names a field "register", which shadows ABCMeta.register on the model class only; the
 # instance attribute is the field, so the warning is noise.
 warnings.filterwarnings("ignore", message='Field name "register"', category=UserWarning)
@@ -88,6 +184,10 @@ class SuiteInstance(_Strict):
     tools: list[StrictStr] = Field(default_factory=list)
     prohibited_effects: list[ToolCallMatcher] = Field(default_factory=list)
     completion_criteria: list[ToolCallMatcher] = Field(default_factory=list)
+    # the post-state oracle (SPEC §3): a prohibited state that holds is a realized harm, and
+    # every completion state must hold (beside the criteria) for a benign task to be completed
+    prohibited_states: list[StateMatcher] = Field(default_factory=list)
+    completion_states: list[StateMatcher] = Field(default_factory=list)
     request_harm_class: HarmClass | None = None
     pair_id: StrictStr | None = None
     register: StrictStr | None = None
@@ -105,6 +205,10 @@ class SuiteInstance(_Strict):
     @property
     def harm_class(self) -> str:
         return SPLIT_HARM_CLASS[self.split]
+
+    @property
+    def declares_states(self) -> bool:
+        return bool(self.prohibited_states or self.completion_states)
 
 
 class Family(_Strict):
@@ -226,6 +330,28 @@ class RunRecord(_Strict):
     unguarded_effect: UnguardedEffect | None = None
     harm_prevented_by: StrictStr | None = None
     judgments: Judgments | None = None
+    # the environment after the trajectory as the harness observed it; None: not observed
+    # (never "nothing changed"). At most MAX_POST_STATE_BYTES as compact JSON.
+    post_state: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "The environment's state after the trajectory as the harness observed it; absent "
+            f"or null means not observed. At most {MAX_POST_STATE_BYTES} bytes as compact "
+            "UTF-8 JSON."
+        ),
+    )
+
+    @field_validator("post_state")
+    @classmethod
+    def _post_state_within_limit(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            size = len(post_state_text(value).encode("utf-8", "surrogatepass"))
+            if size > MAX_POST_STATE_BYTES:
+                raise ValueError(
+                    f"post_state is {size} bytes as compact JSON, more than the "
+                    f"{MAX_POST_STATE_BYTES} allowed"
+                )
+        return value
 
     @field_validator("schema_version", mode="before")
     @classmethod

@@ -37,6 +37,25 @@ def match_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def _integral_as_int(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_as_int(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_integral_as_int(child) for child in value]
+    return value
+
+
+def canonical_json(value: Any) -> str:
+    """One text per JSON value as a state matcher's ``equals`` compares them: object keys
+    sorted, an integral number written as an integer (``1.0`` equals ``1``, as in JSON), and
+    ``true`` never a number. Two values are equal exactly when their texts are."""
+    return json.dumps(
+        _integral_as_int(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True
+    )
+
+
 @dataclass(frozen=True)
 class _Star:
     pass

@@ -35,20 +35,35 @@ def _landing_entries(paths: LitmusPaths) -> Iterator[tuple[Path, os.stat_result]
                 continue
 
 
+# A hard link is refused: a file with another name may be one outside the landing folder
+# (``ln /etc/shadow landing/x.jsonl`` needs no permission on the file's contents to land
+# them), and which of its names is "the" file cannot be told. Copy a file in instead.
+HARD_LINK = "a hard link (the file has another name); only files with a single name are ingested"
+
+
+def _landable(status: os.stat_result) -> bool:
+    return S_ISREG(status.st_mode) and status.st_nlink == 1
+
+
 def landed_files(paths: LitmusPaths) -> list[Path]:
-    """Run files in the landing directory, oldest name first: regular files only (a symlink,
-    folder, FIFO or device is never read; :func:`refused_landing_entries` names them)."""
-    return sorted(path for path, status in _landing_entries(paths) if S_ISREG(status.st_mode))
+    """Run files in the landing directory, oldest name first: regular files with one name
+    only (a symlink, hard link, folder, FIFO or device is never read;
+    :func:`refused_landing_entries` names them)."""
+    return sorted(path for path, status in _landing_entries(paths) if _landable(status))
 
 
 def refused_landing_entries(paths: LitmusPaths) -> list[tuple[str, str]]:
     """(name under landing/, why it is not ingested) for every entry named like a run file
-    that is not a regular file."""
+    that is not a regular file with one name."""
     refused = []
     for path, status in _landing_entries(paths):
-        if not S_ISREG(status.st_mode):
+        if _landable(status):
+            continue
+        name = path.relative_to(paths.landing).as_posix()
+        if S_ISREG(status.st_mode):
+            refused.append((name, HARD_LINK))
+        else:
             kind = _FILE_KINDS.get(S_IFMT(status.st_mode), "not a regular file")
-            name = path.relative_to(paths.landing).as_posix()
             refused.append((name, f"{kind}; only regular files are ingested"))
     return sorted(refused)
 

@@ -242,8 +242,18 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        roll_back(con)
         raise
+
+
+def roll_back(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction after an error, keeping that error the one reported.
+
+    A COMMIT that fails (a full disk: "No space left on device") has already ended the
+    transaction, and ROLLBACK would then raise "cannot rollback - no transaction is active",
+    hiding the cause; so a failing ROLLBACK is not raised here."""
+    with suppress(duckdb.Error):  # nothing left to roll back: the caller re-raises
+        con.execute("ROLLBACK")
 
 
 def replace_rows(con: duckdb.DuckDBPyConnection, table_name: str, rows: object) -> None:

@@ -28,7 +28,8 @@ Handler = Callable[[argparse.Namespace, LitmusPaths], int]
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    # messages name suites, files and configurations from untrusted input: never a raw escape
+    print(for_terminal(message, keep_newlines=True), file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------- commands
@@ -97,7 +98,7 @@ def ensure_suite_files_fit(paths: LitmusPaths, files: Sequence[Path]) -> None:
 
 def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.ingestion.suites import load_suite_file, oracle_less_warning
-    from litmus.neutralize import safe_file_name
+    from litmus.neutralize import display_name, safe_file_name
 
     source = require_file(args.file, "a suite file (JSON or YAML)")
     suite = load_suite_file(source)  # validate before accepting it
@@ -106,7 +107,8 @@ def cmd_suite_add(args: argparse.Namespace, paths: LitmusPaths) -> int:
     ensure_suites_fit(paths, [suite])
     target = paths.suites / name
     shutil.copyfile(source, target)
-    _say(f"suite {suite.suite}@{suite.suite_version} ({len(suite.families)} families) → {target}")
+    shown = display_name(f"{suite.suite}@{suite.suite_version}")
+    _say(f"suite {shown} ({len(suite.families)} families) → {target}")
     if warning := oracle_less_warning(suite):
         _say(f"warning: {warning}")
     return 0
@@ -142,13 +144,34 @@ def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
     }
     mapping = replace(load_inspect_mapping(paths), **overrides)
     target = paths.landing / (source.stem + ".inspect.jsonl")
-    summary = import_inspect_log(source, target, mapping)
+    summary = import_inspect_log(source, target, mapping, progress=_sample_progress(source))
     _say(f"{source.name}: {summary.records} record(s) → {target}")
     for problem in summary.problems:
         _say(f"  sample {problem.sample} epoch {problem.epoch}: {problem.field}: {problem.reason}")
     if summary.problems:
         _say(f"{summary.problem_count} sample(s) could not be mapped (listed above)")
     return 0
+
+
+PROGRESS_SECONDS = 5.0
+
+
+def _sample_progress(source: Path) -> Callable[[int, int], None]:
+    """Progress of a long import: a line every few seconds, and the last one (a short import
+    shows none)."""
+    last = time.monotonic()
+    shown = False
+
+    def show(read: int, total: int) -> None:
+        nonlocal last, shown
+        done = read == total and shown
+        if not done and time.monotonic() - last < PROGRESS_SECONDS:
+            return
+        last, shown = time.monotonic(), True
+        counted = f"{read:,} of {total:,}" if total else f"{read:,}"
+        _say(f"{for_terminal(source.name)}: {counted} samples read")
+
+    return show
 
 
 def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:

@@ -37,6 +37,9 @@ EVIDENCE_COLUMNS = (
     "classifier_step",
     "classifier_confidence",
     "audit_reason_code",
+    "post_state_observed",
+    "first_prohibited_state",
+    "completion_states_held",
     "labeler_version",
 )
 
@@ -76,10 +79,14 @@ def _as_dict(label: TrajectoryLabel) -> dict[str, Any]:
 
 
 def label_one(
-    con: duckdb.DuckDBPyConnection, paths: LitmusPaths, suite: dict[str, Any], raw: dict[str, Any]
+    con: duckdb.DuckDBPyConnection,
+    paths: LitmusPaths,
+    suite: dict[str, Any],
+    raw: dict[str, Any],
+    file_name: str = "runs.jsonl",
 ) -> dict[str, Any]:
     """Label one record with both paths, assert they agree, and return the evidence."""
-    ((reference, sql),) = label_both(con, paths, suite, [raw])
+    ((reference, sql),) = label_both(con, paths, suite, [raw], file_name)
     assert reference == sql
     return sql
 

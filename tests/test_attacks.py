@@ -72,7 +72,7 @@ def test_values_that_cannot_be_stored_are_quarantined_and_later_files_still_inge
         json.dumps(base | {"epoch": 2**63}),
         json.dumps(base).replace('"epoch": 0', '"epoch": ' + "9" * 5000),
         json.dumps(base).replace('"path": "/tmp"', '"path": ' + "9" * 5000),
-        json.dumps(base).replace('"path": "/tmp"', '"path": 18446744073709551616'),
+        json.dumps(base | {"epoch": 2}).replace('"path": "/tmp"', '"path": 18446744073709551616'),
         json.dumps(base).replace('"path": "/tmp"', '"path": 1e400'),
         json.dumps(base).replace('"path": "/tmp"', '"path": -1e400'),
         json.dumps(base | {"epoch": 1}),  # a good record in the same file still lands
@@ -82,15 +82,17 @@ def test_values_that_cannot_be_stored_are_quarantined_and_later_files_still_inge
 
     with connect(litmus_home.duckdb_path) as con:
         report = ingest_file(con, hostile, litmus_home)
-        assert (report.records_total, report.accepted, report.quarantined) == (8, 1, 7)
+        # an argument is free-form JSON: its 2^64 is kept (issue 44), its 1e400 is not JSON
+        # any reader keeps
+        assert (report.records_total, report.accepted, report.quarantined) == (8, 2, 6)
         assert ingest_file(con, later, litmus_home).accepted == 4
     path = "steps[0].tool_call.arguments.path"
     assert quarantined(litmus_home, "a-hostile.jsonl") == [
         (1, "epoch", "epoch: Input should be less than or equal to 2147483647"),
         (2, "epoch", "integer 9223372036854775808 is outside the 64-bit range"),
         (3, "epoch", "integer of 5000 digits is outside the 64-bit range"),
-        (4, path, "integer of 5000 digits is outside the 64-bit range"),
-        (5, path, "integer 18446744073709551616 is outside the 64-bit range"),
+        (4, path, "integer of 5000 digits is longer than the 4,300 digits a tool call "
+                  "argument may hold"),
         (6, path, "number 1e400 is too large (it would be infinite)"),
         (7, path, "number -1e400 is too large (it would be infinite)"),
     ]  # fmt: skip
@@ -273,7 +275,8 @@ def test_leaderboard_csv_never_carries_a_formula() -> None:
     )
     text = Leaderboard(rows).to_csv()
     cells = [line.split(",")[0] for line in text.splitlines()[1:]]
-    assert all(cell.lstrip('"').startswith("'") for cell in cells), cells
+    # a formula gets an apostrophe; a TAB is shown as \u{9} (the rule for names, issue 44)
+    assert all(cell.lstrip('"').startswith(("'", "\\u{9}")) for cell in cells), cells
     assert ",-2," in text  # numbers stay numbers
     assert for_csv_cell("-0.5") == "-0.5" and for_csv_cell("-") == "'-"
 

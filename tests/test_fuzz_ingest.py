@@ -37,7 +37,9 @@ from litmus.ingestion.run_files import ingest_file
 from litmus.ingestion.suites import store_suite
 from litmus.metrics.plots import boundary_plot_png
 from litmus.neutralize import (
+    display_names,
     for_csv_cell,
+    for_markdown,
     for_matplotlib,
     for_terminal,
     safe_file_name,
@@ -304,7 +306,7 @@ BREAKAGES: tuple[Breakage, ...] = (
         lambda r, d: dumps(r | {"config": r["config"] | {"temperature": 0.2}}),
     ),
     ("duplicate key 'run_id'", lambda r, d: b'{"run_id": "first", ' + dumps(r)[1:]),
-    ("nested too deeply", _with_bytes(TOO_DEEP)),
+    ("nested deeper than the limit", _with_bytes(TOO_DEEP)),
     ("malformed JSON", _raw_control_character),
     ("not valid UTF-8", _with_bytes(b'"caf\xe9 \xff"')),
     ("unpaired UTF-16 surrogate", _with_bytes(b'"lone \\ud800 half"', in_argument=True)),
@@ -323,8 +325,8 @@ BREAKAGES: tuple[Breakage, ...] = (
         lambda r, d: dumps(r | {"epoch": d(st.integers(2**31, 2**63 - 1))}),
     ),
     ("outside the 64-bit range", lambda r, d: dumps(r | {"epoch": d(st.integers(2**63, 2**80))})),
-    ("outside the 64-bit range", _with_bytes(b"9" * 5_000, in_argument=True)),
-    ("outside the 64-bit range", _with_bytes(b"-18446744073709551617", in_argument=True)),
+    # issue 44: an argument is free-form JSON, its integers kept exactly up to a limit
+    ("digits a tool call argument may hold", _with_bytes(b"9" * 5_000, in_argument=True)),
     # issue 14, item 10: as strict as documented
     ("too large (it would be infinite)", _with_bytes(b"1e400", in_argument=True)),
     (
@@ -500,6 +502,13 @@ def test_hostile_text_is_neutralized_at_every_boundary(value: str, other: str) -
     assert not str(cell).startswith("-") or re.fullmatch(r"-[\d.eE+-]+", str(cell))
     file_name = safe_file_name(value, ".json")
     assert "/" not in file_name and "\\" not in file_name and not file_name.startswith(".")
+    shown = display_names([value, other])  # the rule for names at every boundary (issue 44)
+    assert not any(_invisible(char) for text in shown.values() for char in text)
+    assert (shown[other] == shown[value]) == (other == value)
+    markdown = for_markdown(value)
+    assert not any(_invisible(char) for char in markdown)
+    assert not set(markdown) & set("<>[]()!`|") and "://" not in markdown
+    assert "www." not in markdown.lower()
     label = FIGURE.text(0, 0, for_matplotlib(value))
     try:
         FIGURE.canvas.draw()  # mathtext would raise here

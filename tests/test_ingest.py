@@ -22,7 +22,7 @@ from conftest import (
     write_jsonl,
 )
 from litmus.formats import Suite
-from litmus.ingestion.run_files import file_sha256, ingest_file, split_lines
+from litmus.ingestion.run_files import OversizedLine, file_sha256, ingest_file, split_lines
 from litmus.ingestion.suites import store_suite
 from litmus.labeling.sql import label_partition
 from litmus.warehouse import WarehouseUpgradeError, connect, table_columns
@@ -267,14 +267,23 @@ def test_copies_abandoned_by_a_killed_ingest_are_cleaned_up(stored_suite, litmus
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=40).map(lambda b: bytes(b"ab\r\n"[x % 4] for x in b)), st.integers(1, 7))
+@given(
+    st.binary(max_size=40).map(lambda b: bytes(b"ab\r\n"[x % 4] for x in b)),
+    st.integers(1, 7),
+    st.integers(1, 12),
+)
 def test_lines_split_at_lf_crlf_and_cr_whatever_the_chunk_size(
-    tmp_path_factory: pytest.TempPathFactory, data: bytes, chunk_bytes: int
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, chunk_bytes: int, max_line_bytes: int
 ) -> None:
-    """A chunk boundary (a CRLF split in two included) never changes where lines end."""
+    """A chunk boundary (a CRLF split in two included) never changes where lines end, nor
+    which lines are over the limit (given as their size and first bytes, never read whole)."""
     path = tmp_path_factory.mktemp("lines") / "run.jsonl"
     path.write_bytes(data)
     reference = re.split(rb"\r\n|\r|\n", data)
     if reference and reference[-1] == b"":
         reference.pop()  # a final terminator ends the last line, it starts no new one
-    assert list(split_lines(path, chunk_bytes)) == reference
+    expected = [
+        line if len(line) <= max_line_bytes else OversizedLine(len(line), line[:max_line_bytes])
+        for line in reference
+    ]
+    assert list(split_lines(path, chunk_bytes, max_line_bytes)) == expected

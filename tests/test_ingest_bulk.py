@@ -109,6 +109,16 @@ EDGES: tuple[Callable[[dict[str, Any]], bytes], ...] = (
     lambda r: _compact(r | {"run_id": "lone \\ud800"}).replace(b"\\\\u", b"\\u"),
     lambda r: _compact(r | {"instance_id": "fam-1/zz"}),
     lambda r: _compact(r | {"suite": "nope"}),
+    # post-states: the validator's alone (a record with one falls back), every way it can fail
+    lambda r: _compact(r | {"post_state": None}),
+    lambda r: _compact(r | {"post_state": {}}),
+    lambda r: _compact(r | {"post_state": {"db": {"payee": "x", "amount": 1e-5, "ok": [1, None]}}}),
+    lambda r: _compact(r | {"post_state": [1]}),
+    lambda r: _compact(r | {"post_state": "done"}),
+    lambda r: _compact(r | {"post_state": {"blob": "x" * 70_000}}),
+    lambda r: _compact(r | {"post_state": {"k": 1}}).replace(b'{"k":1}', b'{"k":1,"k":2}'),
+    lambda r: _compact(r | {"post_state": {"k": "MARK"}}).replace(b'"MARK"', b"NaN"),
+    lambda r: _compact(r | {"post_state": {"k": 2**64}}),
     lambda r: "\ufeff".encode() + _compact(r),
     lambda r: _compact(r)[:-1],
     lambda r: _compact([r]),
@@ -303,6 +313,7 @@ def warehouse_rows(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[Any, 
     queries = {
         "raw_trajectories": "SELECT * FROM raw_trajectories",
         "raw_steps": "SELECT * FROM raw_steps",
+        "raw_post_states": "SELECT * FROM raw_post_states",
         "quarantine": "SELECT * EXCLUDE (quarantined_at) FROM quarantine",
         "raw_files": "SELECT * EXCLUDE (stored_path, ingested_at) FROM raw_files",
     }
@@ -367,7 +378,8 @@ def test_sample_runs_go_through_the_bulk_path_with_identical_rows(
     sample: tuple[Path, list[Path]], tmp_path: Path
 ) -> None:
     """Realistic files (more lines than one bulk batch when joined) take the bulk path for
-    every record except those whose arguments hold floats, and store the same rows."""
+    every record except those whose arguments hold floats or that carry a post-state, and
+    store the same rows."""
     suite_path, runs = sample
     joined = tmp_path / "joined.jsonl"
     joined.write_bytes(b"".join(path.read_bytes() for path in runs[:5]))
@@ -382,7 +394,8 @@ def test_sample_runs_go_through_the_bulk_path_with_identical_rows(
             rows[vectorized] = warehouse_rows(con)
         assert report.accepted == n_lines
         if vectorized:
-            floats = sum(
+            # the validator's alone: arguments holding floats, and post-states
+            validator_only = sum(
                 1
                 for line in joined.read_bytes().splitlines()
                 if any(
@@ -390,8 +403,9 @@ def test_sample_runs_go_through_the_bulk_path_with_identical_rows(
                     for step in json.loads(line)["steps"]
                     for value in ((step.get("tool_call") or {}).get("arguments") or {}).values()
                 )
+                or json.loads(line).get("post_state") is not None
             )
-            assert report.bulk_accepted == n_lines - floats
+            assert report.bulk_accepted == n_lines - validator_only
     assert rows[True] == rows[False]
 
 

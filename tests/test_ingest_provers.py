@@ -160,7 +160,7 @@ def test_provers_store_the_serial_paths_rows_in_its_order(
 
 @pytest.fixture(scope="module")
 def sample_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(suite, one run file of 22,400 lines: three bulk batches and then some)."""
+    """(suite, one run file of 26,460 lines: three bulk batches and then some)."""
     root = tmp_path_factory.mktemp("provers-sample")
     manifest = generate_sample(root / "sample", n_families=700)
     joined = root / "joined.jsonl"
@@ -187,7 +187,7 @@ def test_a_real_file_through_the_provers_is_the_serial_ingestion(
         with connect(paths.duckdb_path) as con:
             report = ingest_file(con, joined, paths, progress=progress.append, provers=provers)
             results[provers] = (report.summary(), report.bulk_accepted, progress, ordered_rows(con))
-    assert results[0][2] == [10_000, 20_000, 22_400]
+    assert results[0][2] == [10_000, 20_000, 26_460]
     assert results[1] == results[0]
     assert results[2] == results[0]
     assert not _new_children(before)
@@ -221,7 +221,7 @@ def test_a_prover_that_dies_rolls_the_file_back(
         }
         assert not _new_children(before)
         report = ingest_file(con, joined, paths, provers=2)
-        assert report.accepted == 22_400
+        assert report.accepted == 26_460
     assert not _new_children(before)
 
 

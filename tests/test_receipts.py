@@ -22,7 +22,7 @@ import pytest
 from litmus.audit.workflow import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
 from litmus.ingestion.run_files import file_sha256
-from litmus.sample import generate_sample
+from litmus.sample import generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
 from litmus.trust.receipts import (
@@ -52,6 +52,7 @@ pytestmark = pytest.mark.costly(rank=6)
 
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2
+TRAJECTORIES = (24 + post_state_family_count(24)) * 4  # a configuration's, in the sample
 LITMUS = Path(sys.executable).with_name("litmus")
 SESSION_STARTED = time.time()
 LOCK_ERROR_WORDS = ("Conflicting lock", "Could not set lock", "database is locked", "IO Error")
@@ -161,7 +162,11 @@ def test_two_litmus_runs_started_at_once_both_finish(published: Published) -> No
             "SELECT (SELECT count(*) FROM raw_files), count(*), count(DISTINCT trajectory_id) "
             "FROM raw_trajectories"
         ).fetchall()[0]
-    assert (files, rows, distinct) == (CONFIGURATIONS, CONFIGURATIONS * 96, CONFIGURATIONS * 96)
+    assert (files, rows, distinct) == (
+        CONFIGURATIONS,
+        CONFIGURATIONS * TRAJECTORIES,
+        CONFIGURATIONS * TRAJECTORIES,
+    )
 
 
 def test_a_run_prints_results_and_keeps_the_steps_output_in_a_file(published: Published) -> None:
@@ -184,7 +189,7 @@ def test_publication_writes_a_signed_receipt_of_everything(published: Published)
     assert receipt["signature"]["algorithm"] == "Ed25519"
     # every landed file, by the hash of its bytes
     assert {f["name"]: f["sha256"] for f in receipt["raw_files"]} == published.landed
-    assert sum(f["records_total"] for f in receipt["raw_files"]) == CONFIGURATIONS * 96
+    assert sum(f["records_total"] for f in receipt["raw_files"]) == CONFIGURATIONS * TRAJECTORIES
     with connect(paths.duckdb_path) as con:
         suite_hash = con.execute("SELECT suite_hash FROM suites").fetchall()
         stored_rows = leaderboard_table_rows(con)

@@ -25,7 +25,7 @@ from litmus.formats import RunConfig
 from litmus.keys import partition_key_for
 from litmus.releases.alerts import read_alerts
 from litmus.releases.drift import points
-from litmus.sample import generate_sample
+from litmus.sample import generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.definitions import defs
@@ -154,7 +154,7 @@ def test_a_landed_release_is_scored_published_and_alerts_once(world: World) -> N
         labeled = con.execute(
             "SELECT count(*) FROM audited_trajectories WHERE partition_key = ?", [new_key]
         ).fetchone()[0]
-    assert labeled == 960
+    assert labeled == (240 + post_state_family_count(240)) * 4
 
     assert publish_requested(world)
     published = execute(world, dg.RunRequest(job_name=publish_job.name))

@@ -23,7 +23,7 @@ from litmus.formats import RunConfig
 from litmus.keys import partition_key_for
 from litmus.labeling import LABELER_VERSION
 from litmus.planning.status import partition_statuses
-from litmus.sample import _PROFILE_LIST, generate_sample
+from litmus.sample import _PROFILE_LIST, generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
@@ -97,6 +97,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> LitmusPaths:
         "LITMUS_SLACK_TOKEN": "",
     }
     environment.pop("LITMUS_DUCKDB_PATH", None)
+    halves = {"publish": keys[0::2], "label": keys[1::2]}
     writers = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, role, *half],
@@ -105,12 +106,12 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> LitmusPaths:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for role, half in (("publish", keys[0::2]), ("label", keys[1::2]))
+        for role, half in halves.items()
     ]
     outcomes = [writer.communicate(timeout=600) for writer in writers]
-    for writer, (stdout, stderr) in zip(writers, outcomes, strict=True):
+    for writer, half, (stdout, stderr) in zip(writers, halves.values(), outcomes, strict=True):
         assert writer.returncode == 0, stderr[-3000:]
-        assert stdout.strip().endswith("ok 4"), stdout[-2000:]
+        assert stdout.strip().endswith(f"ok {len(half)}"), stdout[-2000:]
     return paths
 
 
@@ -132,7 +133,7 @@ def test_two_processes_writing_at_once_both_succeed_and_agree(home: LitmusPaths)
         }
         statuses = partition_statuses(con)
     stale = [s for s in statuses if s.stale]
-    n_trajectories = len(_PROFILE_LIST) * N_FAMILIES * 4
+    n_trajectories = len(_PROFILE_LIST) * (N_FAMILIES + post_state_family_count(N_FAMILIES)) * 4
     assert files == (len(_PROFILE_LIST), n_trajectories)  # each file ingested exactly once
     assert raw == (n_trajectories, n_trajectories)
     assert labels == (n_trajectories, n_trajectories)

@@ -142,6 +142,10 @@ def reference_hash(suite: Suite) -> str:
     for family in document["families"]:
         if not family.get("private"):
             family.pop("private", None)
+        for instance in family["instances"]:  # fields added since, left out when empty
+            for name in ("prohibited_states", "completion_states"):
+                if not instance[name]:
+                    del instance[name]
     canonical = json.dumps(document, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 

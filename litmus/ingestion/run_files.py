@@ -9,6 +9,8 @@ Guarantees, each checked in code or by a test:
   behind, and re-ingesting a file already recorded in ``raw_files`` is a no-op;
 - records stream through in bounded batches (Arrow → DuckDB), never one giant list, and the
   file's transaction runs under a DuckDB memory limit, so memory stays flat with file size;
+  a line over ``MAX_RECORD_BYTES`` is quarantined with its size and never held whole, so
+  memory stays flat with line size too;
 - raw lines are first offered to the vectorized path (``litmus.ingestion.bulk``), which accepts
   only what it proves the validator accepts; every other record, and every quarantine
   reason, comes from the per-record validator below.
@@ -36,7 +38,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from litmus.errors import LitmusError
-from litmus.formats import RunRecord
+from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
 from litmus.ingestion.bulk import (
     Proven,
@@ -57,9 +59,21 @@ if TYPE_CHECKING:
     from litmus.importers.inspect_log import ImportMapping
 
 BATCH_RECORDS = 5_000
+# ... or once the records validated one by one since the last flush held this many bytes
+# (records of up to MAX_RECORD_BYTES each: 5,000 of them would not be a bounded batch).
+BATCH_BYTES = 64 << 20
 # Raw lines are proven valid in bulk (litmus.ingestion.bulk) in batches this large at most.
 BULK_LINES = 10_000
 BULK_BYTES = 32 << 20
+# DuckDB runs the bulk path's SQL one vector (2048 rows) at a time, and its JSON functions
+# hold many times a vector's text while they run: under the provers' memory limit a vector of
+# 2048 lines of 3 KB passes and of 6 KB fails, one line of 8 MB or eight of 1 MB fail. So a
+# batch is also cut once one vector's lines reach VECTOR_BYTES, and a line over
+# BULK_MAX_LINE_BYTES goes to the per-record validator: a vector never holds more than
+# their sum, whatever the lines' sizes.
+DUCKDB_VECTOR_ROWS = 2048
+VECTOR_BYTES = 5 << 20
+BULK_MAX_LINE_BYTES = 512 << 10
 PROGRESS_RECORDS = 10_000
 # Files from this size on are proven by helper processes (ingest_file's default): about two
 # bulk batches of the sample's lines; below it, starting the processes costs more.
@@ -120,18 +134,21 @@ class NotARegularFileError(LitmusError):
 
 
 def open_regular_file(path: Path) -> BinaryIO:
-    """Open ``path`` for reading only if it is a regular file itself: a symlink is not
-    followed, and a FIFO is refused without blocking on it."""
+    """Open ``path`` for reading only if it is a regular file itself, with no other name: a
+    symlink is not followed, a hard link is refused, and so is a FIFO, without blocking."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise NotARegularFileError(f"{path.name}: a symbolic link; not ingested") from None
         raise
-    kind = os.fstat(fd).st_mode
-    if not stat.S_ISREG(kind):
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode):
         os.close(fd)
         raise NotARegularFileError(f"{path.name}: not a regular file; not ingested")
+    if status.st_nlink > 1:  # litmus.runs.HARD_LINK: maybe a file outside the landing folder
+        os.close(fd)
+        raise NotARegularFileError(f"{path.name}: a hard link; not ingested")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
 
@@ -203,37 +220,113 @@ def detect_format(path: Path) -> str:
 
 
 READ_CHUNK_BYTES = 1 << 20
+# The largest record (one JSONL line, without its terminator) ingestion reads: a longer line
+# is quarantined with its size and never held in memory whole, so one line cannot exhaust
+# the memory of every run that ingests it (issue 44). A trajectory is text one run produced;
+# 4 MiB is far beyond a real one, and well within what the bulk path's DuckDB parses under
+# its memory limit (a 7 MB line failed there).
+MAX_RECORD_BYTES = 4 << 20
+# How much of an over-long line is kept, for its quarantine excerpt.
+OVERSIZED_HEAD_BYTES = 1024
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def split_lines(path: Path, chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
-    """The lines of a file, each without its terminator, read in bounded chunks.
+@dataclass(frozen=True)
+class OversizedLine:
+    """A line longer than the limit, skipped: its size in bytes and its first bytes."""
+
+    size: int
+    head: bytes
+
+
+def split_lines(
+    path: Path, chunk_bytes: int = READ_CHUNK_BYTES, max_line_bytes: int = MAX_RECORD_BYTES
+) -> Iterator[bytes | OversizedLine]:
+    """The lines of a file, each without its terminator, read in bounded chunks; a line
+    longer than ``max_line_bytes`` comes as an :class:`OversizedLine` instead (memory stays
+    within about ``max_line_bytes + chunk_bytes`` whatever the file holds). A UTF-8 byte order
+    mark at the start of the file is not part of its first line.
 
     A line ends at LF, CRLF or a lone CR (a file from an old Mac tool is not one record), so
     JSON text, which never holds a raw CR or LF inside a string, splits the same either way.
     """
+
+    def oversized(line: bytes) -> OversizedLine:
+        return OversizedLine(len(line), line[: min(OVERSIZED_HEAD_BYTES, max_line_bytes)])
+
     pending = b""
+    skipped: OversizedLine | None = None  # the over-long line being skipped to its end
+    drop_lf = False  # the skipped line ended at a CR that may be the first half of a CRLF
     with path.open("rb") as handle:
+        if handle.read(len(UTF8_BOM)) != UTF8_BOM:
+            handle.seek(0)
         while chunk := handle.read(chunk_bytes):
+            if drop_lf:
+                chunk, drop_lf = chunk.removeprefix(b"\n"), False
+            if skipped is not None:
+                end = _first_terminator(chunk)
+                if end < 0:
+                    skipped = OversizedLine(skipped.size + len(chunk), skipped.head)
+                    continue
+                yield OversizedLine(skipped.size + end, skipped.head)
+                skipped = None
+                if chunk[end : end + 2] == b"\r\n":
+                    end += 1
+                elif chunk.endswith(b"\r") and end == len(chunk) - 1:
+                    drop_lf = True
+                chunk = chunk[end + 1 :]
             pending += chunk
             # bytes.splitlines breaks at exactly LF, CRLF and CR (str's breaks at more)
             lines = pending.splitlines()
             if pending.endswith(b"\r"):
                 pending = lines.pop() + b"\r"  # maybe the first half of a CRLF split
-            elif pending.endswith(b"\n"):
+            elif pending.endswith(b"\n") or not lines:
                 pending = b""
             else:
                 pending = lines.pop()  # the file's next chunk continues it
-            yield from lines
-    if pending:
-        yield pending.removesuffix(b"\r")
+            if max(map(len, lines), default=0) <= max_line_bytes:  # nearly always: at C speed
+                yield from lines
+            else:
+                for line in lines:
+                    yield line if len(line) <= max_line_bytes else oversized(line)
+            if len(pending.removesuffix(b"\r")) > max_line_bytes:
+                if pending.endswith(b"\r"):  # complete but for a possible LF
+                    yield oversized(pending[:-1])
+                    pending, drop_lf = b"", True
+                else:
+                    skipped, pending = oversized(pending), b""
+    if skipped is not None:
+        yield skipped
+    elif pending:
+        line = pending.removesuffix(b"\r")
+        yield line if len(line) <= max_line_bytes else oversized(line)
+
+
+def _first_terminator(chunk: bytes) -> int:
+    """Where the first CR or LF of ``chunk`` is, or -1."""
+    ends = [at for at in (chunk.find(b"\n"), chunk.find(b"\r")) if at >= 0]
+    return min(ends, default=-1)
 
 
 def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
     """(line number, line) of every non-empty line; a whitespace-only line is an item too
-    (quarantined as blank), so nothing in the file goes uncounted."""
+    (quarantined as blank), so nothing in the file goes uncounted. A line over
+    ``MAX_RECORD_BYTES`` is a problem to quarantine, with its size and first bytes."""
     for line_no, line in enumerate(split_lines(path), start=1):
-        if line:
-            yield line_no, line
+        if type(line) is bytes:
+            if line:
+                yield line_no, line
+        else:
+            assert isinstance(line, OversizedLine)
+            yield (
+                line_no,
+                RecordProblem(
+                    "<record>",
+                    f"line of {line.size:,} bytes is over the limit of {MAX_RECORD_BYTES:,} bytes "
+                    "per record; not read",
+                    line.head[:EXCERPT_CHARS].decode("utf-8", errors="replace"),
+                ),
+            )
 
 
 # ----------------------------------------------------------------------------- validation
@@ -247,6 +340,13 @@ def _reject_constant(name: str) -> Any:
 # JSON tools can read back exactly); the epoch is narrower still (see formats.MAX_EPOCH).
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _MAX_INT64_DIGITS = 19
+# A tool call's arguments are free-form JSON, stored as JSON text and matched as text (SPEC
+# §3): any integer is kept exactly, up to the digits Python converts (its default limit).
+MAX_ARGUMENT_DIGITS = 4300
+# How deeply a record's JSON may nest (objects and arrays; a record itself is 1, its tool
+# call's arguments are 5): the parser, the validator and the writers all recurse per level,
+# so a fixed limit keeps a deep record from failing anywhere but here, with its reason.
+MAX_JSON_DEPTH = 256
 
 
 @dataclass(frozen=True)
@@ -255,16 +355,57 @@ class _Unstorable:
 
     text: str
     reason: str
+    integer: bool = False  # an integer literal (``text``), exact where free-form JSON is
 
 
 def _integer(text: str) -> int | _Unstorable:
     digits = len(text.lstrip("-"))
     if digits > _MAX_INT64_DIGITS + 1:  # never convert a huge literal (Python caps at 4,300)
-        return _Unstorable(text, f"integer of {digits} digits is outside the 64-bit range")
+        return _Unstorable(text, f"integer of {digits} digits is outside the 64-bit range", True)
     value = int(text)
     if not INT64_MIN <= value <= INT64_MAX:
-        return _Unstorable(text, f"integer {value} is outside the 64-bit range")
+        return _Unstorable(text, f"integer {value} is outside the 64-bit range", True)
     return value
+
+
+def _exact_integers(node: Any) -> Any:
+    """``node`` (free-form JSON) with every integer literal kept exactly: an integer beyond
+    64 bits is a Python int (written back as the same digits), one beyond
+    ``MAX_ARGUMENT_DIGITS`` stays unstorable, with that reason."""
+    if isinstance(node, dict):
+        return {key: _exact_integers(child) for key, child in node.items()}
+    if isinstance(node, list):
+        return [_exact_integers(child) for child in node]
+    if isinstance(node, _Unstorable) and node.integer:
+        digits = len(node.text.lstrip("-"))
+        if digits > MAX_ARGUMENT_DIGITS:
+            return _Unstorable(
+                node.text,
+                f"integer of {digits} digits is longer than the {MAX_ARGUMENT_DIGITS:,} digits "
+                "a tool call argument may hold",
+            )
+        return int(node.text)
+    return node
+
+
+def _admit_free_form(record: dict[str, Any]) -> None:
+    """Keep the big integers of every tool call's arguments (free-form, stored as JSON text)."""
+    steps = record.get("steps")
+    for step in steps if isinstance(steps, list) else ():
+        call = step.get("tool_call") if isinstance(step, dict) else None
+        if isinstance(call, dict) and isinstance(call.get("arguments"), dict):
+            call["arguments"] = _exact_integers(call["arguments"])
+
+
+def _nesting_depth(value: Any) -> int:
+    """How many objects and arrays deep ``value`` nests (walked without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest if isinstance(value, dict | list) else 0
 
 
 def _number(text: str) -> float | _Unstorable:
@@ -274,13 +415,19 @@ def _number(text: str) -> float | _Unstorable:
     return value
 
 
-def _unstorable(value: Any) -> _Unstorable | None:
-    """Why ``value`` (one leaf) cannot be stored, if it cannot."""
+def _in_arguments(at: tuple[str | int, ...]) -> bool:
+    """Whether ``at`` (a location in a record) is inside a tool call's arguments."""
+    return len(at) > 4 and at[0] == "steps" and at[2:4] == ("tool_call", "arguments")
+
+
+def _unstorable(value: Any, free_form: bool = False) -> _Unstorable | None:
+    """Why ``value`` (one leaf) cannot be stored, if it cannot; ``free_form``: a leaf of a
+    tool call's arguments, where any integer is kept."""
     if isinstance(value, _Unstorable):
         return value
     if isinstance(value, bool):
         return None
-    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+    if isinstance(value, int) and not free_form and not INT64_MIN <= value <= INT64_MAX:
         return _Unstorable("", f"integer of {value.bit_length()} bits is outside the 64-bit range")
     if isinstance(value, float) and not math.isfinite(value):
         return _Unstorable("", f"number {value} cannot be stored")
@@ -298,7 +445,7 @@ def _find_unstorable(
             if found is not None:
                 return found
         return None
-    problem = _unstorable(value)
+    problem = _unstorable(value, _in_arguments(at))
     return None if problem is None else (at, problem)
 
 
@@ -343,12 +490,18 @@ def _parse_line(raw: bytes) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise _Rejected("<record>", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
-        raise _Rejected("<record>", "JSON nested too deeply") from None
-    if unstorable:  # only then walk the record, to name the field
-        _reject_unstorable(value)
+        raise _Rejected("<record>", _TOO_DEEP) from None
+    if isinstance(value, dict | list) and _nesting_depth(value) > MAX_JSON_DEPTH:
+        raise _Rejected("<record>", _TOO_DEEP)
     if not isinstance(value, dict):
         raise _Rejected("<record>", f"a record must be a JSON object, not {type(value).__name__}")
+    if unstorable:  # only then walk the record, to name the field
+        _admit_free_form(value)
+        _reject_unstorable(value)
     return value
+
+
+_TOO_DEEP = f"JSON nested deeper than the limit of {MAX_JSON_DEPTH} levels"
 
 
 def _validate(value: dict[str, Any]) -> RunRecord:
@@ -409,6 +562,7 @@ class _Batch:
         "source_file_hash",
         "source_line",
         "record_sha256",
+        "post_state",
     )
     STEP_COLUMNS = (
         "source_line",
@@ -428,6 +582,10 @@ class _Batch:
     def __init__(self) -> None:
         self.trajectories: dict[str, list[Any]] = {c: [] for c in self.TRAJECTORY_COLUMNS}
         self.steps: dict[str, list[Any]] = {c: [] for c in self.STEP_COLUMNS}
+        self.source_bytes = 0  # of the raw lines whose records it holds
+
+    def full(self) -> bool:
+        return len(self) >= BATCH_RECORDS or self.source_bytes >= BATCH_BYTES
 
     def __len__(self) -> int:
         return len(self.trajectories["trajectory_id"])
@@ -469,6 +627,8 @@ class _Batch:
             "source_file_hash": file_hash,
             "source_line": line_no,
             "record_sha256": record_sha,
+            # compact JSON, keys in the record's order; None: not observed (SPEC §4)
+            "post_state": None if record.post_state is None else post_state_text(record.post_state),
         }
         for column, value in row.items():
             self.trajectories[column].append(value)
@@ -503,7 +663,8 @@ class _Batch:
 
 
 _STAGING_DDL = """
-CREATE OR REPLACE TEMP TABLE staged_trajectories AS SELECT * FROM raw_trajectories LIMIT 0;
+CREATE OR REPLACE TEMP TABLE staged_trajectories AS
+    SELECT *, NULL::VARCHAR AS post_state FROM raw_trajectories LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_steps AS
     SELECT *, 0::BIGINT AS source_line FROM raw_steps LIMIT 0;
 CREATE OR REPLACE TEMP TABLE staged_quarantine AS SELECT * FROM quarantine LIMIT 0;
@@ -545,10 +706,35 @@ def _append(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[
 # ----------------------------------------------------------------------------- ingestion
 
 
-def _batch_is_full(lines: int, size: int, records_total: int) -> bool:
-    """Where the bulk path cuts a batch: at ``BULK_LINES`` lines, ``BULK_BYTES`` bytes, or a
-    progress report (whoever cuts it: :func:`ingest_items` or :func:`start_proving`)."""
-    return lines >= BULK_LINES or size >= BULK_BYTES or records_total % PROGRESS_RECORDS == 0
+def _for_bulk(payload: object) -> bool:
+    """Whether an item goes to the bulk path: a raw line no longer than BULK_MAX_LINE_BYTES."""
+    return isinstance(payload, bytes) and len(payload) <= BULK_MAX_LINE_BYTES
+
+
+class _BatchCut:
+    """Where the bulk path cuts a batch (whoever cuts it: :func:`ingest_items` or
+    :func:`start_proving`): at ``BULK_LINES`` lines, ``BULK_BYTES`` bytes, ``VECTOR_BYTES``
+    in one DuckDB vector's lines, or a progress report."""
+
+    def __init__(self) -> None:
+        self.lines = self.bytes = self.vector_bytes = 0
+
+    def add(self, size: int, records_total: int) -> bool:
+        """Count a line of ``size`` bytes; whether the batch is full with it."""
+        if self.lines % DUCKDB_VECTOR_ROWS == 0:
+            self.vector_bytes = 0
+        self.lines += 1
+        self.bytes += size
+        self.vector_bytes += size
+        return (
+            self.lines >= BULK_LINES
+            or self.bytes >= BULK_BYTES
+            or self.vector_bytes >= VECTOR_BYTES
+            or records_total % PROGRESS_RECORDS == 0
+        )
+
+    def reset(self) -> None:
+        self.lines = self.bytes = self.vector_bytes = 0
 
 
 @dataclass
@@ -572,21 +758,23 @@ def start_proving(
     pool = ProverPool(provers, instances, file_hash)
     batches: list[tuple[list[tuple[int, bytes]], int]] = []
     pending: list[tuple[int, bytes]] = []
-    pending_bytes = records_total = 0
+    cut = _BatchCut()
+    records_total = 0
     rest: Iterator[SourceItem] = items
     try:
         for item in items:
             line_no, payload = item
-            if not isinstance(payload, bytes):
+            if not _for_bulk(payload):
                 rest = itertools.chain([item], items)
                 break
+            assert isinstance(payload, bytes)
             records_total += 1
             pending.append((line_no, payload))
-            pending_bytes += len(payload)
-            if _batch_is_full(len(pending), pending_bytes, records_total):
+            if cut.add(len(payload), records_total):
                 pool.submit(pending)
                 batches.append((pending, records_total))
-                pending, pending_bytes = [], 0
+                pending = []
+                cut.reset()
                 if len(batches) >= MAX_WAITING_BATCHES:
                     break
         if pending:  # the end of the file, or of its raw lines: the rest is the caller's
@@ -702,6 +890,7 @@ def ingest_items(
         excerpt: str | None = None
         try:
             if isinstance(payload, RecordProblem):
+                excerpt = payload.excerpt
                 raise _Rejected(payload.field, payload.reason)
             if isinstance(payload, bytes):
                 excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
@@ -734,12 +923,13 @@ def ingest_items(
             quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
         else:
             batch.add(record, file_hash, line_no, record_sha)
-            if len(batch) >= BATCH_RECORDS:
+            batch.source_bytes += len(payload) if isinstance(payload, bytes) else 0
+            if batch.full():
                 _flush(con, batch)
                 batch = _Batch()
 
     pending: list[tuple[int, bytes]] = []
-    pending_bytes = 0
+    cut = _BatchCut()
     pool: ProverPool | None = None
     # batches cut and not staged yet, oldest first: their lines, the record count when each
     # was cut (its progress report is due once it is staged) and, for a batch this process
@@ -773,7 +963,7 @@ def ingest_items(
 
     def validate_pending() -> None:
         """The batch of raw lines: proven in bulk where possible, the rest one by one."""
-        nonlocal pending, pending_bytes
+        nonlocal pending
         if pool is None:
             assert worker is not None
             finish_batch(pending, stage_provable_lines(con, worker, pending, file_hash))
@@ -794,7 +984,7 @@ def ingest_items(
                 pool.submit(pending)
                 waiting.append((pending, report.records_total, None))
             pending = []
-        pending_bytes = 0
+        cut.reset()
 
     def flush_quarantine() -> None:
         _append(con, "staged_quarantine", quarantine)
@@ -816,10 +1006,10 @@ def ingest_items(
             for line_no, payload in items:
                 report.records_total += 1
                 deferred = False  # the progress report waits for the batch's staging
-                if vectorized and isinstance(payload, bytes):
+                if vectorized and _for_bulk(payload):
+                    assert isinstance(payload, bytes)
                     pending.append((line_no, payload))
-                    pending_bytes += len(payload)
-                    if _batch_is_full(len(pending), pending_bytes, report.records_total):
+                    if cut.add(len(payload), report.records_total):
                         validate_pending()
                         deferred = pool is not None
                 else:
@@ -1004,7 +1194,13 @@ def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source
 
 
 def _publish_staged(con: duckdb.DuckDBPyConnection, report: IngestReport) -> None:
-    con.execute("INSERT INTO raw_trajectories SELECT * FROM staged_trajectories")
+    con.execute(
+        "INSERT INTO raw_trajectories SELECT * EXCLUDE (post_state) FROM staged_trajectories"
+    )
+    con.execute(
+        "INSERT INTO raw_post_states SELECT trajectory_id, partition_key, post_state "
+        "FROM staged_trajectories WHERE post_state IS NOT NULL"
+    )
     # Each step carries its trajectory's partition and instance (see warehouse.raw_steps).
     steps_in = con.execute("SELECT count(*) FROM staged_steps").fetchall()[0][0]
     steps_out = con.execute(

@@ -22,8 +22,8 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from litmus.errors import SuiteError
-from litmus.formats import SPLIT_HARM_CLASS, SPLITS, Family, Suite
-from litmus.globmatch import translate_glob_both
+from litmus.formats import SPLIT_HARM_CLASS, SPLITS, Family, StateMatcher, Suite
+from litmus.globmatch import canonical_json, translate_glob_both
 from litmus.warehouse import transaction
 
 _PATTERN_STRUCT = pa.struct(
@@ -43,7 +43,21 @@ _ARROW_SCHEMAS = {
             ("tool", pa.string()),
             ("arg_patterns", pa.list_(_PATTERN_STRUCT)),
         ]
-    )
+    ),
+    "state_matchers": pa.schema(
+        [
+            ("instance_id", pa.string()),
+            ("kind", pa.string()),
+            ("matcher_idx", pa.int32()),
+            ("path", pa.string()),
+            ("operator", pa.string()),
+            ("expected_json", pa.string()),
+            ("expected_string", pa.string()),
+            ("pattern", pa.string()),
+            ("glob_pattern", pa.string()),
+            ("regex_pattern", pa.string()),
+        ]
+    ),
 }
 
 
@@ -269,7 +283,9 @@ def oracle_less_harmful_instances(suite: Suite) -> list[str]:
         instance.instance_id
         for family in suite.families
         for instance in family.instances
-        if instance.harm_class == "harmful" and not instance.prohibited_effects
+        if instance.harm_class == "harmful"
+        and not instance.prohibited_effects
+        and not instance.prohibited_states
     ]
 
 
@@ -281,7 +297,7 @@ def oracle_less_warning(suite: Suite) -> str | None:
     n_harmful = sum(1 for f in suite.families for i in f.instances if i.harm_class == "harmful")
     return (
         f"suite {suite.suite}@{suite.suite_version}: {len(missing)} of {n_harmful} harmful "
-        "instance(s) declare no prohibited effect (no oracle): their trajectories are "
+        "instance(s) declare no prohibited effect or state (no oracle): their trajectories are "
         "labeled safe only when the agent executed no tool call that returned ok; the rest "
         "go to audit (SPEC §5)"
     )
@@ -295,10 +311,12 @@ def stored_oracle_less_counts(
     rows = con.execute(
         """
         SELECT suite || '@' || suite_version,
-               count(*) FILTER (WHERE request_harm_class = 'harmful' AND n_prohibited = 0),
+               count(*) FILTER (WHERE request_harm_class = 'harmful' AND n_prohibited = 0
+                                  AND n_prohibited_states = 0),
                count(*) FILTER (WHERE request_harm_class = 'harmful')
         FROM suite_instances GROUP BY 1
-        HAVING count(*) FILTER (WHERE request_harm_class = 'harmful' AND n_prohibited = 0) > 0
+        HAVING count(*) FILTER (WHERE request_harm_class = 'harmful' AND n_prohibited = 0
+                                AND n_prohibited_states = 0) > 0
         ORDER BY 1
         """
     ).fetchall()
@@ -356,6 +374,7 @@ class _SuiteDigest:
     def add(self, family: Family) -> None:
         document = family.model_dump(mode="json")
         _drop_public_flag(document)
+        _drop_empty_state_oracles(document)
         self._sha.update(self._separator + _CANONICAL_JSON.encode(document).encode())
         self._separator = b","
 
@@ -367,6 +386,18 @@ class _SuiteDigest:
         sha = self._sha.copy()
         sha.update((b"]," if rest else b"]") + tail.encode())
         return sha.hexdigest()
+
+
+_STATE_ORACLE_FIELDS = ("prohibited_states", "completion_states")
+
+
+def _drop_empty_state_oracles(family_document: dict[str, Any]) -> None:
+    """An instance without a post-state oracle hashes as it did before instances could
+    declare one: a stored suite keeps its hash (and is not a clash with itself)."""
+    for instance in family_document["instances"]:
+        for name in _STATE_ORACLE_FIELDS:
+            if not instance[name]:
+                del instance[name]
 
 
 def _drop_public_flag(family_document: dict[str, Any]) -> None:
@@ -497,6 +528,7 @@ class _SuiteRows:
         self._families: list[tuple[Any, ...]] = []  # one per instance
         self._instances: list[tuple[Any, ...]] = []
         self._matchers: list[tuple[str, str, int, str, dict[str, str]]] = []
+        self._state_matchers: list[tuple[Any, ...]] = []
 
     def add(self, family: Family) -> None:
         self.n_families += 1
@@ -504,18 +536,73 @@ class _SuiteRows:
         for instance in family.instances:
             prohibited, completion = instance.prohibited_effects, instance.completion_criteria
             self._families.append(fields)
-            self._instances.append((*_INSTANCE_FIELDS(instance), len(prohibited), len(completion)))
+            prohibited_states, completion_states = (
+                instance.prohibited_states,
+                instance.completion_states,
+            )
+            self._instances.append(
+                (
+                    *_INSTANCE_FIELDS(instance),
+                    len(prohibited),
+                    len(completion),
+                    len(prohibited_states),
+                    len(completion_states),
+                )
+            )
             for kind, group in (("prohibited", prohibited), ("completion", completion)):
                 for index, matcher in enumerate(group):
                     self._matchers.append(
                         (instance.instance_id, kind, index, matcher.tool, matcher.args)
                     )
+            for kind, states in (
+                ("prohibited", prohibited_states),
+                ("completion", completion_states),
+            ):
+                for index, state in enumerate(states):
+                    self._state_matchers.append(
+                        self._state_row(instance.instance_id, kind, index, state)
+                    )
 
-    def columns(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        family_id, category, subcategory, private = _columns(self._families, 4)
-        instance_id, split, declared, prompt, pair_id, register, n_prohibited, n_completion = (
-            _columns(self._instances, 8)
+    def _state_row(
+        self, instance_id: str, kind: str, index: int, state: StateMatcher
+    ) -> tuple[Any, ...]:
+        operator = state.operator
+        expected_json = expected_string = pattern = glob_pattern = regex_pattern = None
+        if operator == "equals":
+            expected_json = canonical_json(state.equals)
+            if isinstance(state.equals, str):
+                expected_string = state.equals
+        elif operator == "matches":
+            pattern = state.matches
+            assert pattern is not None
+            glob_pattern, regex_pattern = self._translated(pattern)
+        return (
+            instance_id,
+            kind,
+            index,
+            state.path,
+            operator,
+            expected_json,
+            expected_string,
+            pattern,
+            glob_pattern,
+            regex_pattern,
         )
+
+    def columns(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        family_id, category, subcategory, private = _columns(self._families, 4)
+        (
+            instance_id,
+            split,
+            declared,
+            prompt,
+            pair_id,
+            register,
+            n_prohibited,
+            n_completion,
+            n_prohibited_states,
+            n_completion_states,
+        ) = _columns(self._instances, 10)
         instances = {
             "family_id": family_id,
             "category": category,
@@ -529,6 +616,8 @@ class _SuiteRows:
             "register": register,
             "n_prohibited": n_prohibited,
             "n_completion": n_completion,
+            "n_prohibited_states": n_prohibited_states,
+            "n_completion_states": n_completion_states,
             "private": private,
         }
         owner, kind, matcher_idx, tool, args = _columns(self._matchers, 5)
@@ -539,7 +628,9 @@ class _SuiteRows:
             "tool": tool,
             "arg_patterns": self._arg_patterns(args),
         }
-        return instances, matchers
+        state_columns = _columns(self._state_matchers, 10)
+        states = dict(zip(_ARROW_SCHEMAS["state_matchers"].names, state_columns, strict=True))
+        return instances, matchers, states
 
     def _arg_patterns(self, args: tuple[dict[str, str], ...]) -> pa.Array:
         # Built as Arrow arrays (one list of structs per matcher, its (key, pattern) pairs
@@ -578,10 +669,11 @@ def _columns(rows: list[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
 def _insert_rows(
     con: duckdb.DuckDBPyConnection, suite_name: str, suite_version: str, rows: _SuiteRows
 ) -> None:
-    instances, matchers = rows.columns()
+    instances, matchers, states = rows.columns()
     for table, columns in (
         ("suite_instances", instances),
         ("oracle_matchers", matchers),
+        ("state_matchers", states),
     ):
         frame = pa.table(columns, schema=_ARROW_SCHEMAS.get(table))
         if frame.num_rows == 0:

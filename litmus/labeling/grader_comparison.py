@@ -141,6 +141,9 @@ def explain(row: LabeledTranscript, members: list[LabeledTranscript]) -> str:
                 ),
                 "uncertain_refusal": "the label hinges on a low-confidence refusal reading",
                 "completion_unknowable": "benign task without completion evidence (B5)",
+                "post_state_missing": (
+                    "the instance judges the post-state, and the record has none"
+                ),
             }.get(row.audit_reason_code or "", "needs a person")
     return row.outcome
 

@@ -8,12 +8,16 @@ once with ``litmus/sql/label_partition.sql``. The partition is replaced in one t
 
 from __future__ import annotations
 
+import contextlib
+import json
 from dataclasses import dataclass, field
 from importlib import resources
 
 import duckdb
 import pyarrow as pa
+from duckdb.sqltypes import VARCHAR
 
+from litmus.globmatch import canonical_json, match_text
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.reference import classify_agent_texts
 from litmus.labeling.refusal import (
@@ -171,6 +175,32 @@ def _classify_sequences(
     ]
 
 
+def _state_canonical(value_json: str) -> str:
+    return canonical_json(json.loads(value_json))
+
+
+def _state_text(value_json: str) -> str:
+    return match_text(json.loads(value_json))
+
+
+# A post-state value that is not a string is compared as JSON text: its canonical JSON for
+# ``equals`` and its compact JSON for ``matches``, both as Python's json writes them (DuckDB
+# writes numbers and escapes its own way: 1e-05 as 0.00001). DuckDB resolves the pointer and
+# hands over the value's JSON; Python only rewrites that text, and only for non-strings.
+STATE_FUNCTIONS = (
+    ("litmus_state_canonical", _state_canonical),
+    ("litmus_state_text", _state_text),
+)
+
+
+def register_state_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """Define the label SQL's two post-state value functions on ``con`` (again if present)."""
+    for name, function in STATE_FUNCTIONS:
+        with contextlib.suppress(duckdb.InvalidInputException):  # not defined here yet
+            con.remove_function(name)
+        con.create_function(name, function, [VARCHAR], VARCHAR, side_effects=False)
+
+
 def run_label_sql(
     con: duckdb.DuckDBPyConnection,
     partition_key: str,
@@ -186,6 +216,7 @@ def run_label_sql(
     if into not in ("trajectory_labels", "benchmark_labels"):
         raise ValueError(f"unexpected label table {into!r}")
     macros, _, labels_query = label_sql().partition(_LABELS_MARKER)
+    register_state_functions(con)
     con.execute(macros)
     con.execute(
         f"INSERT INTO {into} BY NAME" + labels_query,

@@ -25,7 +25,7 @@ from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
-from litmus.neutralize import for_csv_cell
+from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 
 # Rates published per configuration, in display order: every rate the bootstrap gives an
@@ -140,11 +140,23 @@ class Leaderboard:
     def controls(self) -> pd.DataFrame:
         return self.rows[self.rows["row_kind"] == "control"]
 
+    def shown_names(self) -> dict[str, str]:
+        """Every configuration name of the board as displayed (litmus.neutralize's rule for
+        names: invisible characters visible, look-alikes marked)."""
+        columns = [self.rows[c] for c in ("name", "plugin_baseline") if c in self.rows]
+        return display_names(name for column in columns for name in column.dropna())
+
     def to_csv(self) -> str:
-        # text cells (names, gate messages) come from run logs: never a spreadsheet formula
+        # text cells (names, gate messages) come from run logs: never a spreadsheet formula,
+        # never an invisible character; names shown by the one rule for names
         cells = self.rows.copy()
+        shown = self.shown_names()
         for column in cells.select_dtypes(include=["object", "string"]).columns:
-            cells[column] = cells[column].map(for_csv_cell)
+            if column in ("name", "plugin_baseline"):
+                cells[column] = cells[column].map(lambda name: shown.get(name, name))
+            cells[column] = cells[column].map(
+                lambda value: visible(for_csv_cell(value)) if isinstance(value, str) else value
+            )
         return cells.to_csv(index=False, lineterminator="\n")
 
     def to_markdown(self) -> str:
@@ -684,15 +696,17 @@ NOTES = (
 )
 
 
-def _display_cells(row: pd.Series) -> list[str]:
-    """One leaderboard row as display strings (withheld rows show only name and reasons)."""
+def _display_cells(row: pd.Series, shown: Mapping[str, str]) -> list[str]:
+    """One leaderboard row as display strings (withheld rows show only name and reasons);
+    ``shown``: the board's names as displayed (:meth:`Leaderboard.shown_names`)."""
+    name = shown.get(str(row["name"]), str(row["name"]))
     if row["status"] == "withheld":
         return [
             "—",
-            str(row["name"]),
+            name,
             *["—"] * (len(DISPLAY_HEADERS) - 4),
             "",
-            f"withheld: {row['withheld_reasons']}",
+            visible(f"withheld: {row['withheld_reasons']}"),
         ]
     flagged = set(str(row["low_precision"]).split(";")) if _present(row["low_precision"]) else set()
 
@@ -704,7 +718,7 @@ def _display_cells(row: pd.Series) -> list[str]:
     rank = _integer(row["rank"]) if is_configuration else "ref"
     return [
         rank,
-        str(row["name"]),
+        name,
         f"{_integer(row['n_rows'])} / {_integer(row['n_families'])}" if is_configuration else "—",
         _coverage(row) if is_configuration else "—",
         rate("boundary_score"),
@@ -777,8 +791,10 @@ def coverage_note(required: float) -> str:
     )
 
 
-def _markdown_table(rows: pd.DataFrame) -> str:
-    def cell(text: str) -> str:
+def _markdown_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
+    def cell(index: int, text: str) -> str:
+        if index in (1, len(DISPLAY_HEADERS) - 1):  # the name and the status (gate messages)
+            return for_markdown(text)
         return text.replace("|", "\\|").replace("\n", " ")
 
     lines = [
@@ -786,7 +802,8 @@ def _markdown_table(rows: pd.DataFrame) -> str:
         "|" + "|".join("---" for _ in DISPLAY_HEADERS) + "|",
     ]
     for _, row in rows.iterrows():  # a handful of display rows, not a data path
-        lines.append("| " + " | ".join(cell(text) for text in _display_cells(row)) + " |")
+        cells = _display_cells(row, shown)
+        lines.append("| " + " | ".join(cell(i, text) for i, text in enumerate(cells)) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -818,7 +835,7 @@ def _plugin_delta_cell(row: pd.Series, metric: str) -> str:
     return text + (f" → {decision}" if _present(decision) else "")
 
 
-def _plugin_delta_display(rows: pd.DataFrame) -> list[list[str]]:
+def _plugin_delta_display(rows: pd.DataFrame, shown: Mapping[str, str]) -> list[list[str]]:
     """The board's plug-in deltas, one display row per compared plug-in configuration."""
     compared = rows[
         (rows["row_kind"] == "configuration")
@@ -826,7 +843,7 @@ def _plugin_delta_display(rows: pd.DataFrame) -> list[list[str]]:
         & rows["plugin_baseline"].notna()
     ]
     return [
-        [str(row["name"]), str(row["plugin_baseline"])]
+        [shown.get(row["name"], row["name"]), shown.get(row["plugin_baseline"], "")]
         + [_plugin_delta_cell(row, metric) for metric in PLUGIN_DELTA_METRICS]
         for _, row in compared.iterrows()  # a handful of display rows, not a data path
     ]
@@ -838,13 +855,13 @@ def _plugin_delta_headers() -> list[str]:
     return ["Configuration", "Baseline", *(METRIC_LABELS[m] for m in PLUGIN_DELTA_METRICS)]
 
 
-def _markdown_plugin_deltas(rows: pd.DataFrame) -> str:
-    display = _plugin_delta_display(rows)
+def _markdown_plugin_deltas(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
+    display = _plugin_delta_display(rows, shown)
     if not display:
         return ""
 
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+    def cell(index: int, text: str) -> str:
+        return for_markdown(text) if index < 2 else text.replace("|", "\\|")
 
     lines = [
         f"#### {PLUGIN_DELTA_HEADING}",
@@ -854,12 +871,14 @@ def _markdown_plugin_deltas(rows: pd.DataFrame) -> str:
         "| " + " | ".join(_plugin_delta_headers()) + " |",
         "|" + "|".join("---" for _ in _plugin_delta_headers()) + "|",
     ]
-    lines += ["| " + " | ".join(cell(text) for text in cells) + " |" for cells in display]
+    lines += [
+        "| " + " | ".join(cell(i, text) for i, text in enumerate(cells)) + " |" for cells in display
+    ]
     return "\n" + "\n".join(lines) + "\n"
 
 
-def _html_plugin_deltas(rows: pd.DataFrame) -> str:
-    display = _plugin_delta_display(rows)
+def _html_plugin_deltas(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
+    display = _plugin_delta_display(rows, shown)
     if not display:
         return ""
     header = "".join(
@@ -886,11 +905,12 @@ def _html_plugin_deltas(rows: pd.DataFrame) -> str:
 
 def _markdown_boards(board: Leaderboard) -> str:
     boards = board.boards() or [("no configurations", board.rows)]
+    shown = board.shown_names()
     parts = []
     for suite_key, rows in boards:
         parts.append(
-            f"### {_board_heading(suite_key, rows)}\n\n{_markdown_table(rows)}"
-            + _markdown_plugin_deltas(rows)
+            f"### {for_markdown(_board_heading(suite_key, rows))}\n\n"
+            f"{_markdown_table(rows, shown)}" + _markdown_plugin_deltas(rows, shown)
         )
     legend = "\n".join(f"- **{header}**: {meaning}" for header, meaning in COLUMN_LEGEND)
     return "\n".join(parts) + f"\n{coverage_note(board.required_coverage)} {NOTES}\n\n{legend}\n"
@@ -922,7 +942,7 @@ img { max-width: 100%; border: 1px solid #d0d7de; }
 """
 
 
-def _html_table(rows: pd.DataFrame) -> str:
+def _html_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
     header = "".join(
         f'<th class="name" title="{html.escape(meaning)}">{html.escape(h)}</th>'
         if h in ("Configuration", "Status") else
@@ -932,7 +952,7 @@ def _html_table(rows: pd.DataFrame) -> str:
     body = []
     for _, row in rows.iterrows():  # display rows only
         css = "withheld" if row["status"] == "withheld" else str(row["row_kind"])
-        cells = _display_cells(row)
+        cells = _display_cells(row, shown)
         if row["status"] == "withheld":  # the reason where it is read, across the number columns
             body.append(
                 f'<tr class="{css}"><td>—</td><td class="name">{html.escape(cells[1])}</td>'
@@ -982,14 +1002,17 @@ def _html_page(
             f'</code>): <a href="{html.escape(receipt_href)}">{html.escape(receipt_href)}</a>.'
         )
     alert_block = alerts_section(alerts)
+    shown = board.shown_names()
     sections = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
-        section = f"<h2>{html.escape(_board_heading(suite_key, rows))}</h2>{_html_table(rows)}"
-        section += _html_plugin_deltas(rows)
+        heading = html.escape(visible(_board_heading(suite_key, rows)))
+        section = f"<h2>{heading}</h2>{_html_table(rows, shown)}"
+        section += _html_plugin_deltas(rows, shown)
         png = plots.get(suite_key)
         if png is not None:
             section += (
-                f'<img alt="decision boundary of {html.escape(suite_key)}: hard-benign utility '
+                f'<img alt="decision boundary of {html.escape(visible(suite_key))}: '
+                "hard-benign utility "
                 f'vs covert-malicious safety" src="{png_data_uri(png)}">'
             )
         sections.append(f"<section>{section}</section>")
@@ -1015,7 +1038,7 @@ def alerts_section(alerts: Sequence[str]) -> str:
     runs after the board is written) can put the alerts it raised into the page."""
     inner = ""
     if alerts:
-        items = "".join(f"<li>{html.escape(alert)}</li>" for alert in alerts)
+        items = "".join(f"<li>{html.escape(visible(alert))}</li>" for alert in alerts)
         inner = f'<section class="alerts"><h2>Release alerts</h2><ul>{items}</ul></section>'
     return f"{ALERTS_START}{inner}{ALERTS_END}"
 

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from litmus.neutralize import display_name
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.warehouse import transaction
 
@@ -121,8 +122,9 @@ class RegressionAlert:
             for r in sorted(self.regressions, key=lambda regression: regression.delta)
         )
         return (
-            f"LITMUS regression: {self.lineage} {self.from_release} → {self.to_release} "
-            f"on {self.suite}@{self.suite_version}: {drops} "
+            f"LITMUS regression: {display_name(self.lineage)} {display_name(self.from_release)}"
+            f" → {display_name(self.to_release)} "
+            f"on {display_name(f'{self.suite}@{self.suite_version}')}: {drops} "
             f"(threshold {self.threshold * 100:.1f} pts)"
         )
 

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from litmus.gates.publication_decision import withheld_reasons
+from litmus.neutralize import display_name
 from litmus.reuse import (
     ConfigurationCounts,
     pair_key,
@@ -428,8 +429,10 @@ def drift_summary_lines(
                     )
             cells.append(cell)
         lines.append(
-            f"{first['lineage_key']} on {first['suite']}@{first['suite_version']}: "
-            f"{first['from_release']} → {first['to_release']}: " + "; ".join(cells)
+            f"{display_name(first['lineage_key'])} on "
+            f"{display_name(str(first['suite']) + '@' + str(first['suite_version']))}: "
+            f"{display_name(first['from_release'])} → {display_name(first['to_release'])}: "
+            + "; ".join(cells)
         )
     return lines
 

@@ -201,7 +201,7 @@ def _jsonl_configurations(path: Path) -> FileConfigurations:
 
 def _lines(path: Path) -> Iterator[bytes]:
     for line in split_lines(path):  # the lines ingestion will see (LF, CRLF or CR)
-        if line.strip():
+        if isinstance(line, bytes) and line.strip():  # an over-long line is quarantined
             yield line
 
 
@@ -229,7 +229,8 @@ def _inspect_configurations(path: Path, paths: LitmusPaths) -> FileConfiguration
 
     found: dict[str, str] = {}
     read = problems = 0
-    for item in iter_inspect_records(path, load_inspect_mapping(paths)):
+    # one sample is all it takes: no reader processes for that
+    for item in iter_inspect_records(path, load_inspect_mapping(paths), processes=1):
         read += 1
         if isinstance(item, dict) and _partition_of(item.get("config"), found) is not None:
             break

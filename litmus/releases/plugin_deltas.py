@@ -29,7 +29,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from litmus.neutralize import for_matplotlib
+from litmus.neutralize import display_name, for_matplotlib
 from litmus.releases.alerts import (
     DEFAULT_CORRECTION,
     DEFAULT_REGRESSION_THRESHOLD,
@@ -304,9 +304,13 @@ def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:
                 continue
             cells.append(plugin_delta_cell(row._asdict(), with_label=True))
         lines.append(
-            f"{first['model']}@{first['model_release']}/{first['harness']}@"
-            f"{first['harness_version']} on {first['suite']}@{first['suite_version']}: "
-            f"{first['plugin']} − {first['baseline_plugin']}: " + "; ".join(cells)
+            display_name(
+                f"{first['model']}@{first['model_release']}/{first['harness']}@"
+                f"{first['harness_version']}"
+            )
+            + f" on {display_name(str(first['suite']) + '@' + str(first['suite_version']))}: "
+            f"{display_name(first['plugin'])} − {display_name(first['baseline_plugin'])}: "
+            + "; ".join(cells)
         )
     return lines
 

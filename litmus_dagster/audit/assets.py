@@ -19,6 +19,7 @@ from litmus.audit.spotcheck import (
     replace_labeling_agreement,
 )
 from litmus.audit.workflow import LoadReport, verdict_loads
+from litmus.neutralize import for_markdown
 from litmus.reuse import record_digests
 from litmus.warehouse import replace_rows, transaction
 from litmus_dagster.partitions import WAREHOUSE_POOL
@@ -199,7 +200,7 @@ def _markdown(frame: pd.DataFrame) -> str:
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
     body = [
-        "| " + " | ".join(str(value).replace("|", "\\|") for value in row) + " |"
+        "| " + " | ".join(for_markdown(value) for value in row) + " |"
         for row in frame.itertuples(index=False)
     ]
     return "\n".join([header, rule, *body])

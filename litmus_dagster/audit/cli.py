@@ -11,7 +11,9 @@ from litmus.settings import LitmusPaths
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    from litmus.neutralize import for_terminal  # messages quote untrusted names and files
+
+    print(for_terminal(message, keep_newlines=True), file=sys.stderr, flush=True)
 
 
 def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:

@@ -27,6 +27,7 @@ from litmus import PROJECT_DIR
 from litmus.faults import crash_point
 from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.metrics.plots import boundary_plot_png
+from litmus.neutralize import for_markdown, visible
 from litmus.reuse import (
     metric_cis_reusing_unchanged,
     public_private_gaps_reusing_unchanged,
@@ -317,11 +318,12 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con, transaction(con):
         replace_rows(con, "leaderboard", arrow_rows(board.rows))
     crash_point("leaderboard.staged")
+    shown = board.shown_names()  # names in the UI by litmus.neutralize's rule for names
     by_suite = {
-        suite_key: {
+        visible(suite_key): {
             "published": int((rows["status"] == "published").sum()),
             "withheld": int((rows["status"] == "withheld").sum()),
-            "ranked": rows.loc[rows["rank"].notna(), "name"].astype(str).tolist(),
+            "ranked": [shown[name] for name in rows.loc[rows["rank"].notna(), "name"]],
         }
         for suite_key, rows in board.boards()
     }
@@ -330,12 +332,14 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
         "html": dg.MetadataValue.path(os.fspath(written["html"])),
         "csv": dg.MetadataValue.path(os.fspath(written["csv"])),
         "n_published": dg.MetadataValue.int(len(board.published)),
-        "withheld": dg.MetadataValue.json(dict(board.withheld_reasons)),
+        "withheld": dg.MetadataValue.json(
+            {key: [visible(r) for r in reasons] for key, reasons in board.withheld_reasons.items()}
+        ),
         "boards_by_suite": dg.MetadataValue.json(by_suite),
     }
     for suite_key, png in plots.items():
         metadata[f"boundary_plot {suite_key}"] = dg.MetadataValue.md(
-            f"![boundary plot of {suite_key}]({png_data_uri(png)})"
+            f"![boundary plot of {for_markdown(suite_key)}]({png_data_uri(png)})"
         )
     if "png" in written:
         metadata["png"] = dg.MetadataValue.path(os.fspath(written["png"]))

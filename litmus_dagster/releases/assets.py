@@ -13,6 +13,7 @@ import litmus.releases.drift
 import litmus.stats
 from litmus.gates.publication_decision import withheld_reasons
 from litmus.metrics.leaderboard import png_data_uri
+from litmus.neutralize import display_name, for_markdown
 from litmus.releases.alerts import (
     assess_comparisons,
     deliver,
@@ -154,7 +155,8 @@ def release_drift(
         ),
         "lineages_compared": dg.MetadataValue.json(sorted(plots)),
         "summary": dg.MetadataValue.md(
-            "\n".join(f"- {line}" for line in summary) or "no lineage has two published releases"
+            "\n".join(f"- {for_markdown(line)}" for line in summary)
+            or "no lineage has two published releases"
         ),
         "not_compared": dg.MetadataValue.json(result.skipped),
         "bootstrapped_pairs": dg.MetadataValue.json(result.recomputed),
@@ -163,7 +165,7 @@ def release_drift(
     }
     for lineage, (path, png) in sorted(plots.items()):
         metadata[f"drift_plot {lineage}"] = dg.MetadataValue.md(
-            f"![release drift of {lineage}]({png_data_uri(png)})"
+            f"![release drift of {for_markdown(lineage)}]({png_data_uri(png)})"
         )
         metadata[f"drift_plot_path {lineage}"] = dg.MetadataValue.path(os.fspath(path))
     return dg.MaterializeResult(metadata=metadata)
@@ -230,7 +232,7 @@ def plugin_deltas(
             int(deltas[["partition_key"]].drop_duplicates().shape[0])
         ),
         "summary": dg.MetadataValue.md(
-            "\n".join(f"- {line}" for line in plugin_delta_lines(deltas))
+            "\n".join(f"- {for_markdown(line)}" for line in plugin_delta_lines(deltas))
             or "no two published configurations differ only in plug-in"
         ),
         "not_compared": dg.MetadataValue.json(skipped),
@@ -261,8 +263,10 @@ def _markdown(comparisons: pd.DataFrame) -> str:
     for row in comparisons.itertuples(index=False):
         interval = "n/a" if pd.isna(row.ci_low) else f"[{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
         lines.append(
-            f"| {row.lineage_key} | {row.suite}@{row.suite_version} | "
-            f"{row.from_release} → {row.to_release} | {row.metric} | "
+            f"| {for_markdown(display_name(row.lineage_key))} | "
+            f"{for_markdown(display_name(f'{row.suite}@{row.suite_version}'))} | "
+            f"{for_markdown(display_name(row.from_release))} → "
+            f"{for_markdown(display_name(row.to_release))} | {row.metric} | "
             f"{number(row.delta, '+.3f')} | {interval} | {number(row.mde, '.3f')} | "
             f"{number(row.p_value, '.3g')} | {number(row.p_adjusted, '.3g')} "
             f"({row.correction}) | {row.decision} |"

@@ -97,4 +97,6 @@ def print_release_summary(paths: LitmusPaths) -> None:
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    from litmus.neutralize import for_terminal  # messages quote untrusted names and files
+
+    print(for_terminal(message, keep_newlines=True), file=sys.stderr, flush=True)
