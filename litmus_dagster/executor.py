@@ -231,9 +231,7 @@ def withheld_by(run: dg.ExecuteInProcessResult) -> list[str]:
     )
 
 
-def withheld_line(
-    evaluations: dict[str, dg.AssetCheckEvaluation], failed_checks: list[str]
-) -> str:
+def withheld_line(evaluations: dict[str, dg.AssetCheckEvaluation], failed_checks: list[str]) -> str:
     """One line: each failed gate with its reason (the check's description), as the board
     words it (``gate: message``)."""
     return for_terminal(
