@@ -576,7 +576,12 @@ def cmd_schemas(args: argparse.Namespace, paths: LitmusPaths) -> int:
 def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.labeling.refusal_eval import evaluate_refusal_classifier, format_report
 
-    folder = Path(args.folder)
+    if args.folder is None and not args.judge:
+        from litmus.labeling.refusal_train import evaluate_dev_sources
+
+        print(format_report(evaluate_dev_sources()))
+        return 0
+    folder = Path(args.folder or default_shared_data("xstest_dev"))
     if not folder.is_dir():
         raise LitmusError(f"{folder}: not a folder of XSTest completion CSV files")
     if args.judge:
@@ -704,9 +709,14 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.set_defaults(handler=cmd_schemas)
 
     refusal = commands.add_parser(
-        "eval-refusal", help="score the refusal classifier against XSTest human labels"
+        "eval-refusal", help="score the refusal judgment against human labels"
     )
-    refusal.add_argument("folder", nargs="?", default=default_shared_data("xstest_dev"))
+    refusal.add_argument(
+        "folder",
+        nargs="?",
+        help="a folder of XSTest-format completions (default: every labelled development "
+        "source in ../shared/data, per source and leave-one-source-out)",
+    )
     refusal.add_argument(
         "--judge", metavar="MODEL", help="score this LLM refusal judge instead of the classifier"
     )
