@@ -216,13 +216,13 @@ def _find_suite(paths: LitmusPaths, name: str, version: str | None):
 
 def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Convert turn-list transcripts into a native run file in the landing folder."""
+    from litmus.files import write_atomically
     from litmus.importers.transcripts import (
         UNPARSED_TOOL,
         TranscriptMapping,
         import_transcripts,
         safe_file_stem,
         write_jsonl_atomically,
-        write_text_atomically,
     )
 
     source = Path(args.file)
@@ -247,7 +247,7 @@ def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
     if result.generated_suite:
         name, version = result.suite["suite"], result.suite["suite_version"]
         suite_target = paths.suites / f"{name}@{version}.json"
-        write_text_atomically(
+        write_atomically(
             suite_target, json.dumps(result.suite, indent=1, ensure_ascii=False) + "\n"
         )
         _say(

@@ -11,7 +11,6 @@ receipt departs from it as a mismatch sentence.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import (
 )
 
 from litmus.errors import LitmusError
+from litmus.files import write_atomically
 
 RECEIPT_KIND = "litmus-leaderboard-receipt"
 RECEIPT_FILE_NAME = "receipt.json"
@@ -159,14 +159,10 @@ def document_problems(
 
 def write_receipt(path: Path, receipt: Mapping[str, Any]) -> Path:
     """Write atomically: a reader never sees half a receipt."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    partial.write_text(
+    return write_atomically(
+        path,
         json.dumps(receipt, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n",
-        encoding="utf-8",
     )
-    os.replace(partial, path)
-    return path
 
 
 def load_receipt(path: Path) -> dict[str, Any]:
