@@ -144,13 +144,34 @@ def cmd_import_inspect(args: argparse.Namespace, paths: LitmusPaths) -> int:
     }
     mapping = replace(load_inspect_mapping(paths), **overrides)
     target = paths.landing / (source.stem + ".inspect.jsonl")
-    summary = import_inspect_log(source, target, mapping)
+    summary = import_inspect_log(source, target, mapping, progress=_sample_progress(source))
     _say(f"{source.name}: {summary.records} record(s) → {target}")
     for problem in summary.problems:
         _say(f"  sample {problem.sample} epoch {problem.epoch}: {problem.field}: {problem.reason}")
     if summary.problems:
         _say(f"{summary.problem_count} sample(s) could not be mapped (listed above)")
     return 0
+
+
+PROGRESS_SECONDS = 5.0
+
+
+def _sample_progress(source: Path) -> Callable[[int, int], None]:
+    """Progress of a long import: a line every few seconds, and the last one (a short import
+    shows none)."""
+    last = time.monotonic()
+    shown = False
+
+    def show(read: int, total: int) -> None:
+        nonlocal last, shown
+        done = read == total and shown
+        if not done and time.monotonic() - last < PROGRESS_SECONDS:
+            return
+        last, shown = time.monotonic(), True
+        counted = f"{read:,} of {total:,}" if total else f"{read:,}"
+        _say(f"{for_terminal(source.name)}: {counted} samples read")
+
+    return show
 
 
 def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
@@ -195,13 +216,13 @@ def _find_suite(paths: LitmusPaths, name: str, version: str | None):
 
 def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Convert turn-list transcripts into a native run file in the landing folder."""
+    from litmus.files import write_atomically
     from litmus.importers.transcripts import (
         UNPARSED_TOOL,
         TranscriptMapping,
         import_transcripts,
         safe_file_stem,
         write_jsonl_atomically,
-        write_text_atomically,
     )
 
     source = Path(args.file)
@@ -226,7 +247,7 @@ def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
     if result.generated_suite:
         name, version = result.suite["suite"], result.suite["suite_version"]
         suite_target = paths.suites / f"{name}@{version}.json"
-        write_text_atomically(
+        write_atomically(
             suite_target, json.dumps(result.suite, indent=1, ensure_ascii=False) + "\n"
         )
         _say(
@@ -626,7 +647,12 @@ def cmd_schemas(args: argparse.Namespace, paths: LitmusPaths) -> int:
 def cmd_eval_refusal(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.labeling.refusal_eval import evaluate_refusal_classifier, format_report
 
-    folder = Path(args.folder)
+    if args.folder is None and not args.judge:
+        from litmus.labeling.refusal_train import evaluate_dev_sources
+
+        print(format_report(evaluate_dev_sources()))
+        return 0
+    folder = Path(args.folder or default_shared_data("xstest_dev"))
     if not folder.is_dir():
         raise LitmusError(f"{folder}: not a folder of XSTest completion CSV files")
     if args.judge:
@@ -777,13 +803,13 @@ def build_parser() -> argparse.ArgumentParser:
     schemas.set_defaults(handler=cmd_schemas)
 
     refusal = commands.add_parser(
-        "eval-refusal", help="score the refusal classifier against XSTest human labels"
+        "eval-refusal", help="score the refusal judgment against human labels"
     )
     refusal.add_argument(
         "folder",
         nargs="?",
-        default=default_shared_data("xstest_dev"),
-        help="folder of XSTest completion CSV files (default: ../shared/data/xstest_dev)",
+        help="a folder of XSTest-format completions (default: every labelled development "
+        "source in ../shared/data, per source and leave-one-source-out)",
     )
     refusal.add_argument(
         "--judge", metavar="MODEL", help="score this LLM refusal judge instead of the classifier"

@@ -28,6 +28,7 @@ from inspect_fixtures.litmus_fixture_task import (
     run_fixture_evals,
     write_fixture_suite,
 )
+from inspect_reference import reference_items
 from litmus.formats import RunRecord, Suite
 from litmus.importers.inspect_log import (
     ImportMapping,
@@ -35,6 +36,7 @@ from litmus.importers.inspect_log import (
     InspectLogError,
     import_inspect_log,
     iter_inspect_records,
+    uses_fast_reader,
 )
 
 pytestmark = pytest.mark.costly(rank=23)
@@ -381,3 +383,61 @@ def test_import_inspect_rejects_a_scorer_the_log_does_not_have(
         import_inspect_log(log, tmp_path / "out.jsonl", ImportMapping(task_completed_scorer="nope"))
     # the scorers it does hold import as before
     assert import_inspect_log(log, tmp_path / "ok.jsonl", JUDGED).records > 0
+
+
+MAPPINGS_TO_COMPARE = (
+    JUDGED,
+    ImportMapping(),
+    ImportMapping(refusal_scorer="includes"),  # a problem on every sample
+    ImportMapping(instance_id_field="litmus_id", instance_id_fallback=False),
+    ImportMapping(instance_id_format="{task}:{sample_id}/{split}"),
+)
+
+
+def test_the_fast_reader_gives_inspects_records_and_problems(
+    inspect_logs: dict[str, Path],
+) -> None:
+    """Issue 47: the real runs read directly give what Inspect's reader and models give
+    (tests/inspect_reference.py; randomized logs: test_inspect_reader_equivalence.py)."""
+    for name, log in inspect_logs.items():
+        header = read_eval_log(str(log), header_only=True)
+        assert uses_fast_reader(log, header) == (log.suffix == ".eval"), name
+        for mapping in MAPPINGS_TO_COMPARE:
+            assert list(iter_inspect_records(log, mapping)) == list(
+                reference_items(log, mapping)
+            ), (name, mapping)
+
+
+def test_reader_processes_keep_the_order_and_show_progress(
+    inspect_logs: dict[str, Path], tmp_path: Path
+) -> None:
+    log = inspect_logs["compliant"]
+    seen: list[tuple[int, int]] = []
+    items = list(iter_inspect_records(log, JUDGED, processes=2, progress=lambda *p: seen.append(p)))
+
+    assert items == list(reference_items(log, JUDGED))
+    assert seen[-1] == (len(SAMPLE_IDS) * EPOCHS, len(SAMPLE_IDS) * EPOCHS)
+    summary = import_inspect_log(log, tmp_path / "out.jsonl", JUDGED, processes=2)
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == items
+    assert summary.records == len(items)
+
+
+def test_a_damaged_sample_fails_with_inspects_message_in_every_reader(
+    inspect_logs: dict[str, Path], tmp_path: Path
+) -> None:
+    damaged = tmp_path / "damaged.eval"
+    shutil.copy(inspect_logs["compliant"], damaged)
+    _damage_zip_member(damaged, prefix="samples/hb_epoch_2")
+    with pytest.raises(Exception) as by_inspect:
+        read_eval_log_sample(str(damaged), "hb", 2)
+    expected = (
+        f"{damaged} (sample hb): cannot read the sample (Inspect epoch 2): "
+        f"{type(by_inspect.value).__name__}: {str(by_inspect.value).strip().splitlines()[0]}"
+    )
+
+    for processes in (1, 2):
+        with pytest.raises(InspectLogError) as raised:
+            list(iter_inspect_records(damaged, processes=processes))
+        assert str(raised.value) == expected
+        assert (raised.value.path, raised.value.sample) == (damaged, "hb")

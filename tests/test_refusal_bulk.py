@@ -163,7 +163,9 @@ def test_plain_narration_is_settled_without_the_python_rules() -> None:
     others = ["I can't help with that.", "Done. `rm -rf /` was blocked.", "All set."]
     settled = settled_in_sql(narration + others)
     # a cue or code goes to the rules; a short plain reply is settled at its lower confidence
-    assert settled == {**dict.fromkeys(range(50), 0.9), 52: 0.75}
+    long, short = (classify_many([[text]])[0].confidence for text in (narration[0], "All set."))
+    assert short < long
+    assert settled == {**dict.fromkeys(range(50), long), 52: short}
 
 
 def test_worker_processes_give_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:

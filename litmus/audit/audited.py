@@ -3,7 +3,9 @@
 Verdicts never overwrite rule labels: ``rule_label``/``rule_outcome`` keep what the rules said
 and ``label_source`` says where the published label came from — ``rule``, ``audit`` (a
 verdict on a needs_audit row) or ``override`` (a verdict that deliberately replaces a rule
-label). A trajectory's current verdict is its most recently loaded one (``litmus.audit.workflow``).
+label). A trajectory's current verdict is the one the single precedence picks (the view
+``current_audit_verdicts``, schema 0004: an override outranks an audit verdict, which outranks
+a spot-check; the latest loaded of the same kind counts).
 It applies when the rules said needs_audit, or when it is an explicit override; otherwise (the
 rules have since decided the row themselves, say after a relabel) the rule label stands and
 the verdict stays in the history.

@@ -34,9 +34,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from litmus.errors import LitmusError
+from litmus.files import write_atomically
 from litmus.formats import SPLITS, RunRecord, Suite
 
 UNPARSED_TOOL = "unparsed_action"
@@ -733,22 +732,8 @@ def import_transcripts(
     return result
 
 
-def write_text_atomically(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` through a hidden temporary file (the landing and suites
-    folders skip dot-files), so a reader never sees a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".importing-", suffix=target.suffix, dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def write_jsonl_atomically(records: list[dict[str, Any]], target: Path) -> None:
     """Write the records as JSONL; a failure leaves no partial file behind."""
-    write_text_atomically(
+    write_atomically(
         target, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     )

@@ -53,6 +53,7 @@ from litmus.ingestion.provers import ProverPool, default_provers
 from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
+from litmus.trust import derivation
 from litmus.warehouse import bounded_memory, transaction
 
 if TYPE_CHECKING:
@@ -1045,6 +1046,7 @@ def ingest_items(
                     "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
                     [report.accepted, len(retry_lines), report.quarantined, file_hash],
                 )
+                derivation.record_stored(con, file_hash)
                 return report
             con.execute(
                 "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1060,6 +1062,7 @@ def ingest_items(
                     now,
                 ],
             )
+            derivation.record_staged(con, file_hash)
     finally:
         if worker is not None:
             worker.close()

@@ -6,6 +6,9 @@ a whole partition in DuckDB. A property-based test proves they agree.
 
 # 1.2.0: post-state evidence (SPEC §5), post_state_missing; 1.1.0: instances without an oracle
 LABELER_VERSION = "1.2.0"
-# The rule classifier's version, here so that status can judge staleness without compiling
-# the rules (importing litmus.labeling.refusal compiles about 130 patterns).
-REFUSAL_RULES_VERSION = "refusal-rules-1.2"
+# The refusal classifier's version (rules + learned model), here so that status can judge
+# staleness without compiling the rules (importing litmus.labeling.refusal compiles about 130
+# patterns). The model's part is litmus/data/refusal_model.json's version (a test checks they
+# match): retraining changes the classifier's version, and so re-scoring follows.
+REFUSAL_MODEL_VERSION = "refusal-lr-f2e9ab938616"
+REFUSAL_RULES_VERSION = f"refusal-rules-1.3+{REFUSAL_MODEL_VERSION}"

@@ -22,14 +22,15 @@ from functools import lru_cache
 from typing import Literal, NamedTuple, Protocol
 
 from litmus.labeling import REFUSAL_RULES_VERSION
+from litmus.labeling.refusal_model import judge, shipped_model
 from litmus.labeling.refusal_scan import RuleScanner, SupersetStart, scannable, split_by_lookaround
 
 RefusalLabel = Literal["refused", "partial", "complied"]
 
-# Below this confidence a label that depends on the verdict goes to the audit queue. The
-# classifier reports less than this only for replies whose sole cue is a referral or a
-# capability disclaimer, and for a hedge-like objection followed by a full answer.
-LOW_CONFIDENCE: float = 0.6
+# Below this confidence (the probability that the verdict is right) a label that depends on
+# the verdict goes to the audit queue: the learned model's floor, chosen with it
+# (litmus/labeling/refusal_train.py).
+LOW_CONFIDENCE: float = shipped_model().floor
 
 
 @dataclass(frozen=True)
@@ -898,6 +899,32 @@ def _classify_text(text: str) -> _TextVerdict:
 def _classify_prepared(prepared: _Text) -> _TextVerdict:
     """``_classify_text`` of the text whose preparation is ``prepared``: the verdict depends
     on nothing else (the bulk path prepares a text once and hands the result on)."""
+    return learned_verdict(rule_verdict(prepared), prepared.lowered, after_decline(prepared))
+
+
+def learned_verdict(rules: _TextVerdict, lowered: str, after: int) -> _TextVerdict:
+    """The judgment on a prepared text (``lowered``) that the rules read as ``rules``, with
+    ``after`` characters after its first decline: the learned model's label and calibrated
+    confidence (litmus/labeling/refusal_model.py)."""
+    return _TextVerdict(*judge(rules.refusal, rules.confidence, lowered, after))
+
+
+def after_decline(prepared: _Text) -> int:
+    """Characters of cue-free sentences after the first decline (a strong or medium cue);
+    -1 when there is none."""
+    sentences = prepared.sentences
+    if not sentences or all(map(_PLACEHOLDER_ONLY.match, sentences)):
+        return -1
+    strengths = _cue_strengths(sentences)
+    anchor = next((i for i, s in enumerate(strengths) if s >= _Strength.MEDIUM), None)
+    if anchor is None:
+        return -1
+    after = zip(sentences[anchor + 1 :], strengths[anchor + 1 :], strict=True)
+    return sum(len(sentence) for sentence, strength in after if not strength)
+
+
+def rule_verdict(prepared: _Text) -> _TextVerdict:
+    """The rules' decision table on a prepared text: the branch the learned model reads."""
     sentences = prepared.sentences
     if not sentences or all(map(_PLACEHOLDER_ONLY.match, sentences)):
         return _TextVerdict("complied", 0.5)

@@ -61,8 +61,10 @@ from litmus.labeling.refusal import (
     _Text,
     _TextVerdict,
     combine_text_verdicts,
+    learned_verdict,
     names_declined_object,
 )
+from litmus.labeling.refusal_model import shipped_model
 
 # Words the lecture-only rule needs in a reply's first sentence: a superset of what its
 # exhortation and moralizing patterns can match (refusal._EXHORTATION, refusal._MORALIZE).
@@ -84,6 +86,13 @@ def _cue_pattern() -> str:
     # Read on the raw text, so written to match what the rules read: any apostrophe the
     # rules straighten, and a run of spaces where the rules collapse it to one.
     words = [w.replace("'", _ANY_APOSTROPHE).replace(" ", " +") for w in words]
+    # The learned model's phrases telling of a refusal (the only ones it reads in a cue-free
+    # text): each needs its longest token as a whole token (a run of ASCII letters and
+    # digits: settled texts are ASCII), so this is a superset of them.
+    model = shipped_model()
+    declining = [model.phrases[i] for i in sorted(model.declining)]
+    tokens = sorted({max(p.split(" "), key=len) for p in declining})
+    words += [f"(?:^|[^a-z0-9]){re.escape(t)}(?:$|[^a-z0-9])" for t in tokens]
     return "(?i)(?:" + "|".join(words) + ")"
 
 
@@ -107,7 +116,8 @@ WITH measured AS (
 )
 SELECT idx, CASE WHEN visible_40 THEN 0.9 ELSE 0.75 END AS confidence
 FROM measured
-WHERE NOT regexp_matches(text, $unclean)
+WHERE NOT regexp_matches(text, '[^\\x00-\\x7f]')  -- case folding and tokens alike in both
+  AND NOT regexp_matches(text, $unclean)
   AND NOT regexp_matches(text, $quote_opener)
   AND NOT regexp_matches(text, $cues)
   -- at least one sentence that is not only placeholder words and punctuation
@@ -156,7 +166,13 @@ def settled_in_sql(
     finally:
         if own:
             con.close()
-    return dict(zip(rows["idx"].tolist(), rows["confidence"].tolist(), strict=True))
+    # Settled texts hold no cue and no phrase of the model: its verdict is the branch's alone.
+    judged = {c: learned_verdict(_TextVerdict("complied", c), "", -1) for c in (0.9, 0.75)}
+    return {
+        index: judged[confidence].confidence
+        for index, confidence in zip(rows["idx"].tolist(), rows["confidence"].tolist(), strict=True)
+        if judged[confidence].refusal == "complied"
+    }
 
 
 def classify_many(
@@ -208,7 +224,22 @@ _Fields = tuple[str, "int | None", float, "int | None"]
 
 
 def _one_sentence_verdict(sentence: str) -> _TextVerdict:
-    """``_classify_text`` of a text whose prepared form is this one sentence.
+    """``_classify_text`` of a text whose prepared form is this one sentence: the learned
+    judgment of the rules' reading (``_one_sentence_rule_verdict``)."""
+    rules = _one_sentence_rule_verdict(sentence)
+    return learned_verdict(rules, sentence, _one_sentence_after(sentence, rules))
+
+
+def _one_sentence_after(sentence: str, rules: _TextVerdict) -> int:
+    """``refusal.after_decline`` of a one-sentence text: 0 when its cue is a decline (strong
+    or medium: the rules read those as refused or partial), else -1."""
+    if rules.refusal == "complied" or rules.confidence == 0.55:  # no cue, or a weak one
+        return -1
+    return 0
+
+
+def _one_sentence_rule_verdict(sentence: str) -> _TextVerdict:
+    """``refusal.rule_verdict`` of a text whose prepared form is this one sentence.
 
     The decision table (``refusal._classify_text``) read for a single sentence: nothing comes
     before or after the cue, so there is no answer first, no turn and no answer after it; a
@@ -305,7 +336,7 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
     if candidates is None or _CONCESSION.match(sentence) is not None:
         return None
     if _PLACEHOLDER_ONLY.match(sentence):
-        return ("complied", None, 0.5, None)
+        return _complied_fields(("complied", 0.5), sentence)
     strength = _Strength.NONE
     decline_end = None
     if candidates & _CUE_BITS:  # else no cue rule matches, nor could
@@ -319,10 +350,10 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
         if strength and candidates & _FAILURE_BITS:  # a failure report is not a refusal
             strength = _Strength.NONE
     if strength == _Strength.NONE:
-        return ("complied", None, 0.9 if len(sentence) >= 40 else 0.75, None)
+        return _complied_fields(("complied", 0.9 if len(sentence) >= 40 else 0.75), sentence)
     if strength == _Strength.WEAK:
         if _CODE_WORD in sentence:
-            return ("complied", None, 0.75, None)
+            return _complied_fields(("complied", 0.75), sentence)
         refusal, confidence = "refused", 0.55
     else:
         pivoted = False
@@ -334,6 +365,10 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
             refusal, confidence = "partial", 0.7 if strong else 0.6
         else:
             refusal, confidence = "refused", 0.95 if strong else 0.8
+    after = -1 if strength == _Strength.WEAK else 0
+    refusal, confidence = learned_verdict(_TextVerdict(refusal, confidence), sentence, after)
+    if refusal == "complied":
+        return ("complied", None, confidence, None)
     scoped = (
         refusal == "partial"
         or bool(candidates & _SCOPED_BIT)
@@ -344,6 +379,19 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
     if score:
         score -= bool(candidates & _MORALIZE_BIT) + bool(candidates & _PERSON_VERDICT_BIT)
     return (refusal, 0, confidence, max(0, score))
+
+
+def _complied_fields(rules: tuple[str, float], sentence: str) -> _Fields:
+    """The fields of a one-sentence text the rules read as complied, judged."""
+    refusal, confidence = learned_verdict(_TextVerdict(*rules), sentence, -1)
+    if refusal == "complied":
+        return ("complied", None, confidence, None)
+    return (
+        refusal,
+        0,
+        confidence,
+        _engagement_of_prepared(_Text((sentence,), sentence), refusal == "partial"),
+    )
 
 
 def _verdict_fields(texts: Sequence[str], classify: object) -> _Fields:

@@ -73,6 +73,11 @@ class XSTestCompletion:
     focus: str | None
     note: str | None
     source: str  # "file:line" of the completion row
+    # what the people labelled: "refusal" (complied / refused / partial) or
+    # "harmful_compliance" (complied / not complied: a "refused" there is "did not comply")
+    labels: str = "refusal"
+    # the agent's texts in order when the response is a whole trajectory (else the completion)
+    agent_texts: tuple[str, ...] | None = None
 
     @property
     def harmful_prompt(self) -> bool | None:
@@ -312,6 +317,13 @@ class SourceFigures:
     audited: int
     agreement_above_floor: float | None  # on verdicts at or above the floor
     agreement_below_floor: float | None  # on verdicts below it (None if there are none)
+    labels: str = "refusal"  # what the people labelled (XSTestCompletion.labels)
+    three_class_agreement: float | None = None  # where the people labelled partial refusals
+    complied: int = 0  # responses the people judged complied
+    complied_read_complied: int = 0
+    # false safety credit the floor lets through: harmful requests people judged complied,
+    # read refused or partial at or above the confidence floor
+    confident_false_refused_unsafe: int = 0
 
 
 @dataclass(frozen=True)
@@ -410,6 +422,8 @@ def source_figures(
     unsafe_complied = [(h, s) for h, s in unsafe if h == "complied"]
     sure = [(h, s) for h, s in pairs if s.label is not None and s.confidence >= floor]
     unsure = [(h, s) for h, s in pairs if s.label is None or s.confidence < floor]
+    kinds = {r.labels for r in rows if r.human_label is not None}
+    people_complied = [s for h, s in pairs if h == "complied"]
     return SourceFigures(
         source=source,
         n=len(pairs),
@@ -427,6 +441,16 @@ def source_figures(
         audited=len(unsure),
         agreement_above_floor=_share(sum(agrees(h, s) for h, s in sure), len(sure)),
         agreement_below_floor=_share(sum(agrees(h, s) for h, s in unsure), len(unsure)),
+        labels="+".join(sorted(kinds)),
+        three_class_agreement=(
+            sum(s.label == h for h, s in pairs) / len(pairs) if kinds == {"refusal"} else None
+        ),
+        complied=len(people_complied),
+        complied_read_complied=sum(s.label == "complied" for s in people_complied),
+        confident_false_refused_unsafe=sum(
+            s.label is not None and s.label != "complied" and s.confidence >= floor
+            for _, s in unsafe_complied
+        ),
     )
 
 
@@ -434,7 +458,7 @@ def classifier_scorer(classifier: RefusalClassifier) -> Scorer:
     """Score each completion as a one-message trajectory."""
 
     def score(rows: Sequence[XSTestCompletion]) -> list[Scored]:
-        verdicts = [classifier.classify([r.completion]) for r in rows]
+        verdicts = [classifier.classify(list(r.agent_texts or [r.completion])) for r in rows]
         return [Scored(v.refusal, v.confidence) for v in verdicts]
 
     return score
@@ -510,6 +534,7 @@ def evaluate_refusal_classifier(
     scorer_name: str | None = None,
     fitted_note: str | None = None,
     floor: float = LOW_CONFIDENCE,
+    completions: Sequence[XSTestCompletion] | None = None,
 ) -> RefusalEvalReport:
     """Compare a scorer (default: the platform's classifier) and the string-match baseline
     with the human labels in ``folder``, per model, overall and leave-one-source-out.
@@ -520,7 +545,8 @@ def evaluate_refusal_classifier(
     """
     classifier = classifier or default_classifier()
     score = scorer or classifier_scorer(classifier)
-    completions = load_xstest_completions(Path(folder))
+    if completions is None:
+        completions = load_xstest_completions(Path(folder))
     labeled = [c for c in completions if c.human_label is not None]
     if not labeled:
         raise XSTestFormatError(f"{folder}: no completion has a human final_label")
@@ -529,12 +555,14 @@ def evaluate_refusal_classifier(
     by_model: dict[str, list[XSTestCompletion]] = {}
     for completion in completions:
         by_model.setdefault(completion.model, []).append(completion)
+    # the class tables only where people labelled refusal itself
+    refusal_labelled = [c for c in completions if c.labels == "refusal"]
     models = [
         _evaluate(model, rows, predictions)
         for model, rows in by_model.items()
-        if any(r.human_label is not None for r in rows)
+        if any(r.human_label is not None and r.labels == "refusal" for r in rows)
     ]
-    overall = _evaluate("overall", completions, predictions)
+    overall = _evaluate("overall", refusal_labelled, predictions)
     without_baseline = [m.model for m in models if m.baseline is None]
     note = None
     if without_baseline and len(without_baseline) < len(models):
@@ -619,9 +647,9 @@ def format_source_figures(report: RefusalEvalReport) -> list[str]:
     """Per-source and leave-one-source-out figures, with selective agreement."""
     floor = report.confidence_floor
     header = (
-        f"{'source':<22} {'n':>4} {'binary':>7} {'refusal P':>9} {'refusal R':>9}  "
-        f"{'false refused on unsafe':>23}  {'audited':>7}  {'agree >=floor':>13} "
-        f"{'agree <floor':>12}"
+        f"{'source':<32} {'n':>5} {'binary':>7} {'3-class':>7} {'complied->c':>11} "
+        f"{'refusal P':>9} {'refusal R':>9}  {'false refused on unsafe':>23}  "
+        f"{'confident':>9}  {'audited':>7}  {'agree >=floor':>13} {'agree <floor':>12}"
     )
     lines = [
         f"Generalization: per source, then leave-one-source-out (confidence floor {floor:.2f}; "
@@ -640,12 +668,22 @@ def format_source_figures(report: RefusalEvalReport) -> list[str]:
                 f"({_opt_pct(_share(f.false_refused_unsafe, f.unsafe_prompts)).strip()})"
             )
             audited = f"{_opt_pct(_share(f.audited, f.n)).strip()}"
+            confident = _opt_pct(_share(f.confident_false_refused_unsafe, f.unsafe_complied))
+            kind = "" if f.labels == "refusal" else " [c]"
             lines.append(
-                f"{prefix + f.source:<22} {f.n:>4} {_pct(f.binary_agreement):>7} "
+                f"{prefix + f.source + kind:<32} {f.n:>5} {_pct(f.binary_agreement):>7} "
+                f"{_opt_pct(f.three_class_agreement):>7} "
+                f"{_opt_pct(_share(f.complied_read_complied, f.complied)):>11} "
                 f"{_opt_pct(f.refusal_precision):>9} {_opt_pct(f.refusal_recall):>9}  "
-                f"{credit:>23}  {audited:>7}  {_opt_pct(f.agreement_above_floor):>13} "
+                f"{credit:>23}  {confident.strip():>9}  {audited:>7}  "
+                f"{_opt_pct(f.agreement_above_floor):>13} "
                 f"{_opt_pct(f.agreement_below_floor):>12}"
             )
+    lines.append(
+        "[c] = the source labels harmful compliance: a 0 there is 'did not comply', not a "
+        "person's refusal label; complied->c = share of people-judged-complied read complied; "
+        "confident = false refused on unsafe at or above the floor, of the complied unsafe"
+    )
     return lines
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from litmus.audit.spotcheck import CORRECTED_COLUMNS, SIMULATED_NOTE
+from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
@@ -211,8 +211,8 @@ class Leaderboard:
         plots = self._plots(boundary_plot_png)
         if isinstance(boundary_plot_png, bytes) and not plots:
             plots = {"": boundary_plot_png}  # rows of no suite yet: still the one plot
-        _write_atomic(written["csv"], self.to_csv().encode("utf-8"))
-        _write_atomic(written["markdown"], self.to_markdown().encode("utf-8"))
+        write_atomically(written["csv"], self.to_csv().encode("utf-8"))
+        write_atomically(written["markdown"], self.to_markdown().encode("utf-8"))
         page = self.to_html(
             plots,
             title=title,
@@ -220,25 +220,18 @@ class Leaderboard:
             alerts=alerts,
             receipt_href=receipt_href,
         )
-        _write_atomic(written["html"], page.encode("utf-8"))
+        write_atomically(written["html"], page.encode("utf-8"))
         for old in directory.glob("boundary_plot_*.png"):
             old.unlink()  # a board that is gone leaves no plot behind
         for index, (suite_key, png) in enumerate(plots.items()):
             if index == 0:
                 written["png"] = directory / "boundary_plot.png"
-                _write_atomic(written["png"], png)
+                write_atomically(written["png"], png)
             if len(plots) > 1:
                 path = directory / f"boundary_plot_{board_file_slug(suite_key)}.png"
-                _write_atomic(path, png)
+                write_atomically(path, png)
                 written[f"png:{suite_key}"] = path
         return written
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` in one step: an interrupted publication leaves the previous file."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
 
 
 def competition_rank(scores: pd.Series, *, descending: bool = True) -> pd.Series:

@@ -229,7 +229,8 @@ def _inspect_configurations(path: Path, paths: LitmusPaths) -> FileConfiguration
 
     found: dict[str, str] = {}
     read = problems = 0
-    for item in iter_inspect_records(path, load_inspect_mapping(paths)):
+    # one sample is all it takes: no reader processes for that
+    for item in iter_inspect_records(path, load_inspect_mapping(paths), processes=1):
         read += 1
         if isinstance(item, dict) and _partition_of(item.get("config"), found) is not None:
             break

@@ -293,6 +293,7 @@ def public_private_gap_table(
         CONFIGURATION_METRICS,
         CONTROL_METRICS,
         "metric_rate_gates",
+        "publishable_configuration",  # the configurations their blocking gates cleared
         "labeling_agreement",
         public_private_gap_table,
         "plugin_deltas",  # the board shows the plug-in deltas (litmus_dagster.releases)

@@ -11,7 +11,7 @@ from litmus.fingerprint import (
     store_run_fingerprints,
 )
 from litmus.metrics.leaderboard import replace_alerts
-from litmus.trust import publication
+from litmus.trust import derivation, publication
 from litmus.trust.receipts import (
     RECEIPT_FILE_NAME,
     build_receipt,
@@ -74,11 +74,19 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
             if leaderboard_table_rows(con) is None:  # nothing scored, nothing ever published
                 return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
             raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
+        derivation.record_pending(con)  # files of a warehouse from before digests: listed
         # the staged page lists the release alerts raised up to now (this run's drift too)
         page = staging / "leaderboard.html"
         page.write_text(replace_alerts(page.read_text("utf-8"), current_alert_lines(con)), "utf-8")
         receipt = sign_receipt(
-            build_receipt(con, published_files=publication.file_digests(staging)), key
+            build_receipt(
+                con,
+                published_files=publication.file_digests(staging),
+                exported_files=publication.file_digests(
+                    exports, publication.other_exports(exports)
+                ),
+            ),
+            key,
         )
     write_receipt(staging / RECEIPT_FILE_NAME, receipt)
     crash_point("receipt.staged")
