@@ -1,4 +1,4 @@
-"""What the digests of derived rows (litmus.trust.derivation, issue 44) cost ingestion and
+"""What the digests of derived rows (litmus.ingestion.derivation, issue 44) cost ingestion and
 labeling.
 
 Generates a sample (``--families``; 4 trajectories per family per run file), then ingests its
@@ -18,11 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from litmus.ingestion import run_files
+from litmus.ingestion import derivation, run_files
 from litmus.ingestion.suites import store_suite_file
 from litmus.sample import generate_sample
 from litmus.settings import litmus_paths
-from litmus.trust import derivation
 from litmus.warehouse import connect
 
 

@@ -779,7 +779,7 @@ def test_laundering_that_rewrites_the_digests_too_is_found_by_ingesting_the_raw_
     """The same edit by someone who also rewrites raw_file_digests to match, and a receipt
     the publisher's key signs over it (what the next signed run would publish): only
     ingesting the raw files again, and comparing the rows themselves, can tell."""
-    from litmus.trust import derivation
+    from litmus.ingestion import derivation
 
     key = a_published_row(copy)["partition_key"]
     _launder(copy, key)

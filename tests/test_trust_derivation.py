@@ -13,6 +13,7 @@ import duckdb
 import pytest
 
 from conftest import ONE_FAMILY_SUITE, call, record, say
+from litmus.ingestion import derivation
 from litmus.ingestion.run_files import (
     ingest_file,
     ingest_items,
@@ -21,7 +22,7 @@ from litmus.ingestion.run_files import (
 )
 from litmus.ingestion.suites import store_suite_file
 from litmus.settings import LitmusPaths
-from litmus.trust import derivation
+from litmus.trust import rederivation
 from litmus.warehouse import connect
 
 KEY = "acme-chat@2026-11-01+react@2.3+bare"  # conftest.CONFIG's
@@ -178,10 +179,10 @@ def test_ingesting_the_raw_file_again_names_every_changed_row(ingested, tmp_path
     ]
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    again = derivation.rederive(files, [paths.suites / "suite.json"], scratch)
+    again = rederivation.rederive(files, [paths.suites / "suite.json"], scratch)
     assert again.counts == {file_hash: (6, 4, 2)}
     assert derivation.differences(again.digests, derivation.recorded_digests(con)) == []
-    found = derivation.compare_rows(con, again, [file_hash])
+    found = derivation.compare_rows(con, again.db_path, [file_hash])
     assert [(d.table, d.partition_key, d.extra, d.lacking) for d in found] == [
         ("raw_trajectories", KEY, 1, 1),
         ("raw_steps", KEY, 1, 1),

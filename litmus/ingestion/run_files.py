@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
+from litmus.ingestion import derivation
 from litmus.ingestion.bulk import (
     Proven,
     insert_arrow,
@@ -53,7 +54,6 @@ from litmus.ingestion.provers import ProverPool, default_provers
 from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import LitmusPaths
-from litmus.trust import derivation
 from litmus.warehouse import bounded_memory, transaction
 
 if TYPE_CHECKING:

@@ -3,11 +3,11 @@
 import dagster as dg
 
 from litmus.audit.audited import refresh_audited_partition
+from litmus.ingestion import derivation
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.refusal import default_classifier
 from litmus.labeling.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
 from litmus.labeling.sql import label_partition
-from litmus.trust import derivation
 from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource

@@ -10,8 +10,9 @@ from litmus.fingerprint import (
     group_by_configuration,
     store_run_fingerprints,
 )
+from litmus.ingestion import derivation
 from litmus.metrics.leaderboard import replace_alerts
-from litmus.trust import derivation, publication
+from litmus.trust import publication
 from litmus.trust.receipts import (
     RECEIPT_FILE_NAME,
     build_receipt,

@@ -15,8 +15,8 @@ from litmus.fingerprint import (
     compute_run_fingerprints,
     group_by_configuration,
 )
+from litmus.ingestion import derivation
 from litmus.keys import CONFIGURATION_KEYS_SQL
-from litmus.trust import derivation
 from litmus.trust.receipts.code_identity import PROJECT_DIR, code_versions, publisher_identity
 from litmus.trust.receipts.digests import (
     leaderboard_table_rows,

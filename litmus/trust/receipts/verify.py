@@ -18,11 +18,12 @@ from litmus.fingerprint import (
     canonical_json,
     stored_run_fingerprints,
 )
+from litmus.ingestion import derivation
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import load_suite_file, suite_hash
 from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse
 from litmus.settings import LitmusPaths
-from litmus.trust import derivation
+from litmus.trust import rederivation
 from litmus.trust.receipts.build import (
     NO_VERDICTS,
     NOT_EVALUATED,
@@ -377,7 +378,7 @@ def _check_rederived(
     ]
     with derivation.scratch_folder() as scratch:
         try:
-            again = derivation.rederive(
+            again = rederivation.rederive(
                 files,
                 suite_paths,
                 Path(scratch),
@@ -385,7 +386,7 @@ def _check_rederived(
                     stored, run_files.load_inspect_mapping(paths)
                 ),
             )
-            rows = derivation.compare_rows(con, again, [f[0] for f in files])
+            rows = derivation.compare_rows(con, again.db_path, [f[0] for f in files])
         except (LitmusError, duckdb.Error, OSError) as error:
             result.mismatches.append(f"cannot ingest the raw files again to check them: {error}")
             return

@@ -14,10 +14,10 @@ rows:
 The digest is cheap (DuckDB's 64-bit ``hash`` of every stored column, summed over the rows;
 0.1-0.3 s per 250,000 rows where canonical JSON and SHA-256 per row took 4-6 s): a tripwire,
 not a proof. It cannot be one: whoever can write the warehouse can write its digests too.
-The proof is :func:`rederive` and :func:`compare_rows`: ``litmus verify`` ingests the raw
-files (pinned by their SHA-256 in the receipt) again into a scratch warehouse with the same
-code and compares every stored row with the rows that gives, exactly (``EXCEPT ALL``), per
-table, raw file and configuration.
+The proof is ``litmus.trust.rederivation.rederive`` and :func:`compare_rows`:
+``litmus verify`` ingests the raw files (pinned by their SHA-256 in the receipt) again into a
+scratch warehouse with the same code and compares every stored row with the rows that gives,
+exactly (``EXCEPT ALL``), per table, raw file and configuration.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from litmus.errors import LitmusError
-from litmus.warehouse import connect, quoted_identifier, table_columns
+from litmus.warehouse import quoted_identifier, table_columns
 
 # the quarantine columns a raw file (and the name it was landed under) determines: not its time
 QUARANTINE_COLUMNS = ("source_name", "line_no", "field", "reason", "raw_excerpt")
@@ -309,55 +309,6 @@ def from_receipt_entries(file_hash: str, entries: Iterable[Any]) -> Digests:
 
 
 @dataclass(frozen=True)
-class Rederived:
-    """What ingesting raw files again gave: its warehouse, digests and record counts."""
-
-    db_path: Path
-    digests: Digests
-    counts: dict[str, tuple[int, int, int]]  # file hash → (records in, accepted, quarantined)
-
-
-def rederive(
-    files: Sequence[tuple[str, str, str, Path]],
-    suite_files: Sequence[Path],
-    scratch: Path,
-    *,
-    inspect_items: Any = None,
-) -> Rederived:
-    """Ingest ``files`` — (sha256, name landed under, format, stored path), in the order they
-    were ingested — into a new warehouse in the folder ``scratch`` holding ``suite_files``,
-    with the production ingestion code (the bulk path and the per-record validator)."""
-    from litmus.ingestion.run_files import ingest_items, iter_jsonl_lines
-    from litmus.ingestion.suites import store_suite_file
-
-    db_path = scratch / "rederived.duckdb"
-    with connect(db_path) as con:
-        for path in suite_files:
-            store_suite_file(con, path)
-        for sha, name, file_format, stored in files:
-            items = (
-                iter_jsonl_lines(stored) if file_format == "native-jsonl" else inspect_items(stored)
-            )
-            ingest_items(
-                con,
-                items,
-                source_name=name,
-                file_hash=sha,
-                stored_path=stored,
-                file_format=file_format,
-                size_bytes=stored.stat().st_size,
-            )
-        counts = {
-            row[0]: (int(row[1]), int(row[2]), int(row[3]))
-            for row in con.execute(
-                "SELECT file_hash, records_total, records_accepted, records_quarantined "
-                "FROM raw_files"
-            ).fetchall()
-        }
-        return Rederived(db_path, recorded_digests(con), counts)
-
-
-@dataclass(frozen=True)
 class RowDifference:
     """Rows of one (table, raw file, configuration) that differ from the rows ingesting the
     raw file again gives: ``extra`` the warehouse holds and it does not give, ``lacking`` it
@@ -395,11 +346,12 @@ def _set_difference_sql(mine: str, again: str, partition: str) -> str:
 
 
 def compare_rows(
-    con: duckdb.DuckDBPyConnection, rederived: Rederived, file_hashes: Sequence[str]
+    con: duckdb.DuckDBPyConnection, rederived_db: Path, file_hashes: Sequence[str]
 ) -> list[RowDifference]:
     """Every stored row of ``file_hashes`` against the rows ingesting them again gave
-    (``rederived``), exactly: per table, raw file and configuration. ``con`` may be read-only;
-    the scratch warehouse is attached read-only for the comparison and detached after."""
+    (the warehouse at ``rederived_db``), exactly: per table, raw file and configuration.
+    ``con`` may be read-only; the scratch warehouse is attached read-only for the comparison
+    and detached after."""
     files = list(file_hashes)
     trajectory_columns = ", ".join(
         quoted_identifier(c) for c in table_columns(con, "raw_trajectories")
@@ -433,7 +385,7 @@ def compare_rows(
         )
     order = ("raw_trajectories", *CHILD_TABLES, "quarantine")
     queries = {table: queries[table] for table in order}
-    con.execute("ATTACH ? AS again (READ_ONLY)", [str(rederived.db_path)])
+    con.execute("ATTACH ? AS again (READ_ONLY)", [str(rederived_db)])
     try:
         return [
             RowDifference(table, file_hash, partition, int(extra), int(lacking))
