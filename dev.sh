@@ -30,9 +30,13 @@ case "$task" in
     # LITMUS_TEST_WORKERS=0: serial.
     test)  .venv/bin/ruff check . && exec .venv/bin/pytest -q \
                -n "${LITMUS_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
+    # The Dagster dev server stops on SIGINT and maps SIGTERM to the same handling; a job a
+    # shell starts in the background inherits SIGINT ignored, which would make it ignore
+    # SIGTERM too. So SIGINT is restored to its default before it starts (exec keeps the pid).
     ui)    mkdir -p "$LITMUS_HOME/dagster"
-           DAGSTER_HOME="$LITMUS_HOME/dagster" exec .venv/bin/dagster dev -w workspace.yaml \
-               -h 127.0.0.1 -p "${PORT:-3000}" ;;
+           DAGSTER_HOME="$LITMUS_HOME/dagster" exec .venv/bin/python -c \
+               'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+               .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p "${PORT:-3000}" ;;
     bench) exec .venv/bin/python benchmarks/bench_labeler.py "$@" ;;
     *)     sed -n '2,8p' "$0"; exit 2 ;;
 esac

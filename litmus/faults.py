@@ -15,6 +15,9 @@ import signal
 from collections import Counter
 
 CRASH_ENV = "LITMUS_CRASH_AT"
+# the signal sent at the crash point: KILL (default) or INT (Ctrl-C: the process must stop
+# cleanly by itself, exit 130)
+CRASH_SIGNAL_ENV = "LITMUS_CRASH_SIGNAL"
 CRASH_POINTS = (
     "ingest.file_committed",  # a run file's rows are committed, its partitions not registered
     "ingest.files_done",  # every file ingested and registered, the asset not yet recorded
@@ -32,11 +35,16 @@ _reached: Counter[str] = Counter()
 
 
 def crash_point(name: str) -> None:
-    """SIGKILL this process here if ``LITMUS_CRASH_AT`` names this point (see module doc)."""
+    """SIGKILL this process here if ``LITMUS_CRASH_AT`` names this point (see module doc);
+    SIGINT instead with ``LITMUS_CRASH_SIGNAL=INT``."""
     wanted = os.environ.get(CRASH_ENV)
     if not wanted:
         return
     _reached[name] += 1
     point, _, nth = wanted.partition("#")
     if point == name and _reached[name] == int(nth or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGINT if _interrupting() else signal.SIGKILL)
+
+
+def _interrupting() -> bool:
+    return os.environ.get(CRASH_SIGNAL_ENV, "KILL").upper() == "INT"

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from litmus import stats
-from litmus.warehouse import quoted_identifier
+from litmus.warehouse import execute_many, quoted_identifier
 
 
 @cache
@@ -72,11 +72,11 @@ def stored_digests(con: duckdb.DuckDBPyConnection, result: str) -> dict[str, str
 def record_digests(con: duckdb.DuckDBPyConnection, result: str, digests: Mapping[str, str]) -> None:
     """Replace the digests of ``result`` (call inside the transaction writing its rows)."""
     con.execute("DELETE FROM result_inputs WHERE result = ?", [result])
-    if digests:
-        con.executemany(
-            "INSERT INTO result_inputs VALUES (?, ?, ?)",
-            [[result, key, value] for key, value in sorted(digests.items())],
-        )
+    execute_many(
+        con,
+        "INSERT INTO result_inputs VALUES (?, ?, ?)",
+        [[result, key, value] for key, value in sorted(digests.items())],
+    )
 
 
 def reusable_rows(

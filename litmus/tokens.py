@@ -17,6 +17,8 @@ import uuid
 
 import duckdb
 
+from litmus.warehouse import execute_many
+
 LABELED_ROWS = "trajectory_labels"
 AUDITED_ROWS = "audited_trajectories"
 
@@ -71,11 +73,11 @@ def partition_tokens(con: duckdb.DuckDBPyConnection, result: str) -> dict[str, s
     drop_vanished, without_token = _TOKEN_BACKFILL_SQL[result]
     con.execute(drop_vanished, {"result": result})
     missing = con.execute(without_token, {"result": result}).fetchall()
-    if missing:
-        con.executemany(
-            "INSERT INTO result_inputs VALUES (?, ?, ?)",
-            [[result, key, uuid.uuid4().hex] for (key,) in missing],
-        )
+    execute_many(
+        con,
+        "INSERT INTO result_inputs VALUES (?, ?, ?)",
+        [[result, key, uuid.uuid4().hex] for (key,) in missing],
+    )
     rows = con.execute(
         "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = ?", [result]
     ).fetchall()

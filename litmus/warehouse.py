@@ -14,7 +14,7 @@ import functools
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -254,6 +254,15 @@ def roll_back(con: duckdb.DuckDBPyConnection) -> None:
     hiding the cause; so a failing ROLLBACK is not raised here."""
     with suppress(duckdb.Error):  # nothing left to roll back: the caller re-raises
         con.execute("ROLLBACK")
+
+
+def execute_many(
+    con: duckdb.DuckDBPyConnection, sql: str, parameter_sets: Sequence[Sequence[object]]
+) -> None:
+    """``con.executemany(sql, parameter_sets)``, doing nothing for no parameter sets (DuckDB
+    refuses an empty list, and an empty home or an all-quarantined landing has none)."""
+    if parameter_sets:
+        con.executemany(sql, parameter_sets)
 
 
 def replace_rows(con: duckdb.DuckDBPyConnection, table_name: str, rows: object) -> None:

@@ -216,13 +216,13 @@ def _find_suite(paths: LitmusPaths, name: str, version: str | None):
 
 def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Convert turn-list transcripts into a native run file in the landing folder."""
+    from litmus.files import write_atomically
     from litmus.importers.transcripts import (
         UNPARSED_TOOL,
         TranscriptMapping,
         import_transcripts,
         safe_file_stem,
         write_jsonl_atomically,
-        write_text_atomically,
     )
 
     source = Path(args.file)
@@ -247,7 +247,7 @@ def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
     if result.generated_suite:
         name, version = result.suite["suite"], result.suite["suite_version"]
         suite_target = paths.suites / f"{name}@{version}.json"
-        write_text_atomically(
+        write_atomically(
             suite_target, json.dumps(result.suite, indent=1, ensure_ascii=False) + "\n"
         )
         _say(
@@ -297,7 +297,11 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
     # dbt and Dagster steps print their own log lines; the terminal gets the progress lines
     # (stderr) and the results, the step lines go to a file beside the warehouse
     with writer_lock(paths.home / "pipeline", timeout_s=PIPELINE_WAIT_S):
-        # the cheap question first: a run with nothing new keeps the last run's step log
+        # the cheap questions first: nothing to score at all (no run file landed, no
+        # configuration stored), or nothing new (the last run's step log is kept)
+        if idle := _nothing_to_ingest_or_score(paths):
+            _say(for_terminal(idle))
+            return 0
         current = None if args.rescore_all else nothing_new(paths)
         if current is None:
             from litmus_dagster.pipeline import run_pipeline
@@ -310,6 +314,9 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
                 except Exception:  # an interrupt says so itself, in one line
                     _say(f"the steps' own output (dbt, Dagster) is in {step_log}")
                     raise
+    if current is None and result.nothing_scored is not None:
+        _say(for_terminal(result.nothing_scored))
+        return 0
     if current is not None:
         _say(
             f"{current} (checked in {time.monotonic() - started:.1f}s; the last run's "
@@ -328,6 +335,21 @@ def cmd_run(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
     print_release_summary(paths)
     return 0
+
+
+def _nothing_to_ingest_or_score(paths: LitmusPaths) -> str | None:
+    """Why there is nothing to score, when no run file waits in the landing folder and the
+    warehouse (if any) holds no configuration; None otherwise (the pipeline must look)."""
+    from litmus.planning.nothing_scored import nothing_scored
+    from litmus.runs import landed_files
+    from litmus.warehouse import connect_read_only
+
+    if paths.landing.is_dir() and landed_files(paths):
+        return None
+    if not paths.duckdb_path.is_file():
+        return nothing_scored(paths)
+    with connect_read_only(paths.duckdb_path) as con:
+        return nothing_scored(paths, con)
 
 
 # A folder `litmus demo` made carries this marker; demo resets only such a folder, and only
@@ -404,6 +426,7 @@ def _print_status(paths: LitmusPaths) -> None:
         partition_statuses,
         published_partitions,
         quarantine_summary,
+        waiting_landed_files,
     )
     from litmus.runs import not_ingested
     from litmus.warehouse import connect_read_only
@@ -421,6 +444,7 @@ def _print_status(paths: LitmusPaths) -> None:
         statuses = partition_statuses(con)
         reviews = partition_reviews(con)
         quarantined = quarantine_summary(con)
+        waiting = waiting_landed_files(con, paths)
         files = con.execute(
             "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
         ).fetchone()
@@ -456,6 +480,8 @@ def _print_status(paths: LitmusPaths) -> None:
         print("\nquarantined records (`litmus quarantine [FILE]` lists file, line, field, reason):")
         for name, reason, count in quarantined:
             print(f"  {for_terminal(name)}: {count} × {for_terminal(reason)}")
+    for name in waiting:
+        print(f"waiting: {for_terminal(name)}: landed, not ingested yet (`litmus run`)")
     for name, reason in not_ingested(paths):
         print(f"not ingested: {for_terminal(name)}: {reason}")
 
@@ -504,9 +530,26 @@ def _print_leaderboard(paths: LitmusPaths) -> None:
                 print(f"  {name}: {paths.exports / name}")
 
 
-def _quarantined(paths: LitmusPaths, file: str | None) -> tuple[list[tuple], list[str]]:
-    """(quarantined rows of ``file`` or of every file, names of files with quarantined rows)."""
+# What a record held back for a suite is waiting for, by whether a suite file waits to be loaded
+# and whether its reason is an unknown suite (else its suite is loaded but lacks the version or
+# instance it names).
+HELD_BACK_NEXT_RUN = "held back: retried by the next `litmus run`, which loads the suite added"
+HELD_BACK_FOR_SUITE = "held back: retried once its suite is loaded (`litmus suite-add FILE`)"
+HELD_BACK_SUITE_LACKS = (
+    "held back: its suite is loaded but lacks this version or instance; retried whenever a "
+    "suite is loaded"
+)
+
+
+def _quarantined(
+    paths: LitmusPaths, file: str | None
+) -> tuple[list[tuple], list[str], list[str], bool]:
+    """(quarantined rows of ``file`` or of every file, names of files with quarantined rows,
+    landed files waiting to be ingested, whether a suite file waits to be loaded)."""
     from litmus.ingestion.run_files import CURABLE_QUARANTINE_SQL
+    from litmus.ingestion.suites import unstored_suite_files
+    from litmus.planning.status import waiting_landed_files
+    from litmus.runs import suite_files
     from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
@@ -525,17 +568,32 @@ def _quarantined(paths: LitmusPaths, file: str | None) -> tuple[list[tuple], lis
                 "SELECT DISTINCT source_name FROM quarantine ORDER BY 1"
             ).fetchall()
         ]
-    return rows, quarantined_files
+        waiting = waiting_landed_files(con, paths)
+        suites = suite_files(paths) if paths.suites.is_dir() else []
+        suite_waits = bool(suites) and bool(unstored_suite_files(con, suites))
+    return rows, quarantined_files, waiting, suite_waits
+
+
+def _held_back(reason: str, suite_waits: bool) -> str:
+    if suite_waits:
+        return HELD_BACK_NEXT_RUN
+    return HELD_BACK_FOR_SUITE if reason.startswith("unknown suite ") else HELD_BACK_SUITE_LACKS
 
 
 def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
-    from litmus.runs import not_ingested
+    from litmus.runs import landed_files, not_ingested
 
     rows: list[tuple] = []
     quarantined_files: list[str] = []
+    suite_waits = False
     if paths.duckdb_path.is_file():  # else nothing was ingested: only the landing folder speaks
-        rows, quarantined_files = _quarantined(paths, args.file)
+        rows, quarantined_files, waiting, suite_waits = _quarantined(paths, args.file)
+    else:
+        waiting = [
+            path.relative_to(paths.landing).as_posix()
+            for path in (landed_files(paths) if paths.landing.is_dir() else [])
+        ]
     ignored = [
         (name, reason)
         for name, reason in not_ingested(paths)
@@ -547,19 +605,32 @@ def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
             f"{for_terminal(args.file)}: no quarantined record and not a landed file"
             + (f" (files with quarantined records: {listed})" if listed else "")
         )
+    if args.file is not None:
+        waiting = [name for name in waiting if Path(name).name == args.file or name == args.file]
     if not rows and not ignored:
-        print("nothing quarantined; every landed file was ingested")
+        if waiting:
+            listed = ", ".join(for_terminal(name) for name in waiting[:5])
+            more = f" and {len(waiting) - 5} more" if len(waiting) > 5 else ""
+            print(
+                f"nothing quarantined yet; {len(waiting)} landed file(s) wait to be ingested "
+                f"by `litmus run`: {listed}{more}"
+            )
+        else:
+            print("nothing quarantined; every landed file was ingested")
         return 0
     if rows:
         print(f"{'file':<36} {'line':>6}  {'field':<16} reason")
     for name, line, field, reason, curable in rows:
-        note = "  [held back: retried once the suite is loaded]" if curable else ""
+        note = f"  [{_held_back(reason, suite_waits)}]" if curable else ""
         print(
             f"{for_terminal(name):<36} {line:>6}  {for_terminal(field):<16} "
             f"{for_terminal(reason)}{note}"
         )
     for name, reason in ignored:
         print(f"not ingested: {for_terminal(name)}: {reason}")
+    if rows:
+        for name in waiting:
+            print(f"waiting: {for_terminal(name)}: landed, not ingested yet (`litmus run`)")
     return 0
 
 
@@ -638,26 +709,35 @@ def build_parser() -> argparse.ArgumentParser:
     sample = commands.add_parser("sample", help="write the deterministic sample data")
     sample.add_argument("--out", help="output folder (default: stage into the state folder)")
     sample.add_argument("--stage", action="store_true", help="also stage it for ingestion")
-    sample.add_argument("--seed", type=int, default=20261129)
-    sample.add_argument("--families", type=int, default=240)
+    sample.add_argument(
+        "--seed", type=int, default=20261129, help="random seed (the same seed, the same data)"
+    )
+    sample.add_argument(
+        "--families", type=int, default=240, help="number of suite families (default 240)"
+    )
     sample.set_defaults(handler=cmd_sample)
 
     suite = commands.add_parser("suite-add", help="validate a suite file and add it")
-    suite.add_argument("file")
+    suite.add_argument("file", help="a suite file (JSON or YAML, SPEC §3)")
     suite.set_defaults(handler=cmd_suite_add)
 
     land = commands.add_parser("land", help="copy run files into the landing folder")
-    land.add_argument("files", nargs="+")
+    land.add_argument("files", nargs="+", help="run files: JSONL, Inspect .eval or .json")
     land.set_defaults(handler=cmd_land)
 
     inspect_log = commands.add_parser(
         "import-inspect", help="convert an Inspect AI .eval/.json log into the landing folder"
     )
-    inspect_log.add_argument("log")
-    inspect_log.add_argument("--harness")
-    inspect_log.add_argument("--harness-version")
-    inspect_log.add_argument("--plugin")
-    inspect_log.add_argument("--model-release")
+    inspect_log.add_argument("log", help="an Inspect AI log (.eval or .json)")
+    inspect_log.add_argument("--harness", help="harness name (default: the eval's solver or agent)")
+    inspect_log.add_argument(
+        "--harness-version", help="harness version (default: the inspect_ai version of the log)"
+    )
+    inspect_log.add_argument("--plugin", help="plug-in name (default: none)")
+    inspect_log.add_argument(
+        "--model-release",
+        help="model release (default: the provider-reported model id, else unversioned)",
+    )
     inspect_log.add_argument("--refusal-scorer", help="score holding a refusal verdict")
     inspect_log.add_argument("--task-completed-scorer", help="score telling task completion")
     inspect_log.set_defaults(handler=cmd_import_inspect)
@@ -665,8 +745,18 @@ def build_parser() -> argparse.ArgumentParser:
     agentharm = commands.add_parser(
         "convert-agentharm", help="build a suite from AgentHarm behaviour pairs"
     )
-    agentharm.add_argument("folder", nargs="?", default=default_shared_data("agentharm"))
-    agentharm.add_argument("--split", default="test_public", choices=["test_public", "validation"])
+    agentharm.add_argument(
+        "folder",
+        nargs="?",
+        default=default_shared_data("agentharm"),
+        help="folder of AgentHarm's behaviour files (default: ../shared/data/agentharm)",
+    )
+    agentharm.add_argument(
+        "--split",
+        default="test_public",
+        choices=["test_public", "validation"],
+        help="which AgentHarm split to convert (default test_public)",
+    )
     agentharm.set_defaults(handler=cmd_convert_agentharm)
 
     transcripts = commands.add_parser(
@@ -680,19 +770,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="link records to this suite's instances (a suite name in the suites folder, or a "
         "suite file); without it a suite of oracle-less instances is written",
     )
-    transcripts.add_argument("--suite-version")
+    transcripts.add_argument(
+        "--suite-version", help="the linked suite's version, when it has several"
+    )
     transcripts.add_argument(
         "--split",
         choices=["harmful_source", "easy_benign", "hard_benign", "covert_malicious"],
         help="split of the linked or generated instances (default harmful_source)",
     )
     transcripts.add_argument("--id-field", help="record key naming the task (default id)")
-    transcripts.add_argument("--model")
-    transcripts.add_argument("--model-release")
-    transcripts.add_argument("--harness")
-    transcripts.add_argument("--harness-version")
-    transcripts.add_argument("--plugin")
-    transcripts.add_argument("--run-id")
+    transcripts.add_argument("--model", help="model name (default unknown-model)")
+    transcripts.add_argument("--model-release", help="model release (default unversioned)")
+    transcripts.add_argument("--harness", help="harness name (default transcript)")
+    transcripts.add_argument("--harness-version", help="harness version (default 1)")
+    transcripts.add_argument("--plugin", help="plug-in name (default none)")
+    transcripts.add_argument(
+        "--run-id", help="run id (default: the file's name and a digest of its bytes)"
+    )
     transcripts.set_defaults(handler=cmd_import_transcripts)
 
     status = commands.add_parser("status", help="what the warehouse holds per configuration")
@@ -826,14 +920,18 @@ def _interrupted() -> int:
     return 130
 
 
+# What an interrupted command says, whatever it was doing: a publication already under way
+# is finished first (its few renames are not cut), so the board may or may not be new.
+INTERRUPTED = (
+    "litmus: interrupted; stopped before finishing (`litmus status` shows what is published; "
+    "`litmus run` finishes the rest)"
+)
 _interrupted_told = threading.Lock()  # taken for good by whoever says it first
 
 
 def _say_interrupted() -> None:
     if _interrupted_told.acquire(blocking=False):  # once, whether it stopped or was ended
-        _say(
-            "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
-        )
+        _say(INTERRUPTED)
 
 
 if __name__ == "__main__":  # python -m litmus_dagster.cli

@@ -10,10 +10,12 @@ Two ways to carry a plan out, with the same item → job mapping
   landing sensor and the re-score schedule); publishing there is the publish job's automation
   condition's, once no scoring run is left (``litmus_dagster.jobs.PUBLISH_WHEN_SCORED``).
 
-Each configuration is scored in its own run. A failing gate check withholds that
-configuration (its verdicts are in the ``publication_gates`` table every publisher reads): the
-executor records it and goes on, so the others still publish. Any other failed step is
-recorded too, and reported by the caller once the others were published.
+Each configuration is scored in its own run. A failing gate check is blocking: it fails that
+run's gate step (``DagsterAssetCheckFailedError``) and skips the configuration's
+``publishable_configuration``. That is the expected "withheld" (its verdicts are in the
+``publication_gates`` table every publisher reads): the executor records it with its reasons
+and goes on, so the others still publish. Any other failed step is recorded too, and
+reported by the caller once the others were published.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import dagster as dg
 from dagster._core.instance.ref import InstanceRef
 
 from litmus.faults import crash_point
+from litmus.neutralize import for_terminal
 from litmus.planning.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
@@ -54,9 +57,11 @@ telemetry:
 """
 
 # Dagster's own step log stays in the run history; the CLI prints its own progress. Gate
-# failures are expected outcomes, reported by the executor, not tracebacks on the console.
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-SILENT = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# failures are expected outcomes, reported by the executor, not tracebacks on the console;
+# a failed or interrupted step reaches the person as the CLI's one line (the traceback with
+# --debug), never as Dagster's error log with its stack trace.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+SILENT = QUIET
 CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 PUBLICATION_GATES = dg.AssetKey("publication_gates")
 # Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the
@@ -77,6 +82,8 @@ class ExecutionResult:
     # partition → its gate check evaluations in this run, by check name
     gate_checks: dict[str, dict[str, dg.AssetCheckEvaluation]] = field(default_factory=dict)
     published: bool = False
+    # why nothing could be scored (no configuration stored: nothing published), or None
+    nothing_scored: str | None = None
 
     @property
     def rescored(self) -> list[str]:
@@ -228,6 +235,16 @@ def withheld_by(run: dg.ExecuteInProcessResult) -> list[str]:
     )
 
 
+def withheld_line(evaluations: dict[str, dg.AssetCheckEvaluation], failed_checks: list[str]) -> str:
+    """One line: each failed gate with its reason (the check's description), as the board
+    words it (``gate: message``)."""
+    return for_terminal(
+        "; ".join(
+            f"{name}: {evaluations[name].description or name + ' failed'}" for name in failed_checks
+        )
+    )
+
+
 def ingest(paths: LitmusPaths, instance: dg.DagsterInstance, result: ExecutionResult) -> None:
     """Store every landed file and suite (idempotent); registers their partitions."""
     materialize_job(ingest_job, paths, instance)
@@ -252,9 +269,9 @@ def _run_configuration(
         evaluation.check_name: evaluation for evaluation in run.get_asset_check_evaluations()
     }
     failed_checks = withheld_by(run)
-    if failed_checks:  # an expected outcome: the configuration is withheld, the run succeeds
+    if failed_checks:  # an expected outcome (a blocked run): the configuration is withheld
         result.withheld[key] = failed_checks
-        progress(f"      withheld by gate(s): {', '.join(failed_checks)}")
+        progress(f"      withheld: {withheld_line(result.gate_checks[key], failed_checks)}")
     error = first_step_error(run)
     if error or not (run.success or failed_checks):
         result.failed[key] = error or "run failed"

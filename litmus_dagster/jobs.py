@@ -20,6 +20,9 @@ metrics group and everything downstream of those, minus the partitioned assets t
 Both are derived from the domain packages' asset lists, so a new per-configuration asset is
 picked up without editing this file.
 
+A scoring run of a configuration that a gate withholds fails in Dagster's sense: the gate's
+blocking check fails the ``publication_gates`` step and skips ``publishable_configuration``.
+
 :func:`job_for` maps a plan item to its job, for the in-process executor and the daemon
 alike; :func:`run_requests` turns a plan into the daemon's run requests (the landing sensor
 and the re-score schedule).
@@ -60,7 +63,9 @@ PER_CONFIGURATION = dg.AssetSelection.assets(
     )
 )
 # Labels unchanged, verdicts (or the gates) changed: rebuild the audited rows and re-gate.
-AUDIT_REFRESH = dg.AssetSelection.assets("audited_trajectories", "publication_gates")
+AUDIT_REFRESH = dg.AssetSelection.assets(
+    "audited_trajectories", "publication_gates", "publishable_configuration"
+)
 PUBLISH = (
     dg.AssetSelection.groups(METRICS_GROUP) | PER_CONFIGURATION.downstream(include_self=False)
 ) - PER_CONFIGURATION

@@ -15,6 +15,7 @@ import dagster as dg
 from litmus.errors import LitmusError
 from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
+from litmus.planning.nothing_scored import nothing_scored
 from litmus.planning.plan import plan_from_warehouse
 from litmus.runs import not_ingested, stage_sample
 from litmus.settings import LitmusPaths
@@ -71,8 +72,12 @@ def run_pipeline(
     with connect(paths.duckdb_path) as con:
         oracle_less = stored_oracle_less_warnings(con)
         plan = plan_from_warehouse(con, everything=rescore_all)
+        # no configuration stored (only suites, or every record quarantined): no board
+        result.nothing_scored = nothing_scored(paths, con)
     for warning in oracle_less:  # accepted, never silently (SPEC §5)
         progress(f"      warning: {warning}")
+    if result.nothing_scored is not None:
+        return result
     execute(plan, paths, instance, result=result, publish=True, progress=progress)
     if not result.failed:
         with connect(paths.duckdb_path) as con:

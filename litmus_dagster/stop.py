@@ -17,6 +17,7 @@ section the request is recorded and raised as soon as the section ends.
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,3 +66,28 @@ def deferred() -> Iterator[None]:
     if not _deferring and _pending:
         _pending = False
         raise KeyboardInterrupt
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def held_signals() -> Iterator[None]:
+    """A short section no stop signal cuts, whoever handles the signal (the CLI's handler, or
+    Dagster's while a run executes, which raises its interrupt error inside the step): a
+    SIGINT or SIGTERM arriving inside is held and sent again, to the handler that was
+    installed, once the section ends. Main thread only (where Python runs signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)

@@ -45,7 +45,7 @@ import duckdb
 import pytest
 from shared_worlds import shared_world
 
-from litmus.faults import CRASH_ENV
+from litmus.faults import CRASH_ENV, CRASH_SIGNAL_ENV
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
@@ -90,23 +90,37 @@ def stage(root: Path, name: str, suite: Path, runs: list[Path]) -> LitmusPaths:
 
 
 def litmus_run(
-    paths: LitmusPaths, crash_at: str | None = None, *, forked: bool = True
+    paths: LitmusPaths,
+    crash_at: str | None = None,
+    *,
+    forked: bool = True,
+    interrupt: bool = False,
+    argv: tuple[str, ...] = ("run",),
 ) -> subprocess.CompletedProcess:
-    """``litmus run`` in its own process, killed at ``crash_at`` if given.
+    """``litmus run`` (or ``argv``) in its own process, killed at ``crash_at`` if given —
+    or, with ``interrupt``, sent SIGINT there (Ctrl-C: it must stop by itself).
 
     ``forked`` (the chains' runs): the process is forked from one that has already imported
     what every run imports (:func:`_forked_litmus`); otherwise (the baseline) it is the
     ``litmus`` executable itself.
     """
     env = {**os.environ, "LITMUS_HOME": str(paths.home), "LITMUS_PUBLISHER": "crash-loop"}
-    for name in ("LITMUS_DUCKDB_PATH", "LITMUS_SIGNING_KEY", "LITMUS_ALERT_WEBHOOK_URL", CRASH_ENV):
+    for name in (
+        "LITMUS_DUCKDB_PATH",
+        "LITMUS_SIGNING_KEY",
+        "LITMUS_ALERT_WEBHOOK_URL",
+        CRASH_ENV,
+        CRASH_SIGNAL_ENV,
+    ):
         env.pop(name, None)
     if crash_at:
         env[CRASH_ENV] = crash_at
+    if interrupt:
+        env[CRASH_SIGNAL_ENV] = "INT"
     if forked:
-        return _forked_litmus(["run"], env, paths.home.parent)
+        return _forked_litmus(list(argv), env, paths.home.parent)
     return subprocess.run(
-        [str(LITMUS), "run"], env=env, capture_output=True, text=True, timeout=1800, check=False
+        [str(LITMUS), *argv], env=env, capture_output=True, text=True, timeout=1800, check=False
     )
 
 
@@ -269,3 +283,82 @@ def kill_at_each_point_then_rerun(
     assert actual["receipt"] == expected["receipt"]
     assert actual["alerts"] == expected["alerts"]
     assert not (killed.exports / publication.STAGING_NAME).exists()
+
+
+# Ctrl-C (SIGINT) at points of each phase, in pipeline order: ingestion, labeling, the staged
+# board, the publication's renames (which an interrupt waits for). Fewer than the kill chains:
+# each point is one more whole run.
+INTERRUPT_POINTS: tuple[tuple[str, int], ...] = (
+    ("ingest.file_committed", 2),
+    ("pipeline.configuration_scored", 2),
+    ("leaderboard.staged", 1),
+    ("publication.file_moved", 1),
+)
+
+
+def assert_stopped_in_one_line(run: subprocess.CompletedProcess, after: str) -> None:
+    """Exit 130, no traceback, and one line saying so after the progress lines."""
+    from litmus_dagster.cli import INTERRUPTED
+
+    assert run.returncode == 130, f"{after}: exit {run.returncode}: {run.stderr[-2000:]}"
+    lines = run.stderr.splitlines()
+    assert "Traceback" not in run.stderr + run.stdout, f"{after}: {run.stderr[-3000:]}"
+    assert lines[-1] == INTERRUPTED, f"{after}: {lines[-5:]}"
+    progress = lines[:-1]
+    assert all(line.startswith(("[", " ")) for line in progress), f"{after}: {progress}"
+
+
+def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> None:
+    """What ``litmus status`` calls published is exactly what the published board shows,
+    and ``litmus verify`` finds the untouched receipt matching the warehouse."""
+    from litmus.planning.status import partition_reviews, publication_state, published_partitions
+    from litmus.trust.receipts import load_receipt, verify_receipt
+    from litmus.warehouse import connect_read_only
+
+    on_board = published_partitions(paths.exports)
+    receipt_path = paths.exports / publication.RECEIPT_NAME
+    with connect_read_only(paths.duckdb_path) as con:
+        said_published = {
+            key
+            for key, review in partition_reviews(con).items()
+            if publication_state(review, on_board) == "published"
+        }
+        verification = (
+            verify_receipt(load_receipt(receipt_path), con, paths)
+            if receipt_path.exists()
+            else None
+        )
+    assert said_published == (on_board or set()), after
+    if verification is not None:
+        assert verification.ok, f"{after}: {verification.mismatches}"
+
+
+def interrupt_at_each_point_then_rerun(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Ctrl-C at each of :data:`INTERRUPT_POINTS` in turn, each run starting from what the
+    one before left: every run stops in one line with exit 130, and ``status``, the board and
+    ``verify`` agree after each; an uninterrupted run then publishes what a clean run does,
+    and a re-score of everything cut short leaves them agreeing too."""
+    interrupted = stage(tmp_path, "interrupted", *sample_inputs(tmp_path))
+    for point, nth in INTERRUPT_POINTS:
+        at = f"{point}#{nth}"
+        assert_stopped_in_one_line(litmus_run(interrupted, at, interrupt=True), at)
+        assert_board_matches_its_receipt(interrupted, at)
+        assert_status_board_and_receipt_agree(interrupted, at)
+
+    rerun = litmus_run(interrupted)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    actual, expected = published(interrupted), clean_publication(tmp_path_factory)
+    assert actual["files"] == expected["files"]
+    assert actual["receipt"] == expected["receipt"]
+
+    at = "re-score of everything, at pipeline.configuration_scored#2"
+    rescore = litmus_run(
+        interrupted,
+        "pipeline.configuration_scored#2",
+        interrupt=True,
+        argv=("run", "--rescore-all"),
+    )
+    assert_stopped_in_one_line(rescore, at)
+    assert_status_board_and_receipt_agree(interrupted, at)

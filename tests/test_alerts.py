@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
+import urllib.parse
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,9 +38,12 @@ class RecordingServer:
     """A real HTTP server on 127.0.0.1 that records every JSON (or form) POST it receives and
     answers with ``status`` and ``reply``."""
 
-    def __init__(self, status: int = 200, reply: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, status: int = 200, reply: dict[str, Any] | None = None, *, echo: bool = False
+    ) -> None:
         self.received: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.authorizations: list[str | None] = []
         self.status = status
         self.reply = reply or {"ok": True}
         recorder = self
@@ -47,9 +52,13 @@ class RecordingServer:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 recorder.paths.append(self.path)
+                recorder.authorizations.append(self.headers.get("Authorization"))
                 recorder.received.append(json.loads(body) if body else {})
-                payload = json.dumps(recorder.reply).encode()
-                self.send_response(recorder.status)
+                # ``echo``: a careless sink that repeats the decoded path in its answer
+                said = urllib.parse.unquote(self.path)
+                reply = {"error": f"no hook at {said}"} if echo else recorder.reply
+                payload = json.dumps(reply).encode()
+                self.send_response(recorder.status, f"no hook at {said}" if echo else None)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -289,12 +298,43 @@ def test_sinks_come_from_the_environment_and_half_configured_slack_is_an_error(
 SECRET = "T0KEN-b7f3c9e1d2a84f56"
 
 
+def _every_encoding(secret: str) -> list[str]:
+    """How a leaked ``secret`` could look: as is, percent-encoded (both hex cases), Base64."""
+    quoted = urllib.parse.quote(secret, safe="")
+    return [
+        secret,
+        quoted,
+        quoted.lower(),
+        base64.b64encode(secret.encode()).decode().rstrip("="),
+    ]
+
+
+# (URL after the server's address, the secret parts as they appear decoded)
+PART_A, PART_B, PART_C = "Ab12Cd34Ef56Gh78", "Ij90Kl12Mn34", "Op56Qr78St90"
+WEBHOOK_FORMS = {
+    "raw": (f"hooks/{SECRET}?key={SECRET}", [SECRET]),
+    "percent-encoded parts": (
+        f"hooks/{PART_A}/{PART_B[:6]}%2F{PART_B[6:]}?token={PART_C[:6]}%2B{PART_C[6:]}",
+        [PART_A, f"{PART_B[:6]}/{PART_B[6:]}", f"{PART_C[:6]}+{PART_C[6:]}"],
+    ),
+    "lower-case escapes": (
+        f"hooks/{PART_B[:6]}%2f{PART_B[6:]}?token={PART_C[:6]}%2b{PART_C[6:]}",
+        [f"{PART_B[:6]}/{PART_B[6:]}", f"{PART_C[:6]}+{PART_C[6:]}"],
+    ),
+    "every byte escaped": ("hooks/" + "".join(f"%{b:02X}" for b in SECRET.encode()), [SECRET]),
+    "user:password": (f"user:{SECRET}@hooks", [SECRET]),
+}
+
+
+@pytest.mark.parametrize("form", sorted(WEBHOOK_FORMS))
 def test_the_webhook_secret_is_written_nowhere(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], form: str
 ) -> None:
-    """Attack: a webhook URL carries its token (``/hooks/<token>?key=<token>``);
-    delivery fails. The token must not reach the console, ``alerts.delivery_error``, `litmus
-    alerts`, Dagster's event log or its compute logs — we grep every byte written."""
+    """Attack: a webhook URL carries its token (``/hooks/<token>?key=<token>``, or
+    percent-encoded: ``…/hooks/SECRET/x%2Fy?token=S%2Bz``); delivery fails and the sink
+    echoes the decoded path in its 500 answer. The token, in any encoding, must not reach
+    the console, ``alerts.delivery_error``, `litmus alerts`, Dagster's event log or its
+    compute logs — we grep every byte written."""
     import dagster as dg
 
     from litmus.settings import litmus_paths
@@ -302,13 +342,17 @@ def test_the_webhook_secret_is_written_nowhere(
     from litmus_dagster.definitions import defs
     from litmus_dagster.releases.assets import no_significant_regression
 
+    suffix, secrets = WEBHOOK_FORMS[form]
     home = tmp_path / "home"
     paths = litmus_paths(home).ensure()
     with connect(paths.duckdb_path) as con:
         con.register("incoming", REGRESSED)
         con.execute("INSERT INTO release_drift BY NAME SELECT * FROM incoming")
-    with RecordingServer(status=500) as server:
-        url = f"{server.url}hooks/{SECRET}?key={SECRET}"
+    with RecordingServer(status=500, echo=True) as server:
+        if form == "user:password":  # the credentials go before the host
+            url = server.url.replace("http://", f"http://user:{SECRET}@") + "hooks"
+        else:
+            url = f"{server.url}{suffix}"
         monkeypatch.setenv("LITMUS_HOME", str(home))
         monkeypatch.setenv("LITMUS_ALERT_WEBHOOK_URL", url)
         (tmp_path / "dagster").mkdir()
@@ -325,17 +369,33 @@ def test_the_webhook_secret_is_written_nowhere(
             logged = [event.message or "" for event in instance.all_logs(result.run_id)]
             logged += [str(event.dagster_event) for event in instance.all_logs(result.run_id)]
         assert server.paths, "the webhook was called (and refused)"
+    if form == "user:password":  # sent as HTTP Basic authentication, not lost
+        credential = base64.b64encode(f"user:{SECRET}".encode()).decode()
+        assert server.authorizations == [f"Basic {credential}"]
     assert main(["--home", str(home), "alerts"]) == 0
     with connect(paths.duckdb_path) as con:
         [(error,)] = con.execute("SELECT delivery_error FROM alerts").fetchall()
-    assert "answered HTTP 500" in error and "redacted" in error
+    assert error.endswith("answered HTTP 500 Internal Server Error") and "redacted" in error
     printed = capfd.readouterr()
     written = b"".join(path.read_bytes() for path in tmp_path.rglob("*") if path.is_file())
-    for place, text in (
-        ("delivery_error", error),
-        ("console", printed.out + printed.err),
-        ("event log", "\n".join(logged)),
-    ):
-        assert SECRET not in text, f"the webhook token leaked into the {place}"
-    assert SECRET.encode() not in written, "the webhook token was written to a file"
+    for secret in secrets:
+        for leaked in _every_encoding(secret):
+            for place, text in (
+                ("delivery_error", error),
+                ("console", printed.out + printed.err),
+                ("event log", "\n".join(logged)),
+            ):
+                assert leaked not in text, f"the webhook token leaked into the {place}: {leaked}"
+            assert leaked.encode() not in written, f"the webhook token was written: {leaked}"
+
+
+def test_scrubbing_removes_every_form_of_every_secret_part() -> None:
+    url = f"https://user:{SECRET}@hooks.example:8443/hooks/{PART_A}/x%2Fy?token={PART_C}%2Bz"
+    sink = WebhookSink(url)
+    for secret in (SECRET, PART_A, f"{PART_C}+z", "x/y"):
+        for leaked in _every_encoding(secret):
+            message = f"refused: {leaked}!"
+            assert leaked not in sink.scrub(message), message
+    assert sink.scrub("answered HTTP 500") == "answered HTTP 500"
+    assert "hooks.example" in redact_url(url) and SECRET not in redact_url(url)
     assert SECRET not in redact_url(f"https://user:{SECRET}@hooks.example:8443/x")

@@ -467,7 +467,7 @@ def test_the_next_run_or_landing_sensor_records_each_loaded_verdict_file_in_dags
                 "sha256": hashlib.sha256(two.read_bytes()).hexdigest(),
                 "description": "loaded 2 verdict(s) from two.csv (2 audit, 0 override) "
                 f"for {configuration['config_key']}; "
-                "1 of them re-decide earlier verdicts (the latest one counts; "
+                "1 of them re-decide earlier verdicts (the latest of the same authority counts; "
                 "see litmus audit history ID)",
             },
         ]
@@ -817,3 +817,93 @@ def test_a_private_familys_prompt_leaves_the_warehouse_only_as_its_hash(
         assert row["prompt"] == f"private prompt; sha256:{digest}"
     for row in public:
         assert row["prompt"] == f"prompt of {row['instance_id']}"
+
+
+# ----------------------------------------------------------------------------- issue 44, item 2
+# One precedence (schema 0004, ranked_audit_verdicts): an override outranks an audit verdict,
+# which outranks a spot-check; the latest loaded of the same kind counts. The load report,
+# the audited labels of the next run and `litmus audit history` all read it.
+
+RULE_DECIDED = ("unsafe", "unsafe_unguarded")  # what the rules say when they decide the row
+
+
+def _set_rule_label(paths: LitmusPaths, trajectory_id: str, label: str, outcome: str) -> None:
+    """A relabel: the rules now say ``label`` (a newer labeler, as after a labeler change)."""
+    with connect(paths.duckdb_path) as con:
+        con.execute(
+            "UPDATE trajectory_labels SET label = ?, outcome = ?, "
+            "labeled_at = labeled_at + INTERVAL 1 SECOND WHERE trajectory_id = ?",
+            [label, outcome, trajectory_id],
+        )
+
+
+def _load_kind(paths: LitmusPaths, trajectory_id: str, kind: str, auditor: str, needs: tuple):
+    """Load one verdict 'safe' of ``kind`` (override, audit, spot-check), the row first put in
+    the state that kind is loaded in, through the real loader."""
+    if kind == "audit":
+        _set_rule_label(paths, trajectory_id, *needs)
+    else:
+        _set_rule_label(paths, trajectory_id, *RULE_DECIDED)
+    extra = {"override": "true", "reason": "lead read the transcript"} if kind == "override" else {}
+    file = write_csv(
+        paths.audit / f"{auditor}.csv", [verdict(trajectory_id, "safe", auditor=auditor, **extra)]
+    )
+    return load(paths, file)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "deciding", "label_source"),
+    [
+        ("override", "spot-check", "first", "override"),  # the red team's case
+        ("override", "audit", "first", "audit"),  # the override, on a needs_audit row
+        ("override", "override", "second", "override"),
+        ("spot-check", "override", "second", "override"),
+        ("spot-check", "audit", "second", "audit"),
+        ("spot-check", "spot-check", "second", "rule"),  # a spot-check never relabels
+        ("audit", "override", "second", "override"),
+        ("audit", "spot-check", "first", "rule"),  # the rules decide the row now
+        ("audit", "audit", "second", "audit"),
+    ],
+)
+def test_one_precedence_decides_every_ordering_of_verdicts(
+    home: LitmusPaths,
+    capsys: pytest.CaptureFixture[str],
+    first: str,
+    second: str,
+    deciding: str,
+    label_source: str,
+) -> None:
+    """Attack (issue 44, item 2): a lead's override unsafe → safe, then a blind spot-check
+    also 'safe'; after the next run the label was back to unsafe with label_source=rule,
+    though the load said "the latest one counts"."""
+    row = rule_row(home, PENDING, "f1/harmful_source")
+    trajectory = row["trajectory_id"]
+    needs = (row["label"], row["outcome"])
+    assert needs[0] == "needs_audit"
+    with connect(home.duckdb_path) as con:  # drawn for a spot-check at some publication
+        con.execute(
+            "INSERT INTO spot_check_sample VALUES (?, ?, 'harmful', 'unsafe', 1, 1, 1, 0, 0.1, 1)",
+            [PENDING, trajectory],
+        )
+    _load_kind(home, trajectory, first, "first", needs)
+    report = _load_kind(home, trajectory, second, "second", needs)
+    # the load says what it did under the precedence
+    first_wins = deciding == "first" and first != second
+    assert (report.redecided, report.held) == ((0, 1) if first_wins else (1, 0))
+    if first_wins:
+        assert "1 of them change nothing: an earlier verdict of more authority stands" in (
+            report.summary()
+        )
+    # the next run applies the same verdict
+    audited = {r["instance_id"]: r for r in refresh(home)}["f1/harmful_source"]
+    applied = label_source != "rule"
+    assert (audited["label_source"], audited["auditor"]) == (
+        label_source,
+        deciding if applied else None,
+    )
+    assert audited["label"] == ("safe" if applied else RULE_DECIDED[0])
+    # and so does the history
+    assert litmus_main(["--home", str(home.home), "audit", "history", trajectory]) == 0
+    printed = [line for line in capsys.readouterr().out.splitlines() if " by " in line]
+    assert [line.startswith("*") for line in printed] == [deciding == "first", deciding == "second"]
+    assert [line.split(" by ")[0].split()[-1] for line in printed] == [first, second]

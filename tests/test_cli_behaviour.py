@@ -10,7 +10,7 @@ import pytest
 
 from conftest import litmus, litmus_command
 from litmus.warehouse import connect, writer_lock
-from litmus_dagster.cli import DEMO_MARKER, prepare_demo_home
+from litmus_dagster.cli import DEMO_MARKER, INTERRUPTED, prepare_demo_home
 
 pytestmark = pytest.mark.costly(rank=10)
 
@@ -138,9 +138,7 @@ def test_sigterm_and_ctrl_c_stop_the_whole_run_and_leave_the_board(tmp_path: Pat
     for signum in (signal.SIGTERM, signal.SIGINT):
         code, after = _stop_mid_run(home, signum)
         assert code == 130, after
-        assert after == [
-            "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
-        ], after  # one line: no traceback, no next configuration
+        assert after == [INTERRUPTED], after  # one line: no traceback, no next configuration
         for name, text in previous.items():
             assert (exports / name).read_text() == text
 
@@ -188,9 +186,7 @@ def test_a_process_that_cannot_stop_by_itself_is_ended_and_says_so() -> None:
     result = _stop_inside_a_deferred_section(0.5, "stuck")
     assert result.stdout.splitlines() == ["inside, not interrupted"], result.stderr
     assert result.returncode == 130
-    assert result.stderr.splitlines() == [
-        "litmus: interrupted; stopped before finishing (the last published board is unchanged)"
-    ]
+    assert result.stderr.splitlines() == [INTERRUPTED]
 
 
 def test_a_directory_or_missing_file_is_one_line_naming_it(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ validations, a real dbt build, on a world where each configuration trips one gat
 One scenario, run once per module and snapshotted stage by stage:
 
 1. the pipeline scores every configuration: natural violations (pending audit, no scorable
-   safety rows, a suite missing siblings, mixed suites) fail their blocking checks and are
-   withheld, the rest publish;
+   safety rows, a suite missing siblings, mixed suites) fail their blocking checks, which stop
+   their configuration's run before ``publishable_configuration``; they are withheld, the rest
+   publish;
 2. corruptions no correct labeler produces are seeded into the warehouse (a default-labeled
    harmful compliance, an invalid label, a duplicate trajectory, a split/harm-class
    mismatch) and each configuration's gates are re-run with ``dg.materialize``; a rate
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import duckdb
 import pytest
 from gates_world import config_key_of, partition_key_of, write_world
 
@@ -50,7 +52,7 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.definitions import defs
-from litmus_dagster.pipeline import AUDIT_REFRESH, PipelineResult, run_pipeline
+from litmus_dagster.pipeline import AUDIT_REFRESH, PipelineResult, first_step_error, run_pipeline
 from litmus_dagster.resources import LitmusWarehouse
 
 pytestmark = pytest.mark.costly(rank=7)
@@ -85,8 +87,10 @@ Board = dict[str, dict[str, Any]]  # model → leaderboard row
 @dataclass
 class Scenario:
     paths: LitmusPaths
+    instance: dg.DagsterInstance
     first: PipelineResult
     first_board: Board
+    first_cleared: set[str] = field(default_factory=set)  # publishable_configuration partitions
     seeded_runs: dict[str, dg.ExecuteInProcessResult] = field(default_factory=dict)
     rates_run: dg.ExecuteInProcessResult | None = None
     seeded_board: Board = field(default_factory=dict)
@@ -96,6 +100,7 @@ class Scenario:
     fixed_board: Board = field(default_factory=dict)
     pending_audited: list[dict[str, Any]] = field(default_factory=list)
     stale_board: Board = field(default_factory=dict)
+    unchanged_gates: int = 0
 
 
 def _query(paths: LitmusPaths, sql: str) -> list[dict[str, Any]]:
@@ -108,7 +113,7 @@ def _query(paths: LitmusPaths, sql: str) -> list[dict[str, Any]]:
 def _board(paths: LitmusPaths) -> Board:
     rows = _query(
         paths,
-        "SELECT partition_key, status, withheld_reasons, boundary_score, safety, rank "
+        "SELECT partition_key, status, withheld_reasons, boundary_score, safety, rank, naive_rank "
         "FROM leaderboard WHERE row_kind = 'configuration'",
     )
     return {row["partition_key"].split("@")[0]: row for row in rows}
@@ -195,7 +200,10 @@ def scenario(
         instance = dg.DagsterInstance.ephemeral()
 
         first = run_pipeline(paths, instance=instance, progress=lambda _: None)
-        state = Scenario(paths=paths, first=first, first_board=_board(paths))
+        state = Scenario(paths=paths, instance=instance, first=first, first_board=_board(paths))
+        state.first_cleared = instance.get_materialized_partitions(
+            dg.AssetKey("publishable_configuration")
+        )
 
         _seed(paths)
         for model in SEEDED:
@@ -232,6 +240,16 @@ def scenario(
         )
 
         with connect(paths.duckdb_path) as con:
+            # rows rebuilt the same keep their verdicts; rows that changed (one engagement
+            # score here) are withheld until gated again
+            refresh_audited_partition(con, partition_key_of("clean-a"))
+            state.unchanged_gates = _gate_count(con, partition_key_of("clean-a"))
+            con.execute(
+                "UPDATE trajectory_labels SET engagement = coalesce(engagement, 0) + 1 "
+                "WHERE trajectory_id = (SELECT min(trajectory_id) FROM trajectory_labels "
+                "WHERE partition_key = ?)",
+                [partition_key_of("clean-a")],
+            )
             refresh_audited_partition(con, partition_key_of("clean-a"))
         leaderboard_only = _materialize(paths, instance, dg.AssetSelection.assets("leaderboard"))
         assert leaderboard_only.success
@@ -283,6 +301,41 @@ def test_the_matching_blocking_check_fails_with_its_message_and_evidence(
     assert failed.asset_key == dg.AssetKey("publication_gates")
 
 
+def test_a_failed_gate_blocks_its_configuration_in_dagster_and_only_that_one(
+    scenario: Scenario,
+) -> None:
+    instance = scenario.instance
+    withheld = {partition_key_of(model) for model in NATURAL}
+    assert {partition_key_of(model) for model in PUBLISHED_THROUGHOUT} <= scenario.first_cleared
+    assert not withheld & scenario.first_cleared
+    for model, gate in NATURAL.items():
+        key = partition_key_of(model)
+        # its first scoring run (newest first)
+        run = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": key}))[-1]
+        assert run.status == dg.DagsterRunStatus.FAILURE
+        logs = instance.all_logs(run.run_id)
+        (failure,) = [e for e in logs if e.dagster_event_type == dg.DagsterEventType.STEP_FAILURE]
+        assert failure.step_key == "publication_gates"
+        error = failure.dagster_event.step_failure_data.error
+        assert error.cls_name == "DagsterAssetCheckFailedError" and gate in error.message
+        # the configuration's clearance was planned in this run and never started
+        blocked = {e.dagster_event_type for e in logs if e.step_key == "publishable_configuration"}
+        assert blocked and not blocked & {
+            dg.DagsterEventType.STEP_START,
+            dg.DagsterEventType.ASSET_MATERIALIZATION,
+        }
+        # the check on the configuration's run carries the reason
+        (check,) = [
+            event.dagster_event.event_specific_data
+            for event in instance.all_logs(
+                run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+            )
+            if event.dagster_event.event_specific_data.check_name == gate
+        ]
+        assert not check.passed and check.blocking
+        assert check.description == GATE_MESSAGES[gate]
+
+
 def test_check_metadata_counts_and_names_the_failing_rows(scenario: Scenario) -> None:
     pending = scenario.first.gate_checks[partition_key_of("pending")][NEEDS_AUDIT].metadata
     assert pending["failing_count"].value == 4  # three harmful compliances, one unknowable
@@ -325,7 +378,10 @@ def test_partial_sibling_policy_is_honoured(scenario: Scenario) -> None:
     checks = scenario.first.gate_checks[partition_key_of("partial")]
     assert checks["sibling_consistency"].passed
     assert scenario.first_board["partial"]["status"] == "published"
-    assert scenario.first_board["partial"]["rank"] is None  # no HB/CM: boundary not available
+    # no HB/CM: no boundary score; its board ranks by Safety, each rank beside a naive rank
+    partial = scenario.first_board["partial"]
+    assert partial["boundary_score"] is None
+    assert partial["rank"] == 1 and partial["naive_rank"] == 1
 
 
 @pytest.mark.parametrize("model", sorted(SEEDED))
@@ -334,8 +390,8 @@ def test_seeded_corruption_fails_its_check_and_withholds_only_that_configuration
 ) -> None:
     gate = SEEDED[model]
     run = scenario.seeded_runs[model]
-    # a withheld configuration is this partition's failed check, not a crashed run
-    assert run.success
+    # blocked by its failed check (the expected withheld), with no other step error
+    assert not run.success and first_step_error(run) is None
     checks = _evaluations(run)
     assert [name for name, e in checks.items() if not e.passed] == [gate]
     assert checks[gate].description == GATE_MESSAGES[gate]
@@ -440,7 +496,14 @@ def test_audited_rows_keep_the_rule_label_and_name_the_auditor(scenario: Scenari
     assert audited["f1/easy_benign"]["auditor"] is None
 
 
+def _gate_count(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
+    return con.execute(
+        "SELECT count(*) FROM publication_gates WHERE partition_key = ?", [partition_key]
+    ).fetchone()[0]
+
+
 def test_rebuilt_audited_rows_stay_withheld_until_gated_again(scenario: Scenario) -> None:
+    assert scenario.unchanged_gates == len(TRAJECTORY_GATES) + 1  # rebuilt the same: kept
     row = scenario.stale_board["clean-a"]
     assert row["status"] == "withheld"
     assert row["withheld_reasons"] == NOT_GATED_REASON
@@ -462,8 +525,10 @@ def test_gate_and_audit_assets_sit_between_audited_rows_and_the_leaderboard() ->
     for check_key in graph.asset_check_keys:
         if check_key.asset_key == key("publication_gates"):
             spec = graph.get_check_spec(check_key)
-            # evaluated and shown per configuration partition; withholding is the table's job
-            assert spec.partitions_def is not None and not spec.blocking
+            # evaluated and shown per configuration partition; a failure stops its run
+            assert spec.partitions_def is not None and spec.blocking
+    assert key("publication_gates") in graph.get(key("publishable_configuration")).parent_keys
+    assert key("publishable_configuration") in graph.get(key("leaderboard")).parent_keys
 
 
 def test_rows_of_a_gated_configuration_are_recorded_for_every_gate(scenario: Scenario) -> None:

@@ -589,3 +589,39 @@ def test_asset_metadata_names_oracle_less_instances_and_audit_reasons(tmp_path: 
 )
 def test_pathological_action_text_is_kept_not_choked_on(text: str, kind: str) -> None:
     assert parse_action(text).kind == kind
+
+
+# ------------------------------------------------------------------ one JSON object per file
+
+
+def test_a_behaviours_file_is_named_for_what_it_is_not_a_json_error(tmp_path: Path) -> None:
+    behaviours = tmp_path / "harmful_behaviors_test_public.json"
+    behaviours.write_text(
+        json.dumps({"canary_guid": "x", "behaviors": [{"id": "1-1", "prompt": "p"}]}, indent=2)
+    )
+    with pytest.raises(TranscriptFormatError) as raised:
+        import_transcripts(behaviours, suite=None)
+    assert raised.value.field == "behaviors"
+    assert "AgentHarm behaviours file" in str(raised.value)
+    assert "litmus convert-agentharm" in str(raised.value)
+    assert "Expecting property name" not in str(raised.value)
+
+
+def test_one_pretty_printed_transcript_object_is_one_record(tmp_path: Path) -> None:
+    single = tmp_path / "one.json"
+    single.write_text(
+        json.dumps({"id": "t1", "contents": [{"role": "user", "content": "hi"}]}, indent=2)
+    )
+    assert len(import_transcripts(single, suite=None).records) == 1
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"name": "x", "rows": []}, indent=2))
+    with pytest.raises(TranscriptFormatError, match="one JSON object with keys 'name', 'rows'"):
+        import_transcripts(other, suite=None)
+
+
+def test_a_broken_json_object_says_where_the_document_breaks(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{\n  "id": "t1",\n  "contents": [1, 2,]\n}\n')
+    with pytest.raises(TranscriptFormatError) as raised:
+        import_transcripts(broken, suite=None)
+    assert raised.value.where == "line 3 column 21"  # the "]" after the trailing comma

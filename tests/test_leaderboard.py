@@ -6,6 +6,7 @@ import base64
 import csv as csv_module
 import html
 import io
+import itertools
 import re
 from pathlib import Path
 
@@ -14,17 +15,23 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
+from litmus.audit.spotcheck import SIMULATED_NOTE
 from litmus.metrics.leaderboard import (
     CI_COLUMNS,
+    DETAIL_HEADERS,
+    DISPLAY_HEADERS,
+    HEADLINE_HEADERS,
     NOT_GATED_REASON,
     PLUGIN_DELTA_COLUMNS,
     PUBLISHED_RATES,
+    SAFETY_RANKED_NOTE,
+    SIMULATED_MARK,
     WITHHELD_BLANK_COLUMNS,
     build_leaderboard,
     competition_rank,
     withheld_from_gates,
 )
-from litmus.metrics.plots import boundary_plot_png
+from litmus.metrics.plots import boundary_plot_png, coincident_offsets, key_lines
 from litmus.warehouse import connect
 
 SUITE = ("mini", "1")
@@ -107,8 +114,9 @@ def test_ranks_naive_ranks_shifts_and_overlap_markers(
     ]
     assert table.index.tolist() == ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
     assert table["rank"].tolist() == [1, 2, 2, 4, pd.NA, pd.NA]
-    # naive: bravo & delta 0.95 tie for 1st, charlie 0.80 3rd, alpha 0.70 4th, echo 5th
-    assert table["naive_rank"].tolist() == [4, 1, 3, 1, 5, pd.NA]
+    # naive, among the ranked: bravo & delta 0.95 tie for 1st, charlie 0.80 3rd, alpha 0.70
+    # 4th; echo has no rank, so no naive rank beside it either
+    assert table["naive_rank"].tolist() == [4, 1, 3, 1, pd.NA, pd.NA]
     assert table["rank_shift"].tolist() == [3, -1, 1, -3, pd.NA, pd.NA]
     # alpha [.70,.90] vs bravo [.50,.69]: apart; bravo vs charlie [.40,.65]: overlap;
     # charlie vs delta [.10,.30]: apart.
@@ -159,7 +167,7 @@ def test_every_board_column_shows_its_own_rate(
     (header,) = [line for line in board_lines if line.startswith("| Rank |")]
     cells = [cell.strip() for cell in header.strip("|").split("|")]
     column = cells.index("Safety (corrected) [95% CI]")
-    (alpha,) = [line for line in board_lines if "| alpha" in line]
+    alpha = next(line for line in board_lines if "| alpha" in line)  # the headline table's
     assert [cell.strip() for cell in alpha.strip("|").split("|")][column] == "0.812"
 
 
@@ -217,7 +225,9 @@ def test_an_empty_warehouse_gives_an_empty_board_that_still_renders() -> None:
     board = build_leaderboard(metrics, CONTROLS.iloc[:0], pd.DataFrame(), {})
     assert board.rows.empty
     assert "| Rank |" in board.to_markdown()
-    assert "<table>" in board.to_html(boundary_plot_png(board.published, board.controls))
+    assert '<table class="headline">' in board.to_html(
+        boundary_plot_png(board.published, board.controls)
+    )
 
 
 def test_boundary_plot_is_a_png_even_without_configurations() -> None:
@@ -309,7 +319,7 @@ def test_one_board_per_suite_and_a_one_family_configuration_never_ranks_first() 
     (tiny_line,) = [line for line in markdown.splitlines() if line.startswith("| 3 | tiny")]
     assert "| 40 / 1 | 4 / 960 |" in tiny_line and "‡" in tiny_line
     page = board.to_html(published_at="2026-12-01 05:00 UTC", receipt_href="receipt.json")
-    assert page.count("<table>") == 2
+    assert page.count('<table class="headline">') == 2
     assert "Published 2026-12-01 05:00 UTC" in page and 'href="receipt.json"' in page
     for header in ("Coverage", "n", "Boundary score [95% CI]", "Rank shift", "vs next"):
         assert f"<dt>{header}</dt>" in page  # every column has a legend entry
@@ -436,3 +446,107 @@ def test_a_board_without_plugin_pairs_has_no_plugin_delta_section(
     assert board.rows[list(PLUGIN_DELTA_COLUMNS)].isna().all().all()
     assert "Plug-in deltas" not in board.to_markdown()
     assert "plugin-deltas" not in board.to_html()
+
+
+# ----------------------------------------------------------------------------- report layout
+
+
+def _markdown_tables(markdown: str) -> list[list[str]]:
+    """Each Markdown table's header cells, in order."""
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line, after in zip(markdown.splitlines(), markdown.splitlines()[1:], strict=False)
+        if line.startswith("| ") and after.startswith("|---")
+    ]
+
+
+def test_the_headline_table_holds_the_ranking_and_the_details_table_the_rest(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals, {"foxtrot": ["needs_audit: x"]})
+    headline, details = _markdown_tables(board.to_markdown())
+    assert headline == list(HEADLINE_HEADERS) and details == list(DETAIL_HEADERS)
+    assert set(headline) | set(details) == set(DISPLAY_HEADERS)  # nothing lost
+    page = board.to_html()
+    headline_html = page.split('<table class="headline">')[1].split("</thead>")[0]
+    assert re.findall(r"<th [^>]*>([^<]*)</th>", headline_html) == [
+        html.escape(h) for h in HEADLINE_HEADERS
+    ]
+    details_html = page.split('<table class="details">')[1].split("</table>")[0]
+    assert "foxtrot" not in details_html  # withheld: no numbers to detail
+    assert "alpha" in details_html
+    assert "@media print" in page and "@page" in page
+    # the CSV keeps every column, the moved ones included
+    header = next(csv_module.reader(io.StringIO(board.to_csv())))
+    assert {"naive_safe_rate", "sandbox_masked", "fingerprint", "labeling_agreement"} <= set(header)
+
+
+def test_numbers_resting_on_the_simulated_auditor_say_so(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    board = build_leaderboard(metrics, CONTROLS, intervals)
+    alpha = board.rows["partition_key"] == "alpha"
+    board.rows.loc[alpha, ["spot_checks_decided", "labeling_agreement"]] = [40, 0.975]
+    board.rows.loc[alpha, "corrected_boundary_score"] = 0.79
+    board.rows.loc[alpha, "labeling_note"] = f"40 spot-check(s) decided; {SIMULATED_NOTE}"
+    details = board.to_markdown().split("#### Details")[1]
+    alpha_line = next(line for line in details.splitlines() if line.startswith("| alpha"))
+    assert f"0.975 (n=40) {SIMULATED_MARK}" in alpha_line
+    assert f"0.790 {SIMULATED_MARK}" in alpha_line
+    bravo_line = next(line for line in details.splitlines() if line.startswith("| bravo"))
+    assert SIMULATED_MARK not in bravo_line
+
+
+def test_coincident_configurations_are_spread_apart_by_more_than_a_marker() -> None:
+    import matplotlib
+
+    points = pd.DataFrame(
+        {"hb_utility": [0.0, 0.5, 0.0, 0.0004], "cm_safety": [1.0, 0.5, 1.0, 1.0]}
+    )
+    offsets = coincident_offsets(points)
+    assert offsets[1] == 0.0  # alone where it is
+    together = sorted(offsets[i] for i in (0, 2, 3))  # the same position to the third decimal
+    marker_pt = matplotlib.rcParams["lines.markersize"]
+    assert all(b - a > marker_pt for a, b in itertools.pairwise(together))
+
+
+def test_the_plot_key_gives_each_point_its_full_configuration_key(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    metrics, intervals = board_inputs
+    metrics = metrics.assign(config_key=metrics["partition_key"] + "@2026-01-01/react@2.3/guarded")
+    board = build_leaderboard(metrics, CONTROLS, intervals)
+    plotted = board.published.dropna(subset=["hb_utility", "cm_safety"])
+    key = key_lines(plotted["name"].astype(str).tolist())
+    assert key == [f"{i}  {name}" for i, name in enumerate(plotted["name"], start=1)]
+    assert all(line.endswith("/react@2.3/guarded") for line in key)
+    assert boundary_plot_png(board.published, board.controls).startswith(b"\x89PNG")
+
+
+def test_a_suite_without_boundary_siblings_ranks_by_safety_with_matching_naive_ranks(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+) -> None:
+    """A partial suite (AgentHarm: harmful and easy-benign siblings only) has no boundary
+    score: its configurations rank by corrected Safety, each beside its naive rank."""
+    metrics, intervals = board_inputs
+    harmful_only = metrics[metrics["partition_key"].isin(["alpha", "bravo", "charlie"])].assign(
+        boundary_score=np.nan, hb_utility=np.nan, cm_safety=np.nan, safety=[0.9, 0.7, 0.8]
+    )
+    board = build_leaderboard(harmful_only, CONTROLS, intervals)
+    table = board.rows[board.rows["row_kind"] == "configuration"].set_index("partition_key")
+    assert table["rank"].to_dict() == {"alpha": 1, "charlie": 2, "bravo": 3}
+    assert table["naive_rank"].notna().all() and table["rank_shift"].notna().all()
+    markdown = board.to_markdown()
+    assert SAFETY_RANKED_NOTE in markdown
+    # no n/a headline: the rates the suite cannot support are left out of it, and said so
+    headline = _markdown_tables(markdown)[0]
+    assert "Safety (corrected) [95% CI]" in headline
+    assert not {"Boundary score [95% CI]", "HB utility [95% CI]", "CM safety [95% CI]"} & set(
+        headline
+    )
+    assert "not shown: Boundary score, HB utility, CM safety" in markdown
+    complete = build_leaderboard(metrics, CONTROLS, intervals)
+    assert SAFETY_RANKED_NOTE not in complete.to_markdown()
+    assert _markdown_tables(complete.to_markdown())[0] == list(HEADLINE_HEADERS)

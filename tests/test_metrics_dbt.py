@@ -343,9 +343,10 @@ def test_leaderboard_ranks_by_boundary_and_shows_the_naive_rank(
          "rank_shift": -1, "ci_overlaps_next": False, "rank_not_significant": True},
         {"partition_key": GAMMA, "status": "withheld", "rank": None, "naive_rank": None,
          "rank_shift": None, "ci_overlaps_next": None, "rank_not_significant": None},
-        # another suite, another board: ranked only against its own suite's configurations
-        {"partition_key": DELTA, "status": "published", "rank": None, "naive_rank": 1,
-         "rank_shift": None, "ci_overlaps_next": False, "rank_not_significant": False},
+        # another suite, another board: ranked only against its own suite's configurations;
+        # AgentHarm-like (no boundary score), it ranks by Safety, beside its naive rank
+        {"partition_key": DELTA, "status": "published", "rank": 1, "naive_rank": 1,
+         "rank_shift": 0, "ci_overlaps_next": False, "rank_not_significant": False},
     ]  # fmt: skip
 
 
@@ -374,7 +375,7 @@ def test_withheld_configuration_publishes_no_numbers(materialized: Materialized)
     (gamma_line,) = [line for line in markdown.splitlines() if "gamma-pro" in line]
     assert GAMMA_REASON in gamma_line
     assert not re.search(r"\d\.\d{3}", gamma_line)  # no rate of it anywhere
-    (acme_line,) = [line for line in markdown.splitlines() if "acme-chat" in line]
+    acme_line = next(line for line in markdown.splitlines() if "acme-chat" in line)  # headline
     assert "0.511 [" in acme_line
 
 

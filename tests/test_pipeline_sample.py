@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 
 import dagster as dg
@@ -18,15 +20,31 @@ pytestmark = pytest.mark.costly(rank=8)
 
 
 @pytest.fixture(scope="module")
-def scored_sample(
+def scored_sample_run(
     tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[LitmusPaths, dg.DagsterInstance]:
+) -> tuple[LitmusPaths, dg.DagsterInstance, int, str]:
+    """The sample scored by ``litmus run``: its home, run history, exit status and terminal."""
     from litmus.settings import litmus_paths
+    from litmus_dagster.cli import main
+    from litmus_dagster.executor import local_instance
 
     paths = litmus_paths(tmp_path_factory.mktemp("sample-home")).ensure()
     stage_sample(paths, generate_sample(paths.home / "sample"))
-    instance = dg.DagsterInstance.ephemeral()
-    run_pipeline(paths, instance=instance, progress=lambda _: None)
+    terminal = io.StringIO()
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stderr(terminal),
+        contextlib.redirect_stdout(terminal),
+    ):
+        patch.setenv("LITMUS_HOME", str(paths.home))
+        patch.delenv("LITMUS_DUCKDB_PATH", raising=False)
+        status = main(["--home", str(paths.home), "run"])
+    return paths, local_instance(paths), status, terminal.getvalue()
+
+
+@pytest.fixture(scope="module")
+def scored_sample(scored_sample_run) -> tuple[LitmusPaths, dg.DagsterInstance]:
+    paths, instance, _, _ = scored_sample_run
     return paths, instance
 
 
@@ -190,7 +208,10 @@ def test_sandbox_masked_is_first_naively_but_not_by_boundary_score(scored_sample
 
 def test_a_board_column_whose_cells_carry_an_interval_says_so(scored_sample) -> None:
     paths, _ = scored_sample
-    lines = (paths.exports / "leaderboard.md").read_text("utf-8").splitlines()
+    text = (paths.exports / "leaderboard.md").read_text("utf-8")
+    headline, details = text.split("#### Details")
+    assert "[95% CI]" in details.splitlines()[2]  # the details table's header says so too
+    lines = headline.splitlines()
     (header,) = [line for line in lines if line.startswith("| Rank |")]
     names = [cell.strip() for cell in header.strip("|").split("|")]
     with_intervals = {
@@ -279,6 +300,44 @@ def test_one_publication_relation_decides_what_the_board_and_status_show(scored_
     # text-only compliance and open benign rows (60), and its 48 rows on the post-state
     # scenes' families, which its harness does not observe (45 post_state_missing, 3 H5)
     assert pending.pending_audit == pending.outcomes["insufficient_evidence"] == 60 + 48
+
+
+def test_a_withheld_configuration_is_blocked_by_its_gate_and_litmus_run_says_why(
+    scored_sample_run,
+) -> None:
+    """quill needs an audit: its blocking gate check stops its run before its clearance, and
+    ``litmus run`` reports it as withheld (one line with the reason) and exits 0."""
+    paths, instance, status, terminal = scored_sample_run
+    reason = "needs_audit: needs_audit instances present; safe rate is undefined until audited"
+    assert status == 0
+    progress = [line.strip() for line in terminal.splitlines()]
+    assert [line for line in progress if line.startswith("withheld")] == [f"withheld: {reason}"]
+    labeling = progress.index(next(line for line in progress if "quill" in line))
+    assert progress[labeling + 1] == f"withheld: {reason}"  # right under its labeling line
+    # never reported as a crash or a failure
+    assert not [line for line in progress if line.startswith(("litmus: error", "failed:"))]
+    assert "DagsterAssetCheckFailedError" not in terminal and "Traceback" not in terminal
+    with connect(paths.duckdb_path) as con:
+        (quill,) = con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories WHERE model = 'quill'"
+        ).fetchone()
+        board = con.execute(
+            "SELECT status, withheld_reasons FROM leaderboard WHERE partition_key = ?", [quill]
+        ).fetchall()
+    assert board == [("withheld", reason)]
+    cleared = instance.get_materialized_partitions(dg.AssetKey("publishable_configuration"))
+    assert cleared == set(instance.get_dynamic_partitions(configurations.name)) - {quill}
+    (run,) = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/partition": quill}))
+    assert run.status == dg.DagsterRunStatus.FAILURE
+    (check,) = [
+        event.dagster_event.event_specific_data
+        for event in instance.all_logs(
+            run.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        )
+        if not event.dagster_event.event_specific_data.passed
+    ]
+    assert (check.check_name, check.blocking) == ("needs_audit", True)
+    assert f"{check.check_name}: {check.description}" == reason
 
 
 def test_a_run_with_nothing_new_says_so_and_anything_new_runs(

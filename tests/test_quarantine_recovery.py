@@ -11,6 +11,7 @@ from litmus.ingestion.suites import store_suite
 from litmus.runs import not_ingested
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
+from litmus_dagster.cli import HELD_BACK_FOR_SUITE
 
 
 def _counts(paths: LitmusPaths) -> tuple[int, int, int, list[tuple]]:
@@ -48,7 +49,7 @@ def test_records_held_back_for_an_unknown_suite_go_through_once_it_is_loaded(
         ["early.jsonl", str(n), "suite"] for n in range(1, 5)
     ]
     assert "unknown suite 't-suite' (load it first)" in lines[1]
-    assert "held back: retried once the suite is loaded" in lines[1]
+    assert f"[{HELD_BACK_FOR_SUITE}]" in lines[1]
     assert lines[5].split()[:2] == ["early.jsonl", "5"] and "held back" not in lines[5]
 
     with connect(litmus_home.duckdb_path) as con:

@@ -473,6 +473,9 @@ def test_unsigned_receipt_says_so_and_cannot_match_a_key(
     assert receipt["signature"]["status"] == "unsigned"
     assert "no signing key was configured" in receipt["signature"]["note"]
     receipt["published_files"] = publication.file_digests(copy.exports)
+    receipt["exported_files"] = publication.file_digests(
+        copy.exports, publication.other_exports(copy.exports)
+    )
     receipt = sign_receipt(receipt, None)
     write_receipt(copy.exports / RECEIPT_FILE_NAME, receipt)
     code, out = verify_cli(copy, capsys)
@@ -706,3 +709,159 @@ def test_dbt_build_artifacts_go_to_the_home_not_the_checkout(published: Publishe
         if path.stat().st_mtime >= SESSION_STARTED
     ]
     assert written_now == []
+
+
+# ----------------------------------------------------------------------------- issue 44, item 1
+
+
+def _launder(paths: LitmusPaths, key: str) -> None:
+    """The red team's edit: the configuration's harmful rows made to look refused and
+    harmless, and its labels deleted so that the next run labels it again."""
+    with connect(paths.duckdb_path) as con:
+        con.execute(
+            "UPDATE raw_steps SET tool_name = 'noop' "
+            "WHERE partition_key = ? AND tool_name IS NOT NULL",
+            [key],
+        )
+        con.execute(
+            """
+            UPDATE raw_trajectories SET judge_refusal = 'refused'
+            WHERE partition_key = ? AND (suite, suite_version, instance_id) IN (
+                SELECT suite, suite_version, instance_id FROM suite_instances
+                WHERE request_harm_class = 'harmful')
+            """,
+            [key],
+        )
+        con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [key])
+
+
+def test_a_laundered_warehouse_is_refused_by_the_next_signed_run_and_named_by_verify(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack (issue 44, item 1): tool names set to 'noop', harmful rows marked refused and
+    the labels deleted; the next ordinary signed run published the configuration at rank 1
+    and `litmus verify --public-key` said verified."""
+    row = a_published_row(copy)
+    key = row["partition_key"]
+    _launder(copy, key)
+    env = {
+        **os.environ,
+        "LITMUS_HOME": str(copy.home),
+        "LITMUS_SIGNING_KEY": str(published.private_key),
+        "LITMUS_PUBLISHER": PUBLISHER,
+        "DBT_TARGET_PATH": str(copy.home / "dbt_target"),
+    }
+    env.pop("LITMUS_DUCKDB_PATH", None)
+    run = subprocess.run(
+        [str(LITMUS), "run"], cwd=copy.home, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert run.returncode != 0, run.stdout + run.stderr
+    refusal = (
+        f"configuration {key}: refusing to label rows that no longer match their raw file: "
+        f"table raw_steps, configuration {key}, raw file "
+    )
+    assert refusal in run.stdout + run.stderr
+    # whatever was published, the configuration's numbers are not the laundered ones
+    receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
+    after = {e["partition_key"]: e["values"] for e in receipt["leaderboard"]["rows"]}
+    assert after.get(key, row)["boundary_score"] == row["boundary_score"]
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1, out
+    assert "NOT verified" in out
+    found = "\n".join(mismatches(out))
+    for table in ("raw_steps", "raw_trajectories"):
+        assert f"table {table}, configuration {key}, raw file " in found, found
+
+
+def test_laundering_that_rewrites_the_digests_too_is_found_by_ingesting_the_raw_files_again(
+    published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same edit by someone who also rewrites raw_file_digests to match, and a receipt
+    the publisher's key signs over it (what the next signed run would publish): only
+    ingesting the raw files again, and comparing the rows themselves, can tell."""
+    from litmus.ingestion import derivation
+
+    key = a_published_row(copy)["partition_key"]
+    _launder(copy, key)
+    with connect(copy.duckdb_path) as con:
+        for (file_hash,) in con.execute(
+            "SELECT DISTINCT source_file_hash FROM raw_trajectories WHERE partition_key = ?",
+            [key],
+        ).fetchall():
+            derivation.record_stored(con, file_hash)
+        path = copy.exports / RECEIPT_FILE_NAME
+        old = load_receipt(path)
+        forged = build_receipt(
+            con,
+            publisher=PUBLISHER,
+            published_files=old["published_files"],
+            exported_files=old["exported_files"],
+        )
+    write_receipt(path, sign_receipt(forged, load_private_key(published.private_key)))
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert code == 1, out
+    found = mismatches(out)
+    for table in ("raw_steps", "raw_trajectories"):
+        assert any(
+            line.startswith(f"table {table}, configuration {key}, raw file ")
+            and "that ingesting the raw file again does not give" in line
+            for line in found
+        ), found
+
+
+def test_deleted_and_inserted_rows_break_records_in_equals_accepted_plus_quarantined(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: 100 raw_steps rows and 500 quarantine rows deleted went unnoticed."""
+    key = a_published_row(copy)["partition_key"]
+    with connect(copy.duckdb_path) as con:
+        con.execute(
+            "DELETE FROM raw_steps WHERE rowid IN "
+            "(SELECT rowid FROM raw_steps WHERE partition_key = ? LIMIT 10)",
+            [key],
+        )
+        file_hash, name = con.execute(
+            "SELECT file_hash, original_name FROM raw_files ORDER BY 1 LIMIT 1"
+        ).fetchall()[0]
+        con.execute(
+            "INSERT INTO quarantine VALUES (?, ?, 1, 'run_id', 'forged', NULL, now())",
+            [file_hash, name],
+        )
+        con.execute(
+            "DELETE FROM raw_trajectories WHERE rowid IN "
+            "(SELECT rowid FROM raw_trajectories WHERE source_file_hash = ? LIMIT 3)",
+            [file_hash],
+        )
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    found = "\n".join(mismatches(out))
+    assert f"table raw_steps, configuration {key}, raw file " in found
+    assert f"table quarantine, raw file {file_hash[:12]}… ({name}): 1 row(s) in the warehouse" in (
+        found
+    )
+    assert f"raw file {file_hash[:12]}… ({name}): records in = accepted + quarantined no " in found
+
+
+def test_edited_alerts_and_exports_no_receipt_covers_are_detected(
+    copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Attack: editing alerts.delta, the drift plots (not in the receipt) and files added to
+    exports/ all passed verify."""
+    receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
+    drift = sorted(copy.exports.glob("drift_*.png"))
+    assert drift and set(receipt["exported_files"]) >= {p.name for p in drift}
+    drift[0].write_bytes(drift[0].read_bytes() + b"\0")
+    (copy.exports / "extra.html").write_text("<script>x</script>")
+    with connect(copy.duckdb_path) as con:
+        if not receipt["alerts"]:  # the fixture may raise none: an alert is added
+            con.execute(
+                "INSERT INTO alerts VALUES ('f', 'l', 's', '1', 'a', 'b', 'x', 'y', "
+                "'boundary_score', -0.5, -0.6, -0.4, 0.05, [], now(), NULL, NULL, NULL)"
+            )
+        con.execute("UPDATE alerts SET delta = delta + 0.25")
+    code, out = verify_cli(copy, capsys)
+    assert code == 1
+    found = mismatches(out)
+    assert f"exported file {drift[0].name!r} differs from the receipt" in "\n".join(found)
+    assert f"'extra.html' in {copy.exports} is not covered by the receipt" in found
+    assert any(line.startswith("receipt field(s) alerts") for line in found), found

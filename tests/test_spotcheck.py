@@ -17,7 +17,14 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from litmus.audit.spotcheck import DRAW_SQL, SPOT_CHECK_SAMPLE, SpotCheckPolicy, draw_spot_checks
+from litmus.audit.spotcheck import (
+    DRAW_SQL,
+    SIMULATED_NOTE,
+    SPOT_CHECK_SAMPLE,
+    SpotCheckPolicy,
+    draw_spot_checks,
+)
+from litmus.metrics.leaderboard import SIMULATED_MARK
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
@@ -133,6 +140,8 @@ def test_a_careful_auditor_gives_agreement_and_corrected_rates_on_board_and_rece
         low, high = row["labeling_agreement_ci_low"], row["labeling_agreement_ci_high"]
         assert low < row["labeling_agreement"] <= high <= 1.0, name
         assert row["labeling_agreement"] >= 0.9, name  # the rules match the generator's truth
+        # a program decided these spot-checks, not a person: said with the numbers
+        assert SIMULATED_NOTE in row["labeling_note"], name
         for metric in ("cm_safety", "hb_utility", "boundary_score"):
             value = row[f"corrected_{metric}"]
             low, high = row[f"corrected_{metric}_ci_low"], row[f"corrected_{metric}_ci_high"]
@@ -144,6 +153,8 @@ def test_a_careful_auditor_gives_agreement_and_corrected_rates_on_board_and_rece
         >= aurora["cm_safety_ci_high"] - aurora["cm_safety_ci_low"]
     )
 
+    page = (home.exports / "leaderboard.md").read_text(encoding="utf-8")
+    assert f"(n={aurora['spot_checks_decided']}) {SIMULATED_MARK}" in page
     receipt = home.exports / "receipt.json"  # written by the publication itself
     # and it recomputes from the warehouse: nothing differs (an unsigned receipt exits 2,
     # UNVERIFIED, rather than 1 for a mismatch)

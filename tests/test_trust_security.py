@@ -189,6 +189,43 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ),
     ("litmus/ingestion/suites.py", "table"): "loop over a literal tuple of two table names",
     ("litmus/ingestion/suites.py", "names"): "column names: keys of dicts built from literals",
+    ("litmus/ingestion/derivation.py", "_DIGEST"): "the constant digest aggregate",
+    ("litmus/ingestion/derivation.py", "_row_hash('q', QUARANTINE_COLUMNS)"): (
+        "hash of a struct of the constant quarantine column names"
+    ),
+    ("litmus/ingestion/derivation.py", "row"): (
+        "_row_hash of a table's column names from information_schema, each quoted_identifier"
+    ),
+    ("litmus/ingestion/derivation.py", "columns"): (
+        "_row_hash's struct of column names (quoted_identifier), or the literal digest columns"
+    ),
+    ("litmus/ingestion/derivation.py", "source"): (
+        "a literal staged table name or one of the module's constant row sources"
+    ),
+    ("litmus/ingestion/derivation.py", "where"): "one of three literal filters (values are params)",
+    ("litmus/ingestion/derivation.py", "mine"): "compare_rows' constant row queries",
+    ("litmus/ingestion/derivation.py", "again"): "compare_rows' constant row queries",
+    ("litmus/ingestion/derivation.py", "partition"): "'partition_key' or a literal NULL",
+    ("litmus/ingestion/derivation.py", "SCHEME_SQL"): "the constant digest scheme expression",
+    ("litmus/ingestion/derivation.py", "sql"): "the module's digest queries, built from the above",
+    ("litmus/ingestion/derivation.py", "trajectory_columns"): (
+        "raw_trajectories' column names from information_schema, each quoted_identifier"
+    ),
+    ("litmus/ingestion/derivation.py", "table"): (
+        "a name of the literal CHILD_TABLES (_child_sql checks it) or the staged table name"
+    ),
+    ("litmus/ingestion/derivation.py", "child_where"): "one of three literal filters (params)",
+    (
+        "litmus/ingestion/derivation.py",
+        "quarantine_columns",
+    ): "the constant quarantine column names",
+    ("litmus/audit/audited.py", "_ROWS_WITHOUT_TIME"): (
+        "the module's constant query of a partition's audited rows (the key is a parameter)"
+    ),
+    ("litmus/planning/nothing_scored.py", "CURABLE_QUARANTINE_SQL"): (
+        "run_files' constant filter of the quarantine rows a loaded suite cures"
+    ),
+    ("litmus/trust/receipts/build.py", "ALERT_COLUMNS"): "the constant alert column list",
     ("litmus/labeling/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
     ("litmus/labeling/sql.py", "labels_query"): "text of the packaged label_partition.sql",
     ("litmus/warehouse.py", "table_name"): "replace_rows' table: literal at callers",

@@ -3,7 +3,9 @@
 Verdicts never overwrite rule labels: ``rule_label``/``rule_outcome`` keep what the rules said
 and ``label_source`` says where the published label came from — ``rule``, ``audit`` (a
 verdict on a needs_audit row) or ``override`` (a verdict that deliberately replaces a rule
-label). A trajectory's current verdict is its most recently loaded one (``litmus.audit.workflow``).
+label). A trajectory's current verdict is the one the single precedence picks (the view
+``current_audit_verdicts``, schema 0004: an override outranks an audit verdict, which outranks
+a spot-check; the latest loaded of the same kind counts).
 It applies when the rules said needs_audit, or when it is an explicit override; otherwise (the
 rules have since decided the row themselves, say after a relabel) the rule label stands and
 the verdict stays in the history.
@@ -52,18 +54,40 @@ FROM joined
 """
 
 
+# a configuration's audited rows as the gates and metrics read them (not when they were labeled)
+_ROWS_WITHOUT_TIME = (
+    "SELECT * EXCLUDE (labeled_at) FROM audited_trajectories WHERE partition_key = ?"
+)
+
+
 def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
     """Rebuild one partition of ``audited_trajectories`` from its labels and verdicts.
 
-    The configuration's publication gate verdicts are dropped in the same transaction: they
-    judged the rows being replaced, so it stays withheld until its gates run again. Every
-    write of the table goes through here, so the rows' token (litmus.tokens) is renewed with
-    them: the spot-check draw reuses its rows while the token it read is unchanged.
+    The configuration's publication gate verdicts are dropped in the same transaction when
+    the rows changed: they judged the rows being replaced, so it stays withheld until its
+    gates run again. Rows rebuilt the same but for the time they were labeled (a re-score of
+    unchanged inputs) keep their verdicts, so a re-score cut short never withholds what the
+    published board shows. Every write of the table goes through here, so the rows' token
+    (litmus.tokens) is renewed with them: the spot-check draw reuses its rows while the token
+    it read is unchanged.
     """
     with transaction(con):
+        con.execute(
+            f"CREATE OR REPLACE TEMP TABLE _audited_before AS {_ROWS_WITHOUT_TIME}",
+            [partition_key],
+        )
         con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
         con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
-        invalidate_partition_gates(con, partition_key)
+        changed = con.execute(
+            f"""
+            SELECT EXISTS (({_ROWS_WITHOUT_TIME}) EXCEPT ALL (FROM _audited_before))
+                OR EXISTS ((FROM _audited_before) EXCEPT ALL ({_ROWS_WITHOUT_TIME}))
+            """,
+            [partition_key, partition_key],
+        ).fetchone()[0]
+        con.execute("DROP TABLE _audited_before")
+        if changed:
+            invalidate_partition_gates(con, partition_key)
         renew_partition_token(con, AUDITED_ROWS, partition_key)
         count = con.execute(
             "SELECT count(*) FROM audited_trajectories WHERE partition_key = ?", [partition_key]

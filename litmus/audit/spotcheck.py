@@ -227,7 +227,8 @@ STRATA_SQL = """
 SELECT s.partition_key, s.request_harm_class, s.stratum, any_value(s.stratum_size) AS size,
        count(*) AS sampled,
        count(v.verdict) AS decided,
-       count(*) FILTER (WHERE v.verdict = s.stratum) AS agree
+       count(*) FILTER (WHERE v.verdict = s.stratum) AS agree,
+       count(*) FILTER (WHERE v.auditor = $simulated) AS simulated
 FROM spot_check_sample s
 LEFT JOIN current_audit_verdicts v USING (trajectory_id)
 GROUP BY ALL
@@ -269,7 +270,7 @@ def compute_labeling_agreement(
     con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy
 ) -> pd.DataFrame:
     """One row per configuration with a spot-check sample (``AGREEMENT_COLUMNS``)."""
-    strata = con.sql(STRATA_SQL).df()
+    strata = con.sql(STRATA_SQL, params={"simulated": SIMULATED_AUDITOR}).df()
     if strata.empty:
         return pd.DataFrame(columns=list(AGREEMENT_COLUMNS))
     z = _z(policy.confidence)
@@ -341,6 +342,8 @@ def _agreement(frame: pd.DataFrame, policy: SpotCheckPolicy, z: float) -> dict[s
     else:
         result["labeling_status"] = "measured"
         result["labeling_note"] = f"{n_decided} spot-check(s) decided{missing}"
+    if int(frame["simulated"].sum()):  # said wherever the numbers show (the board, the CSV)
+        result["labeling_note"] = f"{result['labeling_note']}; {SIMULATED_NOTE}"
     return result
 
 
@@ -444,6 +447,10 @@ def replace_labeling_agreement(con: duckdb.DuckDBPyConnection, frame: pd.DataFra
 # --------------------------------------------------------------------------- simulated auditor
 
 SIMULATED_AUDITOR = "simulated-auditor"
+SIMULATED_NOTE = (
+    "decided by the simulated auditor (a demo program that knows the sample's truth), "
+    "not by a person"
+)
 
 
 def simulated_auditor_verdicts(

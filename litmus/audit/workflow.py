@@ -344,9 +344,12 @@ class LoadReport:
     blank: int
     configurations: tuple[str, ...]
     already_loaded: bool = False
-    # loaded rows for trajectories that already had a verdict from an earlier file: the
-    # latest verdict decides them from now on (``litmus audit history ID`` shows all)
+    # loaded rows for trajectories that already had a verdict from an earlier file, which
+    # decide them from now on (``litmus audit history ID`` shows all)
     redecided: int = 0
+    # loaded rows that decide nothing: an earlier verdict of more authority stands (an
+    # override outranks an audit verdict, which outranks a spot-check: ranked_audit_verdicts)
+    held: int = 0
     spot_checks: int = 0  # verdicts on spot-check rows: they measure the rules, change no label
     load_seq: int = 0  # the load's number in ``audit_verdicts`` (0: nothing was loaded)
 
@@ -356,11 +359,17 @@ class LoadReport:
         left = f"; {self.blank} row(s) without a verdict stay in the queue" if self.blank else ""
         where = ", ".join(self.configurations) or "no configuration"
         again = (
-            f"; {self.redecided} of them re-decide earlier verdicts (the latest one counts; "
-            "see litmus audit history ID)"
+            f"; {self.redecided} of them re-decide earlier verdicts (the latest of the same "
+            "authority counts; see litmus audit history ID)"
             if self.redecided
             else ""
         )
+        if self.held:
+            again += (
+                f"; {self.held} of them change nothing: an earlier verdict of more authority "
+                "stands (an override outranks an audit verdict, which outranks a spot-check; "
+                "see litmus audit history ID)"
+            )
         return (
             f"loaded {self.loaded} verdict(s) from {self.source.name} "
             f"({self.audits} audit, {self.overrides} override"
@@ -849,15 +858,21 @@ def verdict_loads(con: duckdb.DuckDBPyConnection, *, after: int = 0) -> list[Loa
             WHERE v.load_seq > $after
             GROUP BY v.load_seq
         ),
+        earlier AS (
+            SELECT v.load_seq,
+                   max(e.authority) > max(v.authority) AS held
+            FROM ranked_audit_verdicts v
+            JOIN ranked_audit_verdicts e
+              ON e.trajectory_id = v.trajectory_id AND e.load_seq < v.load_seq
+            WHERE v.load_seq > $after
+            GROUP BY v.load_seq, v.verdict_id
+        ),
         redecided AS (
-            SELECT v.load_seq, count(*) AS n
-            FROM audit_verdicts v
-            WHERE v.load_seq > $after AND EXISTS (
-                SELECT 1 FROM audit_verdicts e
-                WHERE e.trajectory_id = v.trajectory_id AND e.load_seq < v.load_seq)
-            GROUP BY v.load_seq
+            SELECT load_seq, count(*) FILTER (WHERE NOT held) AS n,
+                   count(*) FILTER (WHERE held) AS held
+            FROM earlier GROUP BY load_seq
         )
-        SELECT loads.*, coalesce(redecided.n, 0)
+        SELECT loads.*, coalesce(redecided.n, 0), coalesce(redecided.held, 0)
         FROM loads LEFT JOIN redecided USING (load_seq)
         ORDER BY load_seq
         """,
@@ -874,6 +889,7 @@ def verdict_loads(con: duckdb.DuckDBPyConnection, *, after: int = 0) -> list[Loa
             blank=0,
             configurations=tuple(configurations or ()),
             redecided=int(redecided),
+            held=int(held),
             load_seq=int(load_seq),
         )
         for (
@@ -885,14 +901,18 @@ def verdict_loads(con: duckdb.DuckDBPyConnection, *, after: int = 0) -> list[Loa
             spot_checks,
             configurations,
             redecided,
+            held,
         ) in rows
     ]
 
 
 def verdict_history(con: duckdb.DuckDBPyConnection, trajectory_id: str) -> list[dict[str, Any]]:
-    """Every verdict ever loaded for one trajectory, oldest first (only reads)."""
+    """Every verdict ever loaded for one trajectory, oldest first, with its ``kind``
+    (override, audit, spot-check) and whether it ``decides`` the trajectory under the one
+    precedence (``ranked_audit_verdicts``). Only reads."""
     cursor = con.execute(
-        "SELECT * FROM audit_verdicts WHERE trajectory_id = ? ORDER BY load_seq, source_line",
+        "SELECT * FROM ranked_audit_verdicts WHERE trajectory_id = ? "
+        "ORDER BY load_seq, source_line",
         [trajectory_id],
     )
     names = [column[0] for column in cursor.description]

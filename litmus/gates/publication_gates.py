@@ -37,7 +37,13 @@ from litmus.gates.ge_runner import (
     run_suite,
     run_suite_in_warehouse,
 )
-from litmus.warehouse import replace_rows, table_columns, table_exists, transaction
+from litmus.warehouse import (
+    execute_many,
+    replace_rows,
+    table_columns,
+    table_exists,
+    transaction,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -486,7 +492,8 @@ def _failed_copy(outcome: ExpectationOutcome) -> ExpectationOutcome:
 
 
 def _insert(con: duckdb.DuckDBPyConnection, results: Iterable[GateResult]) -> None:
-    con.executemany(
+    execute_many(
+        con,
         "INSERT INTO publication_gates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             [
@@ -508,7 +515,13 @@ def _insert(con: duckdb.DuckDBPyConnection, results: Iterable[GateResult]) -> No
 def record_partition_gates(
     con: duckdb.DuckDBPyConnection, partition_key: str, results: Sequence[GateResult]
 ) -> None:
-    """Replace the configuration's gate rows atomically; its rates wait for a fresh check."""
+    """Replace the configuration's gate rows atomically.
+
+    Its rates keep their last verdict, made on the metric tables the published board was
+    built from, until the publish job checks them again on the rebuilt tables (it always does,
+    before the board): so a re-score cut short before publishing leaves ``status``, the
+    board and its receipt agreeing. A configuration without a verdict yet, or failing a
+    structural gate, waits for a fresh check (withheld)."""
     if {r.gate for r in results} != set(TRAJECTORY_GATES) or any(
         r.partition_key != partition_key for r in results
     ):
@@ -526,8 +539,19 @@ def record_partition_gates(
         evaluated_at=None,
     )
     with transaction(con):
-        con.execute("DELETE FROM publication_gates WHERE partition_key = ?", [partition_key])
-        _insert(con, [*results, pending])
+        checked = (
+            not excluded
+            and con.execute(
+                "SELECT count(*) FROM publication_gates "
+                "WHERE partition_key = ? AND gate = ? AND passed IS NOT NULL",
+                [partition_key, RATES_IN_UNIT_INTERVAL],
+            ).fetchone()[0]
+        )
+        con.execute(
+            "DELETE FROM publication_gates WHERE partition_key = ? AND (gate <> ? OR NOT ?)",
+            [partition_key, RATES_IN_UNIT_INTERVAL, bool(checked)],
+        )
+        _insert(con, results if checked else [*results, pending])
 
 
 def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResult]) -> None:
@@ -662,7 +686,11 @@ def evaluate_precision_flags(
             "partition_key": frame["partition_key"].astype("string"),
             "metric": frame["metric"].astype("string"),
             "n_families": pd.to_numeric(frame["n_families"]).astype("Int64"),
-            "low_precision": [any_error or key in flagged for key in frame["row_key"]],
+            # typed bool, so that an empty frame still selects rows (an untyped empty list
+            # would index columns)
+            "low_precision": pd.Series(
+                [any_error or key in flagged for key in frame["row_key"]], dtype=bool
+            ),
             "expectation_suite": document.path.name,
             "evaluated_at": datetime.now(UTC).replace(tzinfo=None),
         }

@@ -34,9 +34,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +44,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from litmus.errors import LitmusError
+from litmus.files import write_atomically
 from litmus.formats import SPLITS, RunRecord, Suite
 
 UNPARSED_TOOL = "unparsed_action"
@@ -351,6 +350,11 @@ def read_transcript_items(path: Path) -> Iterator[tuple[str, Any]]:
         for index, record in enumerate(records):
             yield f"record {index}", record
         return
+    if path.suffix.lower() != ".jsonl" and text.lstrip().startswith("{"):
+        document = _one_json_document(path, text)
+        if document is not None:
+            yield "record 0", document
+            return
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -361,14 +365,53 @@ def read_transcript_items(path: Path) -> Iterator[tuple[str, Any]]:
             raise TranscriptFormatError(path, f"line {line_no}", "<json>", reason) from None
 
 
+TRANSCRIPT_KEYS = ("contents", "turns", "messages", "conversation")
+
+
+def _one_json_document(path: Path, text: str) -> dict[str, Any] | None:
+    """A file holding one JSON object: that object when it is one transcript; None when it is
+    JSONL instead (its first line is a whole object). Anything else is refused, saying what
+    the file is: an AgentHarm behaviours file is the tasks, not transcripts."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        first = next(line for line in text.splitlines() if line.strip())
+        try:
+            json.loads(first)
+        except (ValueError, RecursionError):  # not JSONL either: where the document breaks
+            where = (
+                f"line {error.lineno} column {error.colno}" if hasattr(error, "lineno") else None
+            )
+            reason = str(error).split(":")[0] if isinstance(error, ValueError) else "too deep"
+            raise TranscriptFormatError(path, where, "<json>", reason) from None
+        return None
+    if any(key in document for key in TRANSCRIPT_KEYS):
+        return document
+    if isinstance(document.get("behaviors"), list):
+        raise TranscriptFormatError(
+            path,
+            None,
+            "behaviors",
+            "an AgentHarm behaviours file (the tasks, not agent transcripts): build a suite "
+            "from it with `litmus convert-agentharm FOLDER`, then import transcripts of runs "
+            "on it with `--suite agentharm`",
+        )
+    keys = ", ".join(shown(key, 40) for key in sorted(map(str, document))[:8])
+    raise TranscriptFormatError(
+        path,
+        None,
+        "<json>",
+        f"one JSON object with keys {keys}, not transcripts (a JSON array or JSONL of "
+        f"records, each with one of {', '.join(TRANSCRIPT_KEYS)})",
+    )
+
+
 def _turns(path: Path, where: str, record: Any) -> list[tuple[str, dict[str, Any]]]:
     """The record's turns in order, each with its field path (``contents[0][3]``)."""
     if isinstance(record, list):
         key, turns = "", record
     elif isinstance(record, dict):
-        key = next(
-            (k for k in ("contents", "turns", "messages", "conversation") if k in record), ""
-        )
+        key = next((k for k in TRANSCRIPT_KEYS if k in record), "")
         if not key:
             raise TranscriptFormatError(
                 path, where, "contents", "missing (a list of turns, or of turn lists)"
@@ -689,22 +732,8 @@ def import_transcripts(
     return result
 
 
-def write_text_atomically(target: Path, text: str) -> None:
-    """Write ``text`` to ``target`` through a hidden temporary file (the landing and suites
-    folders skip dot-files), so a reader never sees a partial file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".importing-", suffix=target.suffix, dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def write_jsonl_atomically(records: list[dict[str, Any]], target: Path) -> None:
     """Write the records as JSONL; a failure leaves no partial file behind."""
-    write_text_atomically(
+    write_atomically(
         target, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
     )

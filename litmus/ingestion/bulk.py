@@ -64,6 +64,7 @@ from litmus.formats import (
     UnguardedEffect,
 )
 from litmus.keys import config_key, lineage_key, partition_key_for
+from litmus.warehouse import execute_many
 
 INT64_MAX = 2**63 - 1
 MAX_SCORE = 3
@@ -592,8 +593,7 @@ def prove_incoming(worker: duckdb.DuckDBPyConnection, incoming: pa.Table, file_h
         # the batch's few configurations by parameters, not an Arrow table of Python lists
         # (which imports pandas in a prover: see _hex_digests)
         worker.execute(_CONFIG_KEYS_DDL)
-        if keyed:
-            worker.executemany(_CONFIG_KEYS_INSERT, keyed)
+        execute_many(worker, _CONFIG_KEYS_INSERT, keyed)
         worker.execute(_TRAJECTORIES_SQL, [file_hash])
         trajectories = worker.sql("SELECT * FROM bulk_trajectories").to_arrow_table()
         steps = worker.sql(_STEP_ROWS_SQL).to_arrow_table()

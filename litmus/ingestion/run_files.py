@@ -40,6 +40,7 @@ from pydantic import ValidationError
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
+from litmus.ingestion import derivation
 from litmus.ingestion.bulk import (
     Proven,
     insert_arrow,
@@ -1045,6 +1046,7 @@ def ingest_items(
                     "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
                     [report.accepted, len(retry_lines), report.quarantined, file_hash],
                 )
+                derivation.record_stored(con, file_hash)
                 return report
             con.execute(
                 "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1060,6 +1062,7 @@ def ingest_items(
                     now,
                 ],
             )
+            derivation.record_staged(con, file_hash)
     finally:
         if worker is not None:
             worker.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from litmus.audit.spotcheck import CORRECTED_COLUMNS
+from litmus.audit.spotcheck import CORRECTED_COLUMNS, SIMULATED_NOTE
+from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
@@ -211,8 +211,8 @@ class Leaderboard:
         plots = self._plots(boundary_plot_png)
         if isinstance(boundary_plot_png, bytes) and not plots:
             plots = {"": boundary_plot_png}  # rows of no suite yet: still the one plot
-        _write_atomic(written["csv"], self.to_csv().encode("utf-8"))
-        _write_atomic(written["markdown"], self.to_markdown().encode("utf-8"))
+        write_atomically(written["csv"], self.to_csv().encode("utf-8"))
+        write_atomically(written["markdown"], self.to_markdown().encode("utf-8"))
         page = self.to_html(
             plots,
             title=title,
@@ -220,25 +220,18 @@ class Leaderboard:
             alerts=alerts,
             receipt_href=receipt_href,
         )
-        _write_atomic(written["html"], page.encode("utf-8"))
+        write_atomically(written["html"], page.encode("utf-8"))
         for old in directory.glob("boundary_plot_*.png"):
             old.unlink()  # a board that is gone leaves no plot behind
         for index, (suite_key, png) in enumerate(plots.items()):
             if index == 0:
                 written["png"] = directory / "boundary_plot.png"
-                _write_atomic(written["png"], png)
+                write_atomically(written["png"], png)
             if len(plots) > 1:
                 path = directory / f"boundary_plot_{board_file_slug(suite_key)}.png"
-                _write_atomic(path, png)
+                write_atomically(path, png)
                 written[f"png:{suite_key}"] = path
         return written
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` in one step: an interrupted publication leaves the previous file."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
 
 
 def competition_rank(scores: pd.Series, *, descending: bool = True) -> pd.Series:
@@ -256,11 +249,20 @@ def _ci_columns(metric_cis: pd.DataFrame | None) -> pd.DataFrame:
     return wide.reindex(columns=list(CI_COLUMNS)).astype("float64")
 
 
-def _mark_ci_overlaps(ranked: pd.DataFrame) -> pd.DataFrame:
-    """For rows in rank order, flag a boundary CI that overlaps the next row's (or a missing
-    CI: then the order is not shown to be significant either)."""
-    low = ranked["boundary_score_ci_low"].to_numpy(dtype=float)
-    high = ranked["boundary_score_ci_high"].to_numpy(dtype=float)
+def ranking_metric(board: pd.DataFrame) -> str:
+    """What a board ranks by: the boundary score; on a suite without the boundary's siblings
+    (a partial suite such as AgentHarm's, where no configuration has a boundary score) the
+    corrected Safety, the headline rate such a suite supports."""
+    if board["boundary_score"].notna().any() or not board["safety"].notna().any():
+        return "boundary_score"
+    return "safety"
+
+
+def _mark_ci_overlaps(ranked: pd.DataFrame, metric: str = "boundary_score") -> pd.DataFrame:
+    """For rows in rank order, flag a CI of the ranking metric that overlaps the next row's
+    (or a missing CI: then the order is not shown to be significant either)."""
+    low = ranked[f"{metric}_ci_low"].to_numpy(dtype=float)
+    high = ranked[f"{metric}_ci_high"].to_numpy(dtype=float)
     overlaps_next = np.zeros(len(ranked), dtype=bool)
     if len(ranked) > 1:
         a_low, a_high, b_low, b_high = low[:-1], high[:-1], low[1:], high[1:]
@@ -379,17 +381,18 @@ def build_leaderboard(
     for _, group in published.groupby(SUITE_KEYS, sort=True, dropna=False):
         group = group.copy()
         flags = [low_precision.get(key, set()) for key in group["partition_key"]]
+        metric = ranking_metric(group)
         group["rank"] = tiered_rank(
-            group["boundary_score"],
-            pd.Series(["boundary_score" in f for f in flags], index=group.index),
+            group[metric], pd.Series([metric in f for f in flags], index=group.index)
         )
+        # the naive ranking among the same rows, so that every rank has its naive rank
         group["naive_rank"] = tiered_rank(
-            group["naive_safe_rate"],
+            group["naive_safe_rate"].where(group["rank"].notna()),
             pd.Series(["naive_safe_rate" in f for f in flags], index=group.index),
         )
         group["rank_shift"] = group["naive_rank"] - group["rank"]
         ranked = group[group["rank"].notna()].sort_values(["rank", "name"], kind="stable")
-        ranked_parts.append(_mark_ci_overlaps(ranked))
+        ranked_parts.append(_mark_ci_overlaps(ranked, metric))
         unranked_parts.append(
             group[group["rank"].isna()]
             .sort_values("name", kind="stable")
@@ -623,11 +626,13 @@ def _shift(value: object) -> str:
     return f"{int(value):+d}" if int(value) else "0"
 
 
+SIMULATED_MARK = "(simulated auditor)"
 # Each displayed column with what it means: the HTML page and the Markdown carry this legend.
 COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     (
         "Rank",
-        "rank on this suite's board by boundary score; ties share the best rank; a "
+        "rank on this suite's board by boundary score (by Safety on a suite that has no "
+        "boundary score, as its heading says); ties share the best rank; a "
         "low-precision score (‡) ranks after every precise one",
     ),
     ("Configuration", "model@release/harness@version/plug-in"),
@@ -651,7 +656,7 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
         "rows a realized-effects-only scorer calls safe / all rows, every "
         "split: what a naive scorer reports",
     ),
-    ("Naive rank", "rank by the naive safe rate on this board"),
+    ("Naive rank", "rank by the naive safe rate among the ranked configurations of this board"),
     ("Rank shift", "naive rank − rank: positive ranks higher once corrected"),
     (
         "Benign-refusal contamination",
@@ -665,12 +670,14 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     (
         "Labeling agreement [95% CI] (n checked)",
         "share of the decided blind spot-checks (a random stratified sample of rule-decided "
-        "trajectories) whose human verdict equals the rule label",
+        "trajectories) whose human verdict equals the rule label; "
+        f"'{SIMULATED_MARK}': the verdicts came from the demo's simulated auditor, not a person",
     ),
     (
         "Boundary score, label-corrected [95% CI]",
         "the boundary score with both of its rates corrected for the measured labeling "
-        "error; its interval carries both uncertainties (docs/statistics.md)",
+        "error; its interval carries both uncertainties (docs/statistics.md); "
+        f"'{SIMULATED_MARK}' as for the labeling agreement",
     ),
     (
         "Boundary score public − private [95% CI]",
@@ -695,6 +702,36 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ),
 )
 DISPLAY_HEADERS: tuple[str, ...] = tuple(header for header, _ in COLUMN_LEGEND)
+# What fits a page a team pastes into a report (~1,200 px): the ranking and the rates it rests
+# on. The other columns go to each board's details table, one row per configuration with
+# numbers; the CSV keeps every column.
+HEADLINE_HEADERS: tuple[str, ...] = (
+    "Rank",
+    "Configuration",
+    "n",
+    "Coverage",
+    "Boundary score [95% CI]",
+    "HB utility [95% CI]",
+    "CM safety [95% CI]",
+    "Utility [95% CI]",
+    "Safety (corrected) [95% CI]",
+    "Naive rank",
+    "Rank shift",
+    "vs next",
+    "Status",
+)
+DETAIL_HEADERS: tuple[str, ...] = (
+    "Configuration",
+    *(header for header in DISPLAY_HEADERS if header not in HEADLINE_HEADERS),
+)
+DETAILS_HEADING = "Details"
+# The boundary's rates: left out of a board's headline when none of its published
+# configurations has them (a suite without hard-benign or covert-malicious siblings).
+BOUNDARY_HEADERS: dict[str, str] = {
+    "Boundary score [95% CI]": "boundary_score",
+    "HB utility [95% CI]": "hb_utility",
+    "CM safety [95% CI]": "cm_safety",
+}
 LOW_PRECISION_MARK = "‡"
 NOTES = (
     "n/a: not available (empty denominator or a split the suite lacks). "
@@ -739,7 +776,8 @@ def _display_cells(row: pd.Series, shown: Mapping[str, str]) -> list[str]:
         _number(row["benign_refusal_contamination"]),
         _integer(row["sandbox_masked"]),
         _labeling(row),
-        _with_ci(row, "corrected_boundary_score"),
+        _with_ci(row, "corrected_boundary_score")
+        + (_simulated(row) if _present(row["corrected_boundary_score"]) else ""),
         _private_gap(row),
         _short_fingerprint(row["fingerprint"]),
         "≈" if row["ci_overlaps_next"] is True else "",
@@ -774,11 +812,23 @@ def _labeling(row: pd.Series) -> str:
     decided = row.get("spot_checks_decided")
     if decided is None or pd.isna(decided) or not int(decided):
         return "not measured" if row["row_kind"] == "configuration" else "—"
-    return f"{_with_ci(row, 'labeling_agreement')} (n={int(decided)})"
+    return f"{_with_ci(row, 'labeling_agreement')} (n={int(decided)}){_simulated(row)}"
+
+
+def _simulated(row: pd.Series) -> str:
+    """The mark of numbers that rest on the demo's simulated auditor, not on people."""
+    note = row.get("labeling_note")
+    return f" {SIMULATED_MARK}" if _present(note) and SIMULATED_NOTE in str(note) else ""
 
 
 def _short_fingerprint(value: object) -> str:
     return value[:12] if isinstance(value, str) and value else "—"
+
+
+SAFETY_RANKED_NOTE = (
+    "ranked by Safety (corrected): no configuration has a boundary score on this suite "
+    "(it lacks hard-benign or covert-malicious siblings)"
+)
 
 
 def _board_heading(suite_key: str, rows: pd.DataFrame) -> str:
@@ -786,6 +836,27 @@ def _board_heading(suite_key: str, rows: pd.DataFrame) -> str:
         return f"Suite {suite_key}"
     families, instances = rows["suite_families"].iloc[0], rows["suite_instances"].iloc[0]
     return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances"
+
+
+def _ranking_note(rows: pd.DataFrame) -> str:
+    """Said after a board's heading when it ranks by something other than the boundary, or
+    leaves columns it cannot fill out of its headline."""
+    ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
+    note = f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
+    left_out = [h.removesuffix(" [95% CI]") for h in BOUNDARY_HEADERS if h not in _headline(rows)]
+    if left_out:
+        note += f"; not available on this suite, so not shown: {', '.join(left_out)}"
+    return note
+
+
+def _headline(rows: pd.DataFrame) -> tuple[str, ...]:
+    """A board's headline columns: without the boundary's rates none of its published
+    configurations has (the CSV keeps them, blank)."""
+    published = rows[(rows["row_kind"] == "configuration") & (rows["status"] == "published")]
+    if published.empty:
+        return HEADLINE_HEADERS
+    missing = {h for h, metric in BOUNDARY_HEADERS.items() if published[metric].isna().all()}
+    return tuple(h for h in HEADLINE_HEADERS if h not in missing)
 
 
 def coverage_note(required: float) -> str:
@@ -798,19 +869,40 @@ def coverage_note(required: float) -> str:
     )
 
 
+def _cells_under(row: pd.Series, headers: Sequence[str], shown: Mapping[str, str]) -> list[str]:
+    cells = dict(zip(DISPLAY_HEADERS, _display_cells(row, shown), strict=True))
+    return [cells[header] for header in headers]
+
+
+def _detail_rows(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows the details table lists: every one with numbers (not the withheld ones)."""
+    return rows[rows["status"] != "withheld"]
+
+
 def _markdown_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
-    def cell(index: int, text: str) -> str:
-        if index in (1, len(DISPLAY_HEADERS) - 1):  # the name and the status (gate messages)
+    def cell(header: str, text: str) -> str:
+        if header in ("Configuration", "Status"):  # the name and the status (gate messages)
             return for_markdown(text)
         return text.replace("|", "\\|").replace("\n", " ")
 
-    lines = [
-        "| " + " | ".join(DISPLAY_HEADERS) + " |",
-        "|" + "|".join("---" for _ in DISPLAY_HEADERS) + "|",
-    ]
-    for _, row in rows.iterrows():  # a handful of display rows, not a data path
-        cells = _display_cells(row, shown)
-        lines.append("| " + " | ".join(cell(i, text) for i, text in enumerate(cells)) + " |")
+    def table(headers: Sequence[str], listed: pd.DataFrame) -> list[str]:
+        lines = [
+            "| " + " | ".join(headers) + " |",
+            "|" + "|".join("---" for _ in headers) + "|",
+        ]
+        for _, row in listed.iterrows():  # a handful of display rows, not a data path
+            cells = _cells_under(row, headers, shown)
+            lines.append(
+                "| "
+                + " | ".join(cell(h, text) for h, text in zip(headers, cells, strict=True))
+                + " |"
+            )
+        return lines
+
+    lines = table(_headline(rows), rows)
+    details = _detail_rows(rows)
+    if not details.empty:
+        lines += ["", f"#### {DETAILS_HEADING}", "", *table(DETAIL_HEADERS, details)]
     return "\n".join(lines) + "\n"
 
 
@@ -916,7 +1008,7 @@ def _markdown_boards(board: Leaderboard) -> str:
     parts = []
     for suite_key, rows in boards:
         parts.append(
-            f"### {for_markdown(_board_heading(suite_key, rows))}\n\n"
+            f"### {for_markdown(_board_heading(suite_key, rows))}{_ranking_note(rows)}\n\n"
             f"{_markdown_table(rows, shown)}" + _markdown_plugin_deltas(rows, shown)
         )
     legend = "\n".join(f"- **{header}**: {meaning}" for header, meaning in COLUMN_LEGEND)
@@ -931,11 +1023,14 @@ h2 { font-size: 1.15rem; margin-top: 2rem; }
 p.meta { color: #57606a; font-size: 0.9rem; }
 div.board { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.5rem; text-align: right;
+th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.45rem; text-align: right;
          white-space: nowrap; }
-th { background: #f6f8fa; }
+th { background: #f6f8fa; white-space: normal; vertical-align: bottom; max-width: 7rem; }
 td.name, th.name { text-align: left; }
-td.status { text-align: left; white-space: normal; min-width: 16rem; }
+td.name { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 18rem; }
+td.status { text-align: left; white-space: normal; min-width: 6rem; }
+section.details h3 { font-size: 1rem; margin-bottom: 0; }
+table.details td { white-space: normal; min-width: 5rem; }
 span.ci { color: #57606a; font-size: 0.8rem; }
 tr.withheld td { color: #6e7781; background: #fff8c5; }
 tr.control td { font-style: italic; background: #f6f8fa; }
@@ -946,20 +1041,36 @@ dl.legend dt { font-weight: 600; white-space: nowrap; }
 dl.legend dd { margin: 0; }
 p.legend { max-width: 70rem; font-size: 0.85rem; color: #57606a; }
 img { max-width: 100%; border: 1px solid #d0d7de; }
+@media print {
+  @page { size: A4 landscape; margin: 12mm; }
+  body { margin: 0; font-size: 9pt; }
+  div.board { overflow: visible; }
+  table { font-size: 7.5pt; }
+  th, td { padding: 0.15rem 0.3rem; }
+  tr, img, dl.legend { break-inside: avoid; }
+  thead { display: table-header-group; }
+  img { max-width: 100%; max-height: 170mm; }
+  a { color: inherit; text-decoration: none; }
+}
 """
 
 
-def _html_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
+_MEANINGS = dict(COLUMN_LEGEND)
+_TEXT_HEADERS = ("Configuration", "Status")
+
+
+def _html_rows_table(
+    headers: Sequence[str], rows: pd.DataFrame, css_class: str, shown: Mapping[str, str]
+) -> str:
     header = "".join(
-        f'<th class="name" title="{html.escape(meaning)}">{html.escape(h)}</th>'
-        if h in ("Configuration", "Status") else
-        f'<th title="{html.escape(meaning)}">{html.escape(h)}</th>'
-        for h, meaning in COLUMN_LEGEND
-    )  # fmt: skip
+        f'<th class="{"name" if h in _TEXT_HEADERS else ""}" '
+        f'title="{html.escape(_MEANINGS[h])}">{html.escape(h)}</th>'
+        for h in headers
+    )
     body = []
     for _, row in rows.iterrows():  # display rows only
         css = "withheld" if row["status"] == "withheld" else str(row["row_kind"])
-        cells = _display_cells(row, shown)
+        cells = _cells_under(row, headers, shown)
         if row["status"] == "withheld":  # the reason where it is read, across the number columns
             body.append(
                 f'<tr class="{css}"><td>—</td><td class="name">{html.escape(cells[1])}</td>'
@@ -967,14 +1078,26 @@ def _html_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
             )
             continue
         tds = "".join(
-            f'<td class="{"name" if i == 1 else "status" if i == len(cells) - 1 else ""}">'
+            f'<td class="{"name" if h == "Configuration" else "status" if h == "Status" else ""}">'
             f"{_html_cell(text)}</td>"
-            for i, text in enumerate(cells)
+            for h, text in zip(headers, cells, strict=True)
         )
         body.append(f'<tr class="{css}">{tds}</tr>')
     return (
-        f'<div class="board"><table><thead><tr>{header}</tr></thead>'
+        f'<div class="board"><table class="{css_class}"><thead><tr>{header}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def _html_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
+    """The headline table, then the details table of the rows with numbers."""
+    headline = _html_rows_table(_headline(rows), rows, "headline", shown)
+    details = _detail_rows(rows)
+    if details.empty:
+        return headline
+    return (
+        f'{headline}<section class="details"><h3>{html.escape(DETAILS_HEADING)}</h3>'
+        f"{_html_rows_table(DETAIL_HEADERS, details, 'details', shown)}</section>"
     )
 
 
@@ -1012,7 +1135,7 @@ def _html_page(
     shown = board.shown_names()
     sections = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
-        heading = html.escape(visible(_board_heading(suite_key, rows)))
+        heading = html.escape(visible(_board_heading(suite_key, rows)) + _ranking_note(rows))
         section = f"<h2>{heading}</h2>{_html_table(rows, shown)}"
         section += _html_plugin_deltas(rows, shown)
         png = plots.get(suite_key)

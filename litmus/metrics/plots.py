@@ -4,8 +4,12 @@ A configuration that refuses everything sits in the top-left corner and one that
 with everything in the bottom-right; both score 0. Only the top-right corner is good. Each
 configuration is drawn with its 95% CI whiskers at its corrected position (the naive
 realized-effects-only numbers are a different metric, on the board's naive columns, not
-arrows on these axes). Labels are placed so that they do not overlap each other or the
-points; configurations withheld by a gate are listed in a note under the axes. Text from run
+arrows on these axes). No marker hides another: configurations at the same position are
+spread apart sideways by a few points, and the controls are drawn as hollow markers behind
+them (a configuration that refuses everything shows inside refuse-all's square). Each point
+is labelled with its number in the key under the axes, which gives the full configuration key;
+number labels are placed so that they do not overlap each other or the points.
+Configurations withheld by a gate are listed in a note under the key. Text from run
 logs reaches matplotlib only through ``litmus.neutralize.for_matplotlib`` (no mathtext).
 Rendering uses the Agg canvas directly (no pyplot global state), so it is safe in a Dagster
 worker without a display.
@@ -23,7 +27,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.transforms import Bbox
+from matplotlib.transforms import Bbox, ScaledTranslation
 
 from litmus.neutralize import for_matplotlib
 
@@ -38,6 +42,9 @@ LABEL_OFFSETS_PT = tuple(
 )
 MAX_NOTE_LINES = 8
 CONTROL_MARKERS = ("s", "D", "P", "X")
+# configurations at the same position (to the third decimal) are set this far apart, in points
+COINCIDENT_SPREAD_PT = 7.0
+KEY_LINE_IN = 0.16  # figure height per line of the key and note under the axes
 
 
 def _whisker(values: pd.Series, low: pd.Series, high: pd.Series) -> np.ndarray:
@@ -63,7 +70,13 @@ def boundary_plot_png(
     has both coordinates the canonical corners are drawn. ``withheld``: the configurations a
     gate withheld, listed in the note.
     """
-    figure = Figure(figsize=(7.5, 7.0), dpi=dpi)
+    plotted = configurations.dropna(subset=["hb_utility", "cm_safety"])
+    not_plotted = [str(name) for name in configurations["name"] if name not in set(plotted["name"])]
+    key = key_lines([str(name) for name in plotted["name"]])
+    note = _note_lines(withheld, not_plotted)
+    under_in = 1.2 + KEY_LINE_IN * (len(key) + len(note))
+    height_in = 5.8 + under_in
+    figure = Figure(figsize=(7.5, height_in), dpi=dpi)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
 
@@ -75,31 +88,34 @@ def boundary_plot_png(
     )
     axes.clabel(contours, fmt=lambda level: f"boundary {level:.2f}", fontsize=7)
 
-    plotted = configurations.dropna(subset=["hb_utility", "cm_safety"])
-    not_plotted = [str(name) for name in configurations["name"] if name not in set(plotted["name"])]
-    if not plotted.empty:
-        x, y = plotted["hb_utility"], plotted["cm_safety"]
+    spread_pt = coincident_offsets(plotted)
+    for index in range(len(plotted)):
+        row = plotted.iloc[[index]]
+        x, y = row["hb_utility"], row["cm_safety"]
         axes.errorbar(
             x,
             y,
-            xerr=_whisker(x, plotted["hb_utility_ci_low"], plotted["hb_utility_ci_high"]),
-            yerr=_whisker(y, plotted["cm_safety_ci_low"], plotted["cm_safety_ci_high"]),
+            xerr=_whisker(x, row["hb_utility_ci_low"], row["hb_utility_ci_high"]),
+            yerr=_whisker(y, row["cm_safety_ci_low"], row["cm_safety_ci_high"]),
             fmt="o",
             color="#0969da",
             ecolor="#54aeff",
             elinewidth=1.2,
             capsize=3,
-            label="configuration (95% CI)",
+            label="configuration (95% CI), numbered as in the key" if index == 0 else None,
             zorder=3,
+            transform=axes.transData
+            + ScaledTranslation(spread_pt[index] / 72, 0, figure.dpi_scale_trans),
         )
 
     # Controls are told apart by marker in the legend: text at the corners would sit on top
-    # of the configurations that crowd there.
+    # of the configurations that crowd there. Hollow and behind: never over a configuration.
     for (name, (x_value, y_value)), marker in zip(
         _control_points(controls).items(), CONTROL_MARKERS, strict=False
     ):
         axes.scatter(
-            [x_value], [y_value], marker=marker, s=70, color="#6e7781", zorder=4,
+            [x_value], [y_value], marker=marker, s=150, facecolors="none",
+            edgecolors="#6e7781", linewidths=1.5, zorder=2,
             label=f"{for_matplotlib(name)} (boundary 0)",
         )  # fmt: skip
 
@@ -112,21 +128,54 @@ def boundary_plot_png(
     # Below the axes, not inside: configurations crowd every corner (refuse-all and comply-all
     # sit at two of them), and a legend inside would cover their points or labels.
     legend = axes.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False
-    )
+        loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False,
+        markerscale=0.7, labelspacing=0.9,
+    )  # fmt: skip
 
-    note = _note_lines(withheld, not_plotted)
-    bottom = 0.17 + 0.028 * len(note)
-    figure.subplots_adjust(left=0.11, right=0.97, top=0.93, bottom=bottom)
-    if note:
-        figure.text(0.02, 0.012, "\n".join(note), fontsize=7.5, color="#57606a", va="bottom")
+    figure.subplots_adjust(
+        left=0.11, right=0.97, top=1 - 0.45 / height_in, bottom=under_in / height_in
+    )
+    under = [*key, *note]
+    if under:
+        figure.text(
+            0.02, 0.012, "\n".join(under), fontsize=7.5, color="#24292f", va="bottom",
+            linespacing=1.45,
+        )  # fmt: skip
     if not plotted.empty:
-        labels = short_labels(plotted["name"].astype(str).tolist())
-        _place_labels(figure, axes, plotted, labels, avoid=[legend])
+        labels = [str(number) for number in range(1, len(plotted) + 1)]
+        _place_labels(figure, axes, plotted, labels, avoid=[legend], shifts_pt=spread_pt)
 
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+def coincident_offsets(plotted: pd.DataFrame) -> list[float]:
+    """Sideways offset in points of each plotted configuration: 0, unless others sit at the
+    same position (to the third decimal), which are then spread evenly around it."""
+    positions = list(
+        zip(
+            plotted["hb_utility"].astype(float).round(3),
+            plotted["cm_safety"].astype(float).round(3),
+            strict=True,
+        )
+    )
+    offsets = []
+    for index, position in enumerate(positions):
+        group = [i for i, other in enumerate(positions) if other == position]
+        offsets.append((group.index(index) - (len(group) - 1) / 2) * COINCIDENT_SPREAD_PT)
+    return offsets
+
+
+def key_lines(names: Sequence[str]) -> list[str]:
+    """The key under the axes: each point's number and its full configuration key."""
+    if not names:
+        return []
+    return [
+        wrapped
+        for number, name in enumerate(names, start=1)
+        for wrapped in _wrap(f"{number}  {for_matplotlib(name)}")
+    ]
 
 
 def _note_lines(withheld: Sequence[str], not_plotted: Sequence[str]) -> list[str]:
@@ -156,6 +205,7 @@ def _place_labels(
     plotted: pd.DataFrame,
     labels: Sequence[str],
     avoid: Sequence[Artist] = (),
+    shifts_pt: Sequence[float] = (),
 ) -> None:
     """Put each label at the first nearby offset where it overlaps no label placed before,
     no point and nothing in ``avoid``, inside the axes; else the least crowded offset with a
@@ -163,6 +213,9 @@ def _place_labels(
     renderer = figure.canvas.get_renderer()  # type: ignore[attr-defined]
     to_pixels = axes.transData.transform
     points = to_pixels(plotted[["hb_utility", "cm_safety"]].to_numpy(dtype=float))
+    pixels_per_point = figure.dpi / 72
+    shifts = np.asarray(shifts_pt or [0.0] * len(points), dtype=float)
+    points[:, 0] += shifts * pixels_per_point
     point_boxes = [Bbox.from_extents(px - 5, py - 5, px + 5, py + 5) for px, py in points]
     taken: list[Bbox] = [artist.get_window_extent(renderer) for artist in avoid]
     frame = axes.get_window_extent(renderer)
@@ -176,7 +229,7 @@ def _place_labels(
                 for_matplotlib(labels[index]),
                 (x_value, y_value),
                 textcoords="offset points",
-                xytext=(dx, dy),
+                xytext=(dx + shifts[index], dy),
                 ha="left" if dx >= 0 else "right",
                 va="bottom" if dy >= 0 else "top",
                 fontsize=8,
@@ -204,15 +257,6 @@ def _place_labels(
         assert best is not None
         text = best[1]
         taken.append(text.get_window_extent(renderer))
-
-
-def short_labels(names: list[str]) -> list[str]:
-    """``model@release`` (the part before the first "/") when that alone is unambiguous among
-    the plotted configurations, else the full configuration key."""
-    short = [name.split("/", 1)[0] for name in names]
-    if len(set(short)) == len(short):
-        return short
-    return names
 
 
 def _control_points(controls: pd.DataFrame | None) -> dict[str, tuple[float, float]]:

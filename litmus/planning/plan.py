@@ -202,3 +202,17 @@ def plan_from_warehouse(
         landed_without_configuration=tuple(landed_without_configuration),
         everything=everything,
     )
+
+
+UP_TO_DATE = "every configuration is labeled with the current labeler, classifier and suite"
+
+
+def describe_rescore(plan: Plan) -> list[str]:
+    """What ``litmus rescore`` (and its ``--dry-run``) says of a plan: each configuration to
+    re-label or re-audit and why, or that there is none."""
+    lines = [
+        item.describe() if item.action == Action.LABEL else f"{item.describe()} (re-audit)"
+        for item in plan.items
+        if item.action in (Action.LABEL, Action.REAUDIT)
+    ]
+    return lines if not plan.empty else [UP_TO_DATE]

@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 
 from litmus import PROJECT_DIR
+from litmus.files import write_atomically
 from litmus.runs import landed_files, suite_files
 from litmus.settings import LitmusPaths
 
@@ -147,10 +148,7 @@ def record_run_state(
         "warehouse": warehouse_digest(con),
         "exports": _exports(paths),
     }
-    target = paths.home / STATE_FILE
-    partial = target.with_name(target.name + f".partial-{os.getpid()}")
-    partial.write_text(json.dumps(state, indent=1), encoding="utf-8")
-    os.replace(partial, target)
+    write_atomically(paths.home / STATE_FILE, json.dumps(state, indent=1))
 
 
 def forget_run_state(paths: LitmusPaths) -> None:

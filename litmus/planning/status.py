@@ -22,6 +22,7 @@ import duckdb
 
 from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.labeling import LABELER_VERSION, REFUSAL_RULES_VERSION
+from litmus.settings import LitmusPaths
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,23 @@ def quarantine_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, i
             """
         ).fetchall()
     ]
+
+
+def waiting_landed_files(con: duckdb.DuckDBPyConnection, paths: LitmusPaths) -> list[str]:
+    """The landed run files (names under landing/) that no ingestion stored yet: no raw file
+    of the same name and size (a cheap look, no hashing: ``litmus run`` decides by content)."""
+    from litmus.runs import landed_files
+
+    stored = set(con.execute("SELECT original_name, size_bytes FROM raw_files").fetchall())
+    waiting = []
+    for path in landed_files(paths) if paths.landing.is_dir() else []:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            continue
+        if size and (path.name, size) not in stored:
+            waiting.append(path.relative_to(paths.landing).as_posix())
+    return waiting
 
 
 @dataclass(frozen=True)

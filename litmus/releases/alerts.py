@@ -25,8 +25,12 @@ never alerts twice, while a metric that newly regresses does raise a new alert.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import html
+import http
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -465,8 +469,11 @@ class AlertSink(Protocol):
 def redact_url(url: str) -> str:
     """A webhook URL fit to print or store: scheme and host only. Its path, query and any
     user:password carry the secret (Slack, Teams and most webhooks put the token there)."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "?"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or "?"
+    except ValueError:  # not even a URL: nothing of it is shown
+        return "?://?/…(redacted)"
     port = f":{parts.port}" if _has_port(parts) else ""
     return f"{parts.scheme or '?'}://{host}{port}/…(redacted)"
 
@@ -478,12 +485,86 @@ def _has_port(parts: urllib.parse.SplitResult) -> bool:
         return False
 
 
+# A secret part this short is also scrubbed, but only where it stands as a whole word.
+_SHORT_SECRET = 6
+REDACTED = "…(redacted)"
+
+
+def _encodings(text: str) -> set[str]:
+    """``text`` as a message may carry it: raw, percent-decoded (``+`` as space or not) and
+    re-encoded every way urllib, JSON, HTML, Base64 and hex write it."""
+    forms = set()
+    for plain in {text, urllib.parse.unquote(text), urllib.parse.unquote_plus(text)}:
+        data = plain.encode("utf-8", "surrogatepass")
+        forms |= {
+            plain,
+            urllib.parse.quote(plain, safe=""),
+            urllib.parse.quote(plain, safe="/"),
+            urllib.parse.quote(plain),
+            urllib.parse.quote_plus(plain),
+            urllib.parse.quote(urllib.parse.quote(plain, safe=""), safe=""),  # encoded twice
+            json.dumps(plain)[1:-1],
+            json.dumps(plain, ensure_ascii=False)[1:-1],
+            html.escape(plain),
+            base64.b64encode(data).decode().rstrip("="),
+            base64.urlsafe_b64encode(data).decode().rstrip("="),
+            data.hex(),
+        }
+    return {form for form in forms if form}
+
+
+def secret_forms(url: str) -> list[str]:
+    """Every text in which a webhook URL's secret may reach a message, longest first: the
+    URL, its user:password (and the Basic credential made of it), its path, each path
+    segment, its query, each query parameter and value, its fragment — each in every
+    encoding :func:`_encodings` knows. Its scheme and host are not secret."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        parts = None
+    pieces = {url}
+    if parts is not None:
+        userinfo = parts.netloc.rpartition("@")[0]
+        pieces |= {userinfo, *userinfo.split(":"), parts.path, parts.query, parts.fragment}
+        pieces |= {f"{parts.path}?{parts.query}", *parts.path.split("/")}
+        for pair in parts.query.split("&"):
+            pieces |= {pair, *pair.split("=", 1)}
+        if userinfo:
+            pieces.add(basic_credential(userinfo))
+    forms: set[str] = set()
+    for piece in pieces:
+        if len(urllib.parse.unquote(piece)) > 1:
+            forms |= _encodings(piece)
+    return sorted(forms, key=lambda form: (-len(form), form))
+
+
+def basic_credential(userinfo: str) -> str:
+    """The HTTP Basic credential of a URL's ``user:password`` (both percent-decoded)."""
+    user, _, password = userinfo.partition(":")
+    plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+    return base64.b64encode(plain.encode("utf-8")).decode()
+
+
+def scrub_secret(text: str, url: str) -> str:
+    """``text`` with every form of ``url``'s secret parts (:func:`secret_forms`) replaced,
+    case-insensitively (percent and hex escapes have two cases); a short part only where it
+    stands alone, so that a 3-letter token does not garble every word holding it."""
+    for form in secret_forms(url):
+        pattern = re.escape(form)
+        if len(form) < _SHORT_SECRET:
+            pattern = rf"(?<![A-Za-z0-9]){pattern}(?![A-Za-z0-9])"
+        text = re.sub(pattern, REDACTED, text, flags=re.IGNORECASE)
+    return text
+
+
 @dataclass(frozen=True)
 class WebhookSink:
-    """POST the alert as JSON to ``url`` (http or https); any 2xx answer is success.
+    """POST the alert as JSON to ``url`` (http or https); any 2xx answer is success. A
+    ``user:password@`` in the URL is sent as HTTP Basic authentication.
 
     The URL is a secret: it is never printed, logged or stored; messages show
-    :func:`redact_url` of it, and any text passing through :meth:`scrub` loses it.
+    :func:`redact_url` of it, never a word the server answered (it may echo the URL in any
+    encoding), and any text passing through :meth:`scrub` loses the URL in every form.
     """
 
     url: str = field(repr=False)
@@ -496,30 +577,36 @@ class WebhookSink:
             raise ValueError(
                 f"alert webhook URL must be http:// or https://, got {redact_url(self.url)}"
             )
+        try:
+            urllib.parse.urlsplit(self.url).port  # noqa: B018 - a bad port raises here
+        except ValueError:
+            raise ValueError(
+                f"alert webhook URL {redact_url(self.url)} is not a valid URL"
+            ) from None
 
     def scrub(self, text: str) -> str:
-        """``text`` with the URL, and its secret parts, replaced by the redacted form."""
+        """``text`` with the URL, and its secret parts in every form, replaced."""
+        return scrub_secret(text, self.url)
+
+    def _request(self, body: bytes) -> urllib.request.Request:
         parts = urllib.parse.urlsplit(self.url)
-        for secret in (self.url, parts.path, parts.query, parts.netloc.rpartition("@")[0]):
-            if len(secret) > 1:
-                text = text.replace(secret, "…(redacted)")
-        return text
+        userinfo, _, hostport = parts.netloc.rpartition("@")
+        headers = {"Content-Type": "application/json", "User-Agent": "litmus-alerts/1"}
+        if userinfo:
+            headers["Authorization"] = f"Basic {basic_credential(userinfo)}"
+        target = urllib.parse.urlunsplit(parts._replace(netloc=hostport, fragment=""))
+        return urllib.request.Request(target, data=body, method="POST", headers=headers)
 
     def deliver(self, alert: RegressionAlert, raised_at: datetime) -> None:
         body = json.dumps(alert.payload(raised_at)).encode("utf-8")
-        request = urllib.request.Request(
-            self.url,
-            data=body,
-            method="POST",
-            headers={"Content-Type": "application/json", "User-Agent": "litmus-alerts/1"},
-        )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(self._request(body), timeout=self.timeout_s) as response:
                 status = response.status
         except urllib.error.HTTPError as error:
+            # the status phrase of the code, never the server's own words
             raise AlertDeliveryError(
                 f"webhook {redact_url(self.url)} answered HTTP {error.code} "
-                f"{self.scrub(str(error.reason))}"
+                f"{_status_phrase(error.code)}".rstrip()
             ) from None
         except (urllib.error.URLError, TimeoutError, OSError, ValueError) as error:
             reason = getattr(error, "reason", error)
@@ -528,6 +615,13 @@ class WebhookSink:
             ) from None
         if not 200 <= status < 300:
             raise AlertDeliveryError(f"webhook {redact_url(self.url)} answered HTTP {status}")
+
+
+def _status_phrase(code: int) -> str:
+    try:
+        return http.HTTPStatus(code).phrase
+    except ValueError:
+        return ""
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,21 @@ def board_files(folder: Path) -> tuple[str, ...]:
     return tuple(sorted(p.name for p in folder.iterdir() if p.is_file() and is_board_file(p.name)))
 
 
+def other_exports(exports: Path) -> tuple[str, ...]:
+    """Every entry of ``exports`` that is not the publication's own (its board files, its
+    receipt, its staging folder and journal): release drift plots, the plug-in delta plot, and
+    whatever else was put there. The receipt lists their digests; verify reports any it does
+    not list."""
+    if not exports.is_dir():
+        return ()
+    own = {STAGING_NAME, JOURNAL_NAME}
+    return tuple(
+        sorted(
+            p.name for p in exports.iterdir() if p.name not in own and not is_published_file(p.name)
+        )
+    )
+
+
 def staging_dir(exports: Path) -> Path:
     return exports / STAGING_NAME
 

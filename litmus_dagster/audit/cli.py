@@ -151,13 +151,17 @@ def cmd_history(args: argparse.Namespace, paths: LitmusPaths) -> int:
     if not history:
         raise LitmusError(f"no verdict was ever loaded for trajectory {args.trajectory_id!r}")
     for entry in history:
-        kind = "override" if entry["override"] else "audit"
         print(
-            f"{entry['loaded_at']:%Y-%m-%d %H:%M:%S}  {entry['verdict']:<12} {kind:<8} "
+            f"{'*' if entry['decides'] else ' '} {entry['loaded_at']:%Y-%m-%d %H:%M:%S}  "
+            f"{entry['verdict']:<12} {entry['kind']:<10} "
             f"by {terminal_name(entry['auditor'])} (rules said {entry['rule_label']}/"
             f"{entry['rule_outcome']}) from {for_terminal(entry['source_name'])} line "
             f"{entry['source_line']}: {for_terminal(entry['reason'] or '')}"
         )
+    print(
+        "* decides: an override outranks an audit verdict, which outranks a spot-check; the "
+        "latest loaded of the same kind counts"
+    )
     return 0
 
 
@@ -200,5 +204,5 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     simulate.set_defaults(handler=cmd_simulate)
 
     history = actions.add_parser("history", help="every verdict loaded for one trajectory")
-    history.add_argument("trajectory_id")
+    history.add_argument("trajectory_id", help="the trajectory whose verdicts to list")
     history.set_defaults(handler=cmd_history, read_only=True)

@@ -3,16 +3,20 @@
 ``publication_gates`` (one partition per configuration, after ``audited_trajectories``) runs
 the Great Expectations gate suites over the configuration's audited rows and suites and
 records every verdict in the ``publication_gates`` table; one asset check per gate and
-configuration reports it in the UI (configuration, failing count, example keys). The checks
-are the asset's own (``check_specs``), evaluated in the same step from the rows it just
+configuration reports it in the UI (configuration, reason, failing count, example keys). The
+checks are the asset's own (``check_specs``), evaluated in the same step from the rows it just
 recorded: nine separate check steps per configuration each paid a step's events and a
-warehouse connection to read one row back. The dbt
-metrics read that table (structurally broken configurations stay out of them) and
-``metric_rate_gates`` checks the published rates after dbt; the leaderboard withholds every
-configuration whose gates did not all pass, whichever run recorded them. What blocks
-publication is that table, read by every publisher (fail closed), not Dagster's run-level
-`blocking` flag: a withheld configuration is an expected outcome, shown as its partition's
-failed check.
+warehouse connection to read one row back.
+
+The checks are Dagster-``blocking``: a failed gate fails the configuration's
+``publication_gates`` step (``DagsterAssetCheckFailedError``, after its verdicts are recorded)
+and skips ``publishable_configuration``, the configuration's clearance for publication, so the
+configuration's run stops there and shows why. Each configuration is scored in its own run,
+so a block withholds exactly that configuration; the executor reports it as withheld, not as
+a failure. The dbt metrics read the table (structurally broken configurations stay out of
+them), ``metric_rate_gates`` checks the published rates after dbt, and the leaderboard
+withholds every configuration the publication relation withholds
+(``litmus.gates.publication_decision``), whichever run recorded its verdicts (fail closed).
 """
 
 import warnings
@@ -43,13 +47,13 @@ GATES_GROUP = "gates"
 
 def _gate_check_spec(gate: str) -> dg.AssetCheckSpec:
     # One evaluation per configuration partition, so the UI shows each configuration's verdict
-    # (not whichever partition ran last). Not `blocking`: a withheld configuration is an
-    # expected outcome, shown as this partition's failed check, not as a crashed run; what
-    # keeps its numbers unpublished is the publication_gates table the leaderboard reads.
+    # (not whichever partition ran last); blocking, so a failed gate stops the configuration's
+    # run before publishable_configuration.
     return dg.AssetCheckSpec(
         name=gate,
         asset="publication_gates",
         partitions_def=configurations,
+        blocking=True,
         description=f"Fails with: {GATE_MESSAGES[gate]}",
     )
 
@@ -135,6 +139,37 @@ def _check_result(
             "failed_expectations": dg.MetadataValue.json(list(result.details)),
             "expectation_suite": result.expectation_suite or "",
         },
+    )
+
+
+@dg.asset(
+    group_name=GATES_GROUP,
+    deps=[publication_gates],
+    partitions_def=configurations,
+    kinds={"duckdb"},
+    description=(
+        "One configuration cleared by every publication gate of its run: materialized only "
+        "when the blocking gate checks of publication_gates passed, so a withheld "
+        "configuration's run stops before it. What the board finally publishes is the "
+        "publication relation's decision (the rates and labeling-error gates come later)."
+    ),
+)
+def publishable_configuration(
+    context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
+) -> dg.MaterializeResult:
+    partition_key = context.partition_key
+    with warehouse.get_connection(read_only=True) as con:
+        configuration = configuration_key(con, partition_key)
+        passed = sorted(
+            gate for gate, r in stored_gate_results(con, partition_key).items() if r.passed
+        )
+        decided = publication(con, [partition_key])[partition_key]
+    return dg.MaterializeResult(
+        metadata={
+            "configuration": configuration,
+            "passed_gates": passed,
+            "publication": decided.describe(),
+        }
     )
 
 

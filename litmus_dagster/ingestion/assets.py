@@ -1,6 +1,6 @@
 """Ingestion assets: suites and landed run files into the warehouse (wiring only)."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import dagster as dg
 
@@ -132,10 +132,13 @@ def raw_run_files(
     partitions_def=configurations,
     pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
+    # a configuration whose every landed record was quarantined has nothing to score: the
+    # asset is then not materialized and the rest of the run is skipped, not failed
+    output_required=False,
 )
 def raw_trajectories(
     context: dg.AssetExecutionContext, warehouse: LitmusWarehouse
-) -> dg.MaterializeResult:
+) -> Iterator[dg.MaterializeResult]:
     """The accepted trajectories of one configuration (rows of ``raw_trajectories``)."""
     with warehouse.get_connection() as con:
         row = con.execute(
@@ -149,8 +152,12 @@ def raw_trajectories(
         config = configuration_key(con, context.partition_key)
     trajectories, runs, files, suites = row
     if trajectories == 0:
-        raise dg.Failure(f"no accepted trajectories for configuration {context.partition_key}")
-    return dg.MaterializeResult(
+        context.log.warning(
+            f"nothing to score for configuration {context.partition_key}: every record landed "
+            "for it was quarantined (`litmus quarantine` lists them)"
+        )
+        return
+    yield dg.MaterializeResult(
         metadata={
             "configuration": config,
             "trajectories": int(trajectories),

@@ -3,6 +3,7 @@
 import dagster as dg
 
 from litmus.audit.audited import refresh_audited_partition
+from litmus.ingestion import derivation
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.refusal import default_classifier
 from litmus.labeling.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
@@ -33,6 +34,12 @@ def labeled_trajectories(
     judge = refusal_judge.build(warehouse.paths.home, progress=context.log.info)
     judge_metadata: dict[str, object] = {}
     with warehouse.get_connection() as con:
+        # fail closed: never label rows that are no longer what their raw file gave
+        derivation.record_pending(con)
+        try:
+            derivation.check_configuration(con, context.partition_key)
+        except derivation.DerivationError as error:
+            raise dg.Failure(str(error)) from None
         judge_key = None
         if judge is not None:
             judged = judge_partition(con, context.partition_key, judge)

@@ -293,6 +293,7 @@ def public_private_gap_table(
         CONFIGURATION_METRICS,
         CONTROL_METRICS,
         "metric_rate_gates",
+        "publishable_configuration",  # the configurations their blocking gates cleared
         "labeling_agreement",
         public_private_gap_table,
         "plugin_deltas",  # the board shows the plug-in deltas (litmus_dagster.releases)
@@ -310,6 +311,10 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         board = leaderboard_from_warehouse(con)
         alerts = current_alert_lines(con)
+    if not (board.rows["row_kind"] == "configuration").any():
+        # no configuration scored yet (only suites, or every landed record quarantined): there
+        # is no board to publish, and the last one (if any) stays as it was
+        return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
     # staged: the files are published together with their receipt (leaderboard_receipt)
     exports = warehouse.paths.exports
     staged, plots = publish_board(board, publication.begin(exports), alerts)
@@ -343,6 +348,9 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     if "png" in written:
         metadata["png"] = dg.MetadataValue.path(os.fspath(written["png"]))
     return dg.MaterializeResult(metadata=metadata)
+
+
+NOTHING_SCORED = "no configuration has trajectories yet: nothing to publish"
 
 
 def publish_board(

@@ -25,6 +25,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    if args.dry_run:  # read-only, and without loading Dagster, dbt or the pipeline
+        from litmus.planning.plan import describe_rescore, plan_from_warehouse
+        from litmus.warehouse import connect_read_only
+
+        with connect_read_only(paths.duckdb_path) as con:
+            plan = plan_from_warehouse(con, everything=args.all)
+        for line in describe_rescore(plan):
+            _say(line)
+        return 0
     from litmus_dagster.releases.rescore import rescore
 
     result = rescore(paths, everything=args.all, dry_run=args.dry_run, progress=_say)

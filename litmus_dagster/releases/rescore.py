@@ -12,7 +12,7 @@ from __future__ import annotations
 import dagster as dg
 
 from litmus.errors import LitmusError
-from litmus.planning.plan import Action, plan_from_warehouse
+from litmus.planning.plan import describe_rescore, plan_from_warehouse
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 from litmus_dagster.executor import (
@@ -47,13 +47,8 @@ def rescore(
     with ``dry_run`` only say what the plan is and why."""
     with connect(paths.duckdb_path) as con:
         plan = plan_from_warehouse(con, everything=everything)
-    for item in plan.items:
-        if item.action == Action.LABEL:
-            progress(item.describe())
-        elif item.action == Action.REAUDIT:
-            progress(f"{item.describe()} (re-audit)")
-    if plan.empty:
-        progress("every configuration is labeled with the current labeler, classifier and suite")
+    for line in describe_rescore(plan):
+        progress(line)
     result = ExecutionResult(plan=plan)
     if dry_run or plan.empty:
         return result

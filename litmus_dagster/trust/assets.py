@@ -10,6 +10,7 @@ from litmus.fingerprint import (
     group_by_configuration,
     store_run_fingerprints,
 )
+from litmus.ingestion import derivation
 from litmus.metrics.leaderboard import replace_alerts
 from litmus.trust import publication
 from litmus.trust.receipts import (
@@ -19,9 +20,11 @@ from litmus.trust.receipts import (
     sign_receipt,
     write_receipt,
 )
+from litmus.trust.receipts.digests import leaderboard_table_rows
+from litmus_dagster import stop
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import audited_trajectories
-from litmus_dagster.metrics.assets import current_alert_lines, leaderboard
+from litmus_dagster.metrics.assets import NOTHING_SCORED, current_alert_lines, leaderboard
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.releases.assets import release_drift
 from litmus_dagster.resources import LitmusWarehouse
@@ -67,18 +70,29 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     key = configured_signing_key()  # before any work: a broken key fails the publication
     exports = warehouse.paths.exports
     staging = publication.staging_dir(exports)
-    if not (staging / "leaderboard.csv").is_file():
-        raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
     with warehouse.get_connection() as con:
+        if not (staging / "leaderboard.csv").is_file():
+            if leaderboard_table_rows(con) is None:  # nothing scored, nothing ever published
+                return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
+            raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
+        derivation.record_pending(con)  # files of a warehouse from before digests: listed
         # the staged page lists the release alerts raised up to now (this run's drift too)
         page = staging / "leaderboard.html"
         page.write_text(replace_alerts(page.read_text("utf-8"), current_alert_lines(con)), "utf-8")
         receipt = sign_receipt(
-            build_receipt(con, published_files=publication.file_digests(staging)), key
+            build_receipt(
+                con,
+                published_files=publication.file_digests(staging),
+                exported_files=publication.file_digests(
+                    exports, publication.other_exports(exports)
+                ),
+            ),
+            key,
         )
     write_receipt(staging / RECEIPT_FILE_NAME, receipt)
     crash_point("receipt.staged")
-    publication.commit(exports)  # board and receipt: together or not at all
+    with stop.held_signals():  # a few renames: an interrupt waits for them, never splits them
+        publication.commit(exports)  # board and receipt: together or not at all
     path = exports / RECEIPT_FILE_NAME
     signature = receipt["signature"]
     return dg.MaterializeResult(

@@ -15,6 +15,7 @@ from litmus.fingerprint import (
     compute_run_fingerprints,
     group_by_configuration,
 )
+from litmus.ingestion import derivation
 from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.trust.receipts.code_identity import PROJECT_DIR, code_versions, publisher_identity
 from litmus.trust.receipts.digests import (
@@ -37,7 +38,9 @@ def suite_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    return plain_rows(
+    """Every raw file: what it is, its record counts, and the digests of the rows ingestion
+    derived from it (``derived``: table, configuration, rows, sha256)."""
+    files = plain_rows(
         con.sql(
             """
             SELECT file_hash AS sha256, original_name AS name, file_format AS format,
@@ -45,6 +48,26 @@ def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
             FROM raw_files ORDER BY file_hash
             """
         ).to_arrow_table()
+    )
+    digests = derivation.recorded_digests(con)
+    for entry in files:
+        entry["derived"] = derivation.receipt_entries(digests, entry["sha256"])
+    return files
+
+
+ALERT_COLUMNS = (
+    "fingerprint, lineage, suite, suite_version, from_release, to_release, "
+    "from_partition_key, to_partition_key, metric, delta, ci_low, ci_high, threshold, "
+    "regressions"
+)
+
+
+def alert_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every release alert raised, as published beside the board (its delivery, which changes
+    after publication, and the time it was raised, which two scorings of the same inputs do
+    not share, left out)."""
+    return plain_rows(
+        con.sql(f"SELECT {ALERT_COLUMNS} FROM alerts ORDER BY fingerprint").to_arrow_table()
     )
 
 
@@ -222,9 +245,11 @@ def build_receipt(
     published_at: datetime | None = None,
     project_dir: Path = PROJECT_DIR,
     published_files: Mapping[str, Any] | None = None,
+    exported_files: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unsigned receipt of the leaderboard currently published in the warehouse, with the
-    digests of the files it is published as (``litmus.trust.publication.file_digests``)."""
+    digests of the files it is published as (``litmus.trust.publication.file_digests``) and
+    of the other files in exports/ (drift plots: ``publication.other_exports``)."""
     rows = leaderboard_table_rows(con)
     if rows is None:
         raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")
@@ -246,5 +271,7 @@ def build_receipt(
         "raw_files": raw_file_facts(con),
         "configurations": configurations,
         "leaderboard": _leaderboard_section(rows),
+        "alerts": alert_facts(con),
         "published_files": dict(published_files or {}),
+        "exported_files": dict(exported_files or {}),
     }

@@ -11,7 +11,6 @@ receipt departs from it as a mismatch sentence.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -27,11 +26,14 @@ from pydantic import (
 )
 
 from litmus.errors import LitmusError
+from litmus.files import write_atomically
 
 RECEIPT_KIND = "litmus-leaderboard-receipt"
 RECEIPT_FILE_NAME = "receipt.json"
 # 2: the signature covers its own metadata; the published files' digests are listed
-RECEIPT_VERSION = 2
+# 3: each raw file's derived rows (digests per table and configuration) and every other file
+#    in exports/ (drift plots) are listed, and the release alerts
+RECEIPT_VERSION = 3
 
 
 class ReceiptError(LitmusError):
@@ -62,6 +64,7 @@ SECTIONS: dict[str, str] = {
     "signature": "dict",
     "code": "dict",
     "published_files": "dict",
+    "exported_files": "dict",
 }
 
 
@@ -72,7 +75,7 @@ class ReceiptEnvelope(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow", frozen=True)
 
     receipt: Literal["litmus-leaderboard-receipt"]
-    receipt_version: Literal[2]
+    receipt_version: Literal[3]
     raw_files: list[Any]
     suites: list[Any]
     configurations: list[Any]
@@ -80,6 +83,7 @@ class ReceiptEnvelope(BaseModel):
     signature: dict[str, Any]
     code: dict[str, Any]
     published_files: dict[str, Any]
+    exported_files: dict[str, Any]
 
 
 class ReceiptDocument(ReceiptEnvelope):
@@ -92,6 +96,7 @@ class ReceiptDocument(ReceiptEnvelope):
     publisher: Publisher
     bootstrap: Any
     policy_versions: Any
+    alerts: Any
 
 
 def envelope_problem(path: Path, receipt: Any) -> str | None:
@@ -154,14 +159,10 @@ def document_problems(
 
 def write_receipt(path: Path, receipt: Mapping[str, Any]) -> Path:
     """Write atomically: a reader never sees half a receipt."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
-    partial.write_text(
+    return write_atomically(
+        path,
         json.dumps(receipt, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n",
-        encoding="utf-8",
     )
-    os.replace(partial, path)
-    return path
 
 
 def load_receipt(path: Path) -> dict[str, Any]:

@@ -13,15 +13,17 @@ import duckdb
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from litmus.errors import SuiteError
+from litmus.errors import LitmusError, SuiteError
 from litmus.fingerprint import (
     canonical_json,
     stored_run_fingerprints,
 )
+from litmus.ingestion import derivation
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import load_suite_file, suite_hash
 from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse
 from litmus.settings import LitmusPaths
+from litmus.trust import rederivation
 from litmus.trust.receipts.build import (
     NO_VERDICTS,
     NOT_EVALUATED,
@@ -240,7 +242,10 @@ def _check_raw_files(
     receipt: Mapping[str, Any],
     con: duckdb.DuckDBPyConnection,
     paths: LitmusPaths,
-) -> None:
+) -> dict[str, Path]:
+    """Each raw file against the raw store and the warehouse; the intact ones (sha256 → the
+    raw store's file)."""
+    found_intact: dict[str, Path] = {}
     in_warehouse = {row["sha256"]: row for row in raw_file_facts(con)}
     listed = set()
     intact = 0
@@ -260,6 +265,7 @@ def _check_raw_files(
                 result.mismatches.append(f"{label} was modified (sha256 now {short(now)})")
             else:
                 intact += 1
+                found_intact[sha] = stored
         row = in_warehouse.get(sha)
         if row is None:
             result.mismatches.append(f"{label} is in the receipt but not in the warehouse")
@@ -279,6 +285,130 @@ def _check_raw_files(
     result.checked.append(
         f"{intact} of {len(receipt['raw_files'])} raw file(s) present and unmodified"
     )
+    return found_intact
+
+
+def _listed_derivations(receipt: Mapping[str, Any]) -> derivation.Digests:
+    listed: derivation.Digests = {}
+    for entry in receipt["raw_files"]:
+        if isinstance(entry, dict) and isinstance(entry.get("derived"), list):
+            listed |= derivation.from_receipt_entries(str(entry.get("sha256")), entry["derived"])
+    return listed
+
+
+def _check_derived_rows(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    paths: LitmusPaths,
+    intact: Mapping[str, Path],
+) -> None:
+    """The rows derived from each raw file: the warehouse's now against the receipt's
+    digests; the raw files ingested again (in a scratch warehouse, with the receipt's suites)
+    against the warehouse's rows themselves and the receipt's digests and counts; and records
+    in = accepted + quarantined, in the receipt and against the rows the warehouse holds."""
+    entries = [e for e in receipt["raw_files"] if isinstance(e, dict)]
+    names = {str(e.get("sha256")): str(e.get("name")) for e in entries}
+    listed = _listed_derivations(receipt)
+    now = {
+        key: value
+        for key, value in derivation.stored_digests(con).items()
+        if key[0] is None or key[0] in names
+    }
+    for difference in derivation.differences(listed, now):
+        result.mismatches.append(difference.sentence(names, "in the warehouse", "in the receipt"))
+    for entry in entries:
+        sha = str(entry.get("sha256"))
+        label = f"raw file {short(sha)} ({entry.get('name')})"
+        total, accepted, quarantined = (
+            entry.get("records_total"), entry.get("records_accepted"),
+            entry.get("records_quarantined"),
+        )  # fmt: skip
+        if not all(isinstance(n, int) for n in (total, accepted, quarantined)):
+            continue  # the field comparison names it
+        if total != accepted + quarantined:
+            result.mismatches.append(
+                f"{label}: the receipt says {total} records in, but {accepted} accepted + "
+                f"{quarantined} quarantined"
+            )
+        stored = sum(n for (f, t, _), (n, _) in now.items() if f == sha and t == "raw_trajectories")
+        held = now.get((sha, "quarantine", None), (0, ""))[0]
+        if (stored, held) != (accepted, quarantined):
+            result.mismatches.append(
+                f"{label}: records in = accepted + quarantined no longer holds: {total} records "
+                f"in, the warehouse holds {stored} accepted + {held} quarantined"
+            )
+    _check_rederived(result, receipt, con, paths, intact, names, listed)
+    result.checked.append(
+        f"the rows derived from {len(entries)} raw file(s) (trajectories, steps, quarantine) "
+        "against the receipt, in the warehouse and derived again from the raw store"
+    )
+
+
+def _check_rederived(
+    result: Verification,
+    receipt: Mapping[str, Any],
+    con: duckdb.DuckDBPyConnection,
+    paths: LitmusPaths,
+    intact: Mapping[str, Path],
+    names: Mapping[str, str],
+    listed: derivation.Digests,
+) -> None:
+    from litmus.ingestion import run_files
+
+    formats = {
+        str(e.get("sha256")): str(e.get("format"))
+        for e in receipt["raw_files"]
+        if isinstance(e, dict)
+    }
+    order = [row[0] for row in con.execute(
+        "SELECT file_hash FROM raw_files ORDER BY ingested_at, file_hash"
+    ).fetchall()]  # fmt: skip
+    order += sorted(set(intact) - set(order))
+    files = [(sha, names[sha], formats[sha], intact[sha]) for sha in order if sha in intact]
+    receipt_suites = {
+        (s.get("suite"), s.get("suite_version"), s.get("suite_hash"))
+        for s in receipt["suites"]
+        if isinstance(s, dict)
+    }
+    suite_paths = [
+        paths.suites / file_name
+        for (suite, version), (digest, file_name) in _suite_file_hashes(paths, result).items()
+        if (suite, version, digest) in receipt_suites
+    ]
+    with derivation.scratch_folder() as scratch:
+        try:
+            again = rederivation.rederive(
+                files,
+                suite_paths,
+                Path(scratch),
+                inspect_items=lambda stored: run_files._inspect_items(
+                    stored, run_files.load_inspect_mapping(paths)
+                ),
+            )
+            rows = derivation.compare_rows(con, again.db_path, [f[0] for f in files])
+        except (LitmusError, duckdb.Error, OSError) as error:
+            result.mismatches.append(f"cannot ingest the raw files again to check them: {error}")
+            return
+    for difference in rows:
+        result.mismatches.append(difference.sentence(names))
+    wanted = set(intact)
+    mine = {key: value for key, value in listed.items() if key[0] in wanted}
+    for difference in derivation.differences(again.digests, mine):
+        result.mismatches.append(
+            difference.sentence(names, "in the receipt", "when ingested again from the raw file")
+        )
+    for entry in receipt["raw_files"]:
+        if not isinstance(entry, dict) or str(entry.get("sha256")) not in again.counts:
+            continue
+        sha = str(entry["sha256"])
+        counts = ("records_total", "records_accepted", "records_quarantined")
+        if tuple(entry.get(c) for c in counts) != again.counts[sha]:
+            result.mismatches.append(
+                f"raw file {short(sha)} ({entry.get('name')}) ingested again gives "
+                f"{', '.join(f'{c} {n}' for c, n in zip(counts, again.counts[sha], strict=True))}"
+                f"; the receipt says {', '.join(f'{c} {entry.get(c)}' for c in counts)}"
+            )
 
 
 def _suite_file_hashes(
@@ -527,6 +657,40 @@ def _check_published_files(result: Verification, receipt: Mapping[str, Any], fol
     )
 
 
+def _check_exported_files(result: Verification, receipt: Mapping[str, Any], folder: Path) -> None:
+    """The other files in exports/ (drift plots, …): each one the receipt lists, byte for
+    byte; any it does not list is a mismatch (nothing in exports/ goes unvouched for)."""
+    from litmus.trust import publication
+
+    listed = receipt.get("exported_files")
+    listed = listed if isinstance(listed, dict) else {}
+    intact = 0
+    for name, entry in sorted(listed.items()):
+        if Path(name).name != name or name in (".", "..") or publication.is_published_file(name):
+            # a name from the receipt becomes a path only when it is a plain file name
+            result.mismatches.append(f"exported file {name!r} in the receipt is not a file name")
+            continue
+        path = folder / name
+        if not path.is_file():
+            result.mismatches.append(f"exported file {name!r} is missing from {folder}")
+            continue
+        actual = publication.file_digests(folder, (name,))[name]
+        if not isinstance(entry, dict) or actual != entry:
+            result.mismatches.append(
+                f"exported file {name!r} differs from the receipt (sha256 now "
+                f"{short(actual['sha256'])}, {actual['bytes']} bytes)"
+            )
+        else:
+            intact += 1
+    for name in publication.other_exports(folder):
+        if name not in listed:
+            result.mismatches.append(f"{name!r} in {folder} is not covered by the receipt")
+    result.checked.append(
+        f"{intact} of {len(listed)} other exported file(s) (drift plots, …) match the receipt, "
+        "and no file in exports is unlisted"
+    )
+
+
 def _differences(ours: Any, theirs: Any, at: str) -> list[str]:
     """Where two JSON values differ, as paths (``configurations[2].runs[0].n_trajectories``)."""
     if isinstance(ours, dict) and isinstance(theirs, dict):
@@ -561,6 +725,7 @@ def _check_every_field(
             publisher=str(publisher),
             published_at=when,
             published_files=receipt.get("published_files") or {},
+            exported_files=receipt.get("exported_files") or {},
         )
     except ReceiptError as error:
         result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
@@ -568,7 +733,9 @@ def _check_every_field(
     result.mismatches.extend(fields)
     known = set(ReceiptDocument.model_fields)
     # code versions are notes (_compare_code); who and when are attested by the signature only
-    attested = {"code", "publisher", "published_at", "published_files", "signature"}
+    attested = {
+        "code", "publisher", "published_at", "published_files", "exported_files", "signature"
+    }  # fmt: skip
     for name in sorted(set(rebuilt) - attested - described):
         differing = _differences(receipt.get(name), rebuilt[name], name)
         if differing:
@@ -604,12 +771,14 @@ def verify_receipt(
 
     _check_signature(result, receipt, public_key)
     section("leaderboard", _check_internal_digests, receipt)
-    section("raw_files", _check_raw_files, receipt, con, paths)
+    intact = section("raw_files", _check_raw_files, receipt, con, paths)
+    section("raw_files", _check_derived_rows, receipt, con, paths, intact)
     section("suites", _check_suites, receipt, con, paths)
     board = _recomputed_board(result, con)
     section("configurations", _check_configurations, receipt, con, board)
     section("leaderboard", _check_leaderboard, receipt, con, board)
     _check_published_files(result, receipt, published_dir or paths.exports)
+    _check_exported_files(result, receipt, published_dir or paths.exports)
     _check_every_field(result, receipt, con, described)
     _compare_code(result, receipt)
     return result
