@@ -45,7 +45,7 @@ MAX_NGRAM = 3
 # Length buckets (characters of the prepared text), read only on texts the rules or the
 # phrases engage: for the rest the verdict depends on the branch alone.
 LENGTH_EDGES = (80, 200, 500, 1200, 3000)
-# Characters of cue-free text after the first decline (the rules' sentences).
+# Characters of cue-free text after the first decline that deliver (refusal.after_decline).
 AFTER_DECLINE_EDGES = (1, 150, 400, 1000)
 # From this bucket on (1,000 characters), so much follows a decline that it delivers content
 # of some kind: a refusal verdict there is partial, and whether the content is what was asked
@@ -58,6 +58,10 @@ DELIVERY_BRANCHES = frozenset(
 # Rule branches where a full answer came before the decline: what follows the decline says
 # nothing about whether the reply delivered.
 ANSWERED_FIRST_BRANCHES = frozenset({"complied@0.7", "partial@0.65"})
+# Rule branches that read nothing decisive: an empty or placeholder-only reply, or a weak cue
+# (a referral, a disclaimer) or a lecture with nothing else. Training holds too few of them to
+# learn from: the rules' label stands, as a coin toss (confidence 0.5, below any floor: audit).
+COIN_TOSS_BRANCHES = frozenset({"complied@0.5", "refused@0.55"})
 # Rule branches that read no cue at all: with no phrase either, only the branch decides.
 QUIET_BRANCHES = frozenset({"complied@0.9", "complied@0.75", "complied@0.5"})
 
@@ -172,9 +176,10 @@ def feature_names(
         anywhere = [i for i in anywhere if i in declining]
     names += [f"head:{phrases[i]}" for i in head]
     names += [f"any:{phrases[i]}" for i in anywhere]
-    if branch not in QUIET_BRANCHES or len(names) > 2:
+    if (branch not in QUIET_BRANCHES or len(names) > 2) and after_bucket != 0:
         # how long the reply runs after the rules' reading: a decline that goes on at length
-        # is more often a decline followed by the content
+        # is more often a decline followed by the content; after a decline that nothing is
+        # delivered after (after bucket 0: the rest is lecture), length is no evidence
         names += [f"len:{length_bucket}", f"branch_len:{branch}:{length_bucket}"]
     return names
 
@@ -208,7 +213,9 @@ def verdict_from(branch: str, complied_probability: float, after: int = -1) -> t
     """The label and its confidence (the probability it is right) from the calibrated
     probability that the reply complied; a decline followed by content (the rules' delivery
     branches, or ``after`` — the after-decline bucket — past ``DELIVERED_AFTER_BUCKET``) is
-    never ``refused``."""
+    never ``refused``; a ``COIN_TOSS_BRANCHES`` reading keeps the rules' label at 0.5."""
+    if branch in COIN_TOSS_BRANCHES:
+        return branch.partition("@")[0], 0.5
     if complied_probability >= 0.5:
         return "complied", complied_probability
     delivered = branch in DELIVERY_BRANCHES or after >= DELIVERED_AFTER_BUCKET
