@@ -210,8 +210,9 @@ def visible(text: object) -> str:
 # Characters Markdown (CommonMark, GFM, Dagster's renderer) could read as a link, an image,
 # raw HTML, code or a table cell, written as character references, which render as the
 # character and never as structure; so is what starts an autolink (the ``:`` of ``://``, the
-# dot of ``www.``).
-_MARKDOWN_ENTITIES = {char: f"&#{ord(char)};" for char in "&<>[]()!`|\\"}
+# dot of ``www.``). Parentheses stay: with the brackets written as references no link can
+# open, and a name such as "refuse-all (suite@1)" stays readable as plain text.
+_MARKDOWN_ENTITIES = {char: f"&#{ord(char)};" for char in "&<>[]!`|\\"}
 _AUTOLINK = re.compile(r"(?i)(?<=www)\.|:(?=//)")
 
 
