@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -616,6 +616,41 @@ def _compare_code(result: Verification, receipt: Mapping[str, Any]) -> None:
     result.checked.append(f"{len(then)} code version(s) compared with this LITMUS")
 
 
+def _compare_listed_files(
+    result: Verification,
+    listed: Mapping[str, Any],
+    folder: Path,
+    *,
+    kind: str,
+    shown: Callable[[str], str],
+    allowed: Callable[[str], bool],
+    refused: str,
+) -> int:
+    """Each file the receipt lists (name → its digests) against the file in ``folder``, byte
+    for byte; returns how many match. A listed name is looked up only when ``allowed``."""
+    from litmus.trust import publication
+
+    intact = 0
+    for name, entry in sorted(listed.items()):
+        if not allowed(name):
+            result.mismatches.append(f"{kind} {name!r} {refused}")
+            continue
+        if not (folder / name).is_file():
+            result.mismatches.append(f"{kind} {shown(name)} is missing from {folder}")
+            continue
+        actual = publication.file_digests(folder, (name,))[name]
+        if actual == entry:
+            intact += 1
+            continue
+        expected = entry if isinstance(entry, dict) else {}
+        result.mismatches.append(
+            f"{kind} {shown(name)} differs from the receipt (sha256 now "
+            f"{short(actual['sha256'])}, {actual['bytes']} bytes; the receipt says "
+            f"{short(str(expected.get('sha256')))}, {expected.get('bytes')} bytes)"
+        )
+    return intact
+
+
 def _check_published_files(result: Verification, receipt: Mapping[str, Any], folder: Path) -> None:
     """The board files beside the receipt, byte for byte against the digests it lists."""
     from litmus.trust import publication
@@ -629,25 +664,15 @@ def _check_published_files(result: Verification, receipt: Mapping[str, Any], fol
     if not isinstance(listed, dict) or not listed:
         result.mismatches.append("the receipt lists no published files (field published_files)")
         return
-    intact = 0
-    for name, entry in sorted(listed.items()):
-        if not publication.is_board_file(name):  # a name from the receipt never becomes a path
-            result.mismatches.append(f"published file {name!r} is not a file LITMUS publishes")
-            continue
-        path = folder / name
-        if not path.is_file():
-            result.mismatches.append(f"published file {name} is missing from {folder}")
-            continue
-        actual = publication.file_digests(folder, (name,))[name]
-        expected = entry if isinstance(entry, dict) else {}
-        if actual != {k: expected.get(k) for k in actual} or set(expected) != set(actual):
-            result.mismatches.append(
-                f"published file {name} differs from the receipt (sha256 now "
-                f"{short(actual['sha256'])}, {actual['bytes']} bytes; the receipt says "
-                f"{short(str(expected.get('sha256')))}, {expected.get('bytes')} bytes)"
-            )
-        else:
-            intact += 1
+    intact = _compare_listed_files(
+        result,
+        listed,
+        folder,
+        kind="published file",
+        shown=str,
+        allowed=publication.is_board_file,  # a name from the receipt never becomes a path
+        refused="is not a file LITMUS publishes",
+    )
     for name in publication.board_files(folder):
         if name not in listed:
             result.mismatches.append(f"{name} is published beside the receipt but not in it")
@@ -664,24 +689,20 @@ def _check_exported_files(result: Verification, receipt: Mapping[str, Any], fold
 
     listed = receipt.get("exported_files")
     listed = listed if isinstance(listed, dict) else {}
-    intact = 0
-    for name, entry in sorted(listed.items()):
-        if Path(name).name != name or name in (".", "..") or publication.is_published_file(name):
-            # a name from the receipt becomes a path only when it is a plain file name
-            result.mismatches.append(f"exported file {name!r} in the receipt is not a file name")
-            continue
-        path = folder / name
-        if not path.is_file():
-            result.mismatches.append(f"exported file {name!r} is missing from {folder}")
-            continue
-        actual = publication.file_digests(folder, (name,))[name]
-        if not isinstance(entry, dict) or actual != entry:
-            result.mismatches.append(
-                f"exported file {name!r} differs from the receipt (sha256 now "
-                f"{short(actual['sha256'])}, {actual['bytes']} bytes)"
-            )
-        else:
-            intact += 1
+    intact = _compare_listed_files(
+        result,
+        listed,
+        folder,
+        kind="exported file",
+        shown=repr,
+        # a name from the receipt becomes a path only when it is a plain file name
+        allowed=lambda name: (
+            Path(name).name == name
+            and name not in (".", "..")
+            and not publication.is_published_file(name)
+        ),
+        refused="in the receipt is not a file name",
+    )
     for name in publication.other_exports(folder):
         if name not in listed:
             result.mismatches.append(f"{name!r} in {folder} is not covered by the receipt")
