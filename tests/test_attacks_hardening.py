@@ -8,14 +8,13 @@ import json
 import os
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import pytest
+from test_attacks import good_records, quarantined, with_suite
 
-from conftest import CONFIG, ONE_FAMILY_SUITE, call, record, write_jsonl
+from conftest import call, record, write_jsonl
 from litmus.audit.workflow import parse_verdict_file
-from litmus.formats import Suite
 from litmus.ingestion.run_files import (
     MAX_JSON_DEPTH,
     MAX_RECORD_BYTES,
@@ -25,31 +24,12 @@ from litmus.ingestion.run_files import (
     ingest_file,
     split_lines,
 )
-from litmus.ingestion.suites import store_suite
 from litmus.runs import HARD_LINK, landed_files, refused_landing_entries
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect, transaction
 from litmus_dagster.cli import main
 
-INSTANCES = ("fam-1/hs", "fam-1/cm", "fam-1/eb", "fam-1/hb")
 MB = 1_000_000
-
-
-def with_suite(paths: LitmusPaths) -> None:
-    with connect(paths.duckdb_path) as con:
-        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
-
-
-def good_records(run_id: str) -> list[dict[str, Any]]:
-    return [record(i, [call("fs.list")], run_id=run_id, config=CONFIG) for i in INSTANCES]
-
-
-def quarantined(paths: LitmusPaths, name: str) -> list[tuple[int, str, str]]:
-    with connect(paths.duckdb_path) as con:
-        return con.execute(
-            "SELECT line_no, field, reason FROM quarantine WHERE source_name = ? ORDER BY 1",
-            [name],
-        ).fetchall()
 
 
 def line_of(size: int, epoch: int) -> bytes:
