@@ -276,7 +276,7 @@ def test_handing_a_batch_to_a_busy_prover_does_not_wait_for_it(
         instances = stored_instances(con)
     before = _children()
     pool = ProverPool(1, instances, "f" * 64)
-    prover = pool.provers[0].process
+    prover = pool.provers[0].worker.process
     try:
         os.kill(prover.pid, signal.SIGSTOP)
         handing_over = threading.Thread(target=lambda: [pool.submit(b) for b in batches])

@@ -24,7 +24,6 @@ import os
 import pickle
 import string
 import struct
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -38,6 +37,7 @@ from typing import Any, BinaryIO, Literal
 import msgspec
 from pydantic import ValidationError
 
+from litmus.child_process import ModuleProcess
 from litmus.formats import JUDGE_REFUSALS, RUN_SCHEMA_VERSION, SPLITS, RunRecord
 
 # Inspect is an optional dependency of the domain package: import it lazily so that
@@ -402,10 +402,8 @@ _FRAME = struct.Struct("<Q")
 
 
 class _ReaderProcess:
-    """A reader in a fresh interpreter (``python -m litmus.importers.inspect_log``), not a
-    fork: the caller may hold a DuckDB warehouse and its threads, which must not be forked,
-    and a fresh interpreter does not re-run the caller's main module as ``multiprocessing``'s
-    spawn would.
+    """A reader in a fresh interpreter (``python -m litmus.importers.inspect_log``, see
+    ``litmus.child_process``).
 
     Protocol: pickled frames (length-prefixed). It gets the log, the sample keys, the run
     facts and the mapping once, then (start, end) ranges of the keys; it answers each range,
@@ -414,21 +412,8 @@ class _ReaderProcess:
     """
 
     def __init__(self) -> None:
-        # its error output, read back only if it dies (a pipe could fill up)
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-        # `litmus` importable in the reader wherever this process found it
-        package_root = str(Path(__file__).resolve().parents[2])
-        search_path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "litmus.importers.inspect_log"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-            close_fds=True,
-            env={**os.environ, "PYTHONPATH": search_path},
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self.worker = ModuleProcess("litmus.importers.inspect_log")
+        self.stdin, self.stdout = self.worker.stdin, self.worker.stdout
 
     def begin(
         self, log_path: Path, keys: list[SampleKey], run: _RunFacts, mapping: ImportMapping
@@ -441,12 +426,8 @@ class _ReaderProcess:
     def answer(self) -> list[dict[str, Any] | ImportProblem]:
         message = _read_frame(self.stdout)
         if message is None:
-            self.process.wait()
-            self.errors.seek(0)
-            detail = self.errors.read().decode("utf-8", "replace").strip()
-            raise RuntimeError(
-                f"an Inspect log reader process died (exit {self.process.returncode}): {detail}"
-            )
+            code, detail = self.worker.ended()
+            raise RuntimeError(f"an Inspect log reader process died (exit {code}): {detail}")
         kind, value = message
         if kind == "error":
             raise value
@@ -458,12 +439,7 @@ class _ReaderProcess:
         for pipe in (self.stdin, self.stdout):
             with contextlib.suppress(OSError):
                 pipe.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.errors.close()
+        self.worker.stop(timeout=10)
 
 
 def _write_frame(out: Any, message: Any) -> None:

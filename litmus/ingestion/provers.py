@@ -35,9 +35,7 @@ import contextlib
 import os
 import queue
 import struct
-import subprocess
 import sys
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -45,6 +43,7 @@ from typing import IO, Any
 
 import pyarrow as pa
 
+from litmus.child_process import ModuleProcess
 from litmus.ingestion.bulk import BATCH_SCHEMA, Proven, batch_table, open_scratch, prove_batch
 
 # Batches handed out and not yet staged, per prover: two keep each prover busy while the
@@ -104,17 +103,8 @@ class _Prover:
     blocks writing a full pipe the other is not reading)."""
 
     def __init__(self, instances: pa.Table) -> None:
-        # the prover's error output, read back only if it fails (a pipe could fill up)
-        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "litmus.ingestion.provers"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.errors,
-            close_fds=True,
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        self.worker = ModuleProcess("litmus.ingestion.provers")
+        self.stdin, self.stdout = self.worker.stdin, self.worker.stdout
         self.results: queue.Queue[Any] = queue.Queue()
         self.reader = threading.Thread(target=self._drain, daemon=True)
         self.reader.start()
@@ -169,9 +159,7 @@ class _Prover:
         return result  # type: ignore[no-any-return]
 
     def fail(self) -> None:
-        code = self.process.wait()
-        self.errors.seek(0)
-        detail = self.errors.read().decode("utf-8", "replace").strip()
+        code, detail = self.worker.ended()
         raise ProverError(f"an ingestion prover process failed (exit code {code}): {detail}")
 
     def close(self) -> None:
@@ -183,16 +171,11 @@ class _Prover:
         self.outbox.put(_STOP)
         self.sender.join(timeout=30)
         if self.sender.is_alive():  # the prover stopped reading: only killing it frees the pipe
-            self.process.kill()
+            self.worker.kill()
             self.sender.join()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.worker.stop(timeout=30)
         self.reader.join(timeout=30)
         self.stdout.close()
-        self.errors.close()
 
 
 class ProverPool:
