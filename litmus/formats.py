@@ -231,6 +231,12 @@ class Suite(_Strict):
     a structural gate) or ``partial`` for suites converted from sources that lack some
     siblings (AgentHarm has only harmful and easy-benign); metrics of a missing split are
     reported as not available.
+
+    ``runnable_splits`` names the splits a configuration on this suite is run on (the
+    default, absent or null: every split the suite holds). Coverage counts against the
+    instances of those splits only, and a configuration with trajectories of another split is
+    withheld: every configuration on one board is scored on the same declared instances. A
+    harmful-only suite (AgentHarm's transcripts) declares ``["harmful_source"]``.
     """
 
     suite: NonEmptyStr
@@ -238,6 +244,22 @@ class Suite(_Strict):
     families: list[Family] = Field(min_length=1)
     description: StrictStr | None = None
     sibling_policy: Literal["complete", "partial"] = "complete"
+    runnable_splits: list[Split] | None = Field(default=None, min_length=1)
+
+    @field_validator("runnable_splits")
+    @classmethod
+    def _splits_once(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("names a split more than once")
+        return value
+
+    @property
+    def splits_run(self) -> tuple[str, ...]:
+        """The splits a configuration on this suite is run on: those it declares runnable,
+        else every split it holds."""
+        held = {instance.split for family in self.families for instance in family.instances}
+        declared = self.runnable_splits
+        return tuple(s for s in SPLITS if s in held and (declared is None or s in declared))
 
 
 # --------------------------------------------------------------------------- run log (§4)

@@ -178,12 +178,14 @@ def cmd_convert_agentharm(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Build a LITMUS suite from AgentHarm's behaviour pairs and add it to the suites folder."""
     from litmus.importers.agentharm import agentharm_suite
 
-    suite = agentharm_suite(Path(args.folder), split=args.split)
-    target = paths.suites / f"agentharm-{args.split}.json"
+    suite = agentharm_suite(Path(args.folder), split=args.split, harmful_only=args.harmful_only)
+    scope = "-harmful-only" if args.harmful_only else ""
+    target = paths.suites / f"agentharm-{args.split}{scope}.json"
     target.write_text(json.dumps(suite, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    runs = "runs harmful_source only" if args.harmful_only else "runs both"
     _say(
         f"AgentHarm {args.split}: {len(suite['families'])} families "
-        f"(harmful_source + easy_benign) → {target}"
+        f"(harmful_source + easy_benign; {runs}) → {target}"
     )
     return 0
 
@@ -243,7 +245,8 @@ def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
         )
         if value is not None
     }
-    result = import_transcripts(source, suite=suite, mapping=TranscriptMapping(**overrides))
+    mapping = TranscriptMapping(**overrides)
+    result = import_transcripts(source, suite=suite, mapping=mapping)
     if result.generated_suite:
         name, version = result.suite["suite"], result.suite["suite_version"]
         suite_target = paths.suites / f"{name}@{version}.json"
@@ -264,6 +267,13 @@ def cmd_import_transcripts(args: argparse.Namespace, paths: LitmusPaths) -> int:
         f"  terminations: {terminations}; tool results: {statuses}; "
         f"unparsed actions kept as {UNPARSED_TOOL} calls: {result.unparsed_actions}"
     )
+    if suite is not None and (others := [s for s in suite.splits_run if s != mapping.split]):
+        _say(
+            f"note: suite {suite_key} also runs split(s) {', '.join(others)}: this "
+            "configuration is withheld on coverage until those runs land too (a suite of "
+            "harmful-task runs declares runnable_splits, e.g. `litmus convert-agentharm "
+            "--harmful-only`; docs/scoring.md)"
+        )
     if result.oracle_less:
         _say(
             f"warning: {result.oracle_less} harmful instance(s) have no oracle (no prohibited "
@@ -756,6 +766,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="test_public",
         choices=["test_public", "validation"],
         help="which AgentHarm split to convert (default test_public)",
+    )
+    agentharm.add_argument(
+        "--harmful-only",
+        action="store_true",
+        help="declare only the harmful behaviours runnable (runnable_splits), for runs of the "
+        "harmful tasks alone: coverage counts those, the board ranks by Safety",
     )
     agentharm.set_defaults(handler=cmd_convert_agentharm)
 

@@ -229,7 +229,20 @@ FROM missing m
 LEFT JOIN suites s USING (suite, suite_version)
 """
 
-SUITE_COVERAGE_SQL = """
+# The suite instances a configuration is run on: those of the splits its suite declares
+# runnable (suites.runnable_splits; NULL, a suite that declares none: every instance). What a
+# configuration covers is counted against these, by the coverage gate and on the board.
+RUNNABLE_INSTANCES_SQL = """
+SELECT i.suite, i.suite_version, i.family_id, i.instance_id, i.split,
+       s.runnable_splits IS NULL OR list_contains(s.runnable_splits, i.split) AS runnable
+FROM suite_instances i
+JOIN suites s USING (suite, suite_version)
+"""
+
+# One row per runnable instance of the suites a configuration ran, and per instance it ran
+# that is not runnable (which withholds it: every configuration on a board is scored on the
+# instances its suite declares, never on more).
+SUITE_COVERAGE_SQL = f"""
 WITH ran AS (
     SELECT suite, suite_version, instance_id, count(*) AS n_trajectories
     FROM audited_trajectories WHERE partition_key = ?
@@ -237,12 +250,14 @@ WITH ran AS (
 ),
 used AS (SELECT DISTINCT suite, suite_version FROM ran)
 SELECT i.suite || '@' || i.suite_version || ' instance ' || i.instance_id
-           || CASE WHEN r.instance_id IS NULL THEN ' has no trajectory' ELSE '' END AS row_key,
-       i.suite || '@' || i.suite_version AS suite_key, i.instance_id,
-       r.instance_id IS NOT NULL AS covered
-FROM suite_instances i
+           || CASE WHEN NOT i.runnable THEN ' (split ' || i.split || ') is not runnable'
+                   WHEN r.instance_id IS NULL THEN ' has no trajectory' ELSE '' END AS row_key,
+       i.suite || '@' || i.suite_version AS suite_key, i.instance_id, i.split,
+       r.instance_id IS NOT NULL AS covered, i.runnable
+FROM ({RUNNABLE_INSTANCES_SQL}) i
 JOIN used USING (suite, suite_version)
 LEFT JOIN ran r USING (suite, suite_version, instance_id)
+WHERE i.runnable OR r.instance_id IS NOT NULL
 """
 
 # The share of suite instances a configuration must cover to be ranked (SPEC §7 5). A team
@@ -267,8 +282,16 @@ def required_coverage() -> float:
     return share
 
 
-def coverage_message(covered: int, total: int) -> str:
-    return f"covers {covered} of {total} suite instances; a partial run cannot be ranked"
+def coverage_message(covered: int, total: int, not_runnable: Sequence[str] = ()) -> str:
+    """The coverage gate's message; ``not_runnable``: the splits of the instances it ran that
+    its suite does not declare runnable."""
+    message = f"covers {covered} of {total} suite instances; a partial run cannot be ranked"
+    if not not_runnable:
+        return message
+    return (
+        f"ran instances of split(s) {', '.join(not_runnable)}, which its suite does not declare "
+        f"runnable (runnable_splits); {message}"
+    )
 
 
 def with_required_coverage(document: SuiteDocument, share: float) -> SuiteDocument:
@@ -378,8 +401,11 @@ def evaluate_partition_gates(
         try:
             outcomes = run_suite_in_warehouse(document, con, relation)
             if frame_name == SUITE_COVERAGE:
-                covered, total = con.execute(
-                    f"SELECT count(*) FILTER (WHERE covered), count(*) FROM {relation}"
+                covered, total, not_runnable = con.execute(
+                    "SELECT count(*) FILTER (WHERE covered AND runnable), "
+                    "count(*) FILTER (WHERE runnable), "
+                    "list(DISTINCT split ORDER BY split) FILTER (WHERE NOT runnable) "
+                    f"FROM {relation}"
                 ).fetchone()
         finally:
             con.execute(f"DROP TABLE IF EXISTS {relation}")
@@ -391,7 +417,9 @@ def evaluate_partition_gates(
         for gate in TRAJECTORY_GATES
     ]
     return [
-        dataclasses.replace(r, message=coverage_message(int(covered), int(total)))
+        dataclasses.replace(
+            r, message=coverage_message(int(covered), int(total), not_runnable or ())
+        )
         if r.gate == COVERAGE and not r.passed
         else r
         for r in results
@@ -399,9 +427,10 @@ def evaluate_partition_gates(
 
 
 def coverage_by_partition(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
-    """partition_key → (suite instances covered, suite instances), for the board."""
+    """partition_key → (runnable suite instances covered, runnable suite instances), for the
+    board."""
     rows = con.execute(
-        """
+        f"""
         WITH ran AS (
             SELECT DISTINCT partition_key, suite, suite_version, instance_id
             FROM audited_trajectories
@@ -409,10 +438,11 @@ def coverage_by_partition(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int
         used AS (SELECT DISTINCT partition_key, suite, suite_version FROM ran)
         SELECT u.partition_key, count(r.instance_id), count(i.instance_id)
         FROM used u
-        JOIN suite_instances i USING (suite, suite_version)
+        JOIN ({RUNNABLE_INSTANCES_SQL}) i USING (suite, suite_version)
         LEFT JOIN ran r
                ON r.partition_key = u.partition_key AND r.suite = i.suite
               AND r.suite_version = i.suite_version AND r.instance_id = i.instance_id
+        WHERE i.runnable
         GROUP BY u.partition_key
         """
     ).fetchall()

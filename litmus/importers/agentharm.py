@@ -11,7 +11,10 @@ share the same ``id`` (``"1-1"`` in both files), so one id is one family scene:
   ``completion_criteria``.
 
 AgentHarm has no hard-benign or covert-malicious variants, so those siblings are absent and
-metrics report the HB/CM splits as not available. Ids repeat across AgentHarm splits with
+metrics report the HB/CM splits as not available. ``harmful_only`` declares the harmful
+siblings the only runnable split (``runnable_splits``), for collections of harmful-task runs
+(AgentHarm's own harmful and benign tasks are run separately): coverage then counts against
+the harmful instances, under a suite version of its own. Ids repeat across AgentHarm splits with
 different content (``2-1`` is a different scene in ``validation`` and ``test_public``), so the
 split is part of every family and instance id.
 """
@@ -55,6 +58,7 @@ def agentharm_suite(
     split: str = "test_public",
     suite_name: str = AGENTHARM_SUITE_NAME,
     suite_version: str | None = None,
+    harmful_only: bool = False,
 ) -> dict[str, Any]:
     """Return the native suite dict for one AgentHarm split, validated against ``Suite``.
 
@@ -108,7 +112,8 @@ def agentharm_suite(
         )
 
     content_digest = hashlib.sha256(harmful_raw + b"\0" + benign_raw).hexdigest()[:12]
-    version = suite_version or f"{split}-{content_digest}"
+    scope = "-harmful-only" if harmful_only else ""
+    version = suite_version or f"{split}{scope}-{content_digest}"
     suite = {
         "suite": suite_name,
         "suite_version": version,
@@ -123,6 +128,9 @@ def agentharm_suite(
         # reported as not available instead of failing the sibling-consistency gate.
         "sibling_policy": "partial",
     }
+    if harmful_only:
+        # a run collection of the harmful tasks alone is ranked on those (docs/scoring.md)
+        suite["runnable_splits"] = ["harmful_source"]
     Suite.model_validate(suite)
     return suite
 

@@ -596,6 +596,13 @@ def import_transcripts(
     mapping = mapping or TranscriptMapping()
     if mapping.split not in SPLITS:
         raise LitmusError(f"split {shown(mapping.split)} is not one of {', '.join(SPLITS)}")
+    runnable = suite.runnable_splits if suite is not None else None
+    if runnable is not None and mapping.split not in runnable:
+        raise LitmusError(
+            f"suite {shown(suite.suite)}@{shown(suite.suite_version)} declares only "
+            f"{', '.join(runnable)} runnable (runnable_splits), not split {mapping.split}: "
+            "its runs could not be scored on that suite's board"
+        )
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12] if source.is_file() else ""
     generated = suite is None
     suite_name = f"transcripts-{safe_file_stem(source.stem)}"
@@ -630,6 +637,9 @@ def import_transcripts(
         oracle_less=0,
     )
     linked_instances: set[str] = set()
+    split_of = (
+        {i.instance_id: i.split for f in suite.families for i in f.instances} if suite else {}
+    )
     for index, (where, raw) in enumerate(read_transcript_items(source)):
         record_id = _record_id(source, where, raw, mapping.id_field, index)
         turns = _turns(source, where, raw)
@@ -667,6 +677,15 @@ def import_transcripts(
                     f"{shown(record_id)} names no instance of suite "
                     f"{suite.suite}@{suite.suite_version} (looked for that instance id, or one "
                     f"{mapping.split} instance with it as a part of its id)",
+                )
+            if runnable is not None and split_of[linked] not in runnable:
+                raise TranscriptFormatError(
+                    source,
+                    where,
+                    mapping.id_field,
+                    f"{shown(record_id)} names instance {shown(linked)} of split "
+                    f"{split_of[linked]}, which suite {suite.suite}@{suite.suite_version} does "
+                    f"not declare runnable (runnable_splits: {', '.join(runnable)})",
                 )
             instance_id = linked
             linked_instances.add(linked)

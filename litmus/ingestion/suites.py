@@ -262,6 +262,18 @@ def check_suite_structure(suite: Suite, source: str) -> None:
             raise SuiteError(
                 source, "instances", f"instance_id {instance_id!r} appears {count} times"
             )
+    held = {i.split for f in suite.families for i in f.instances}
+    if unheld := unheld_runnable_splits(suite.runnable_splits, held):
+        raise SuiteError(source, "runnable_splits", unheld)
+
+
+def unheld_runnable_splits(runnable: Sequence[str] | None, held: Collection[str]) -> str | None:
+    """Why a suite's ``runnable_splits`` cannot be run, or None: a split no family holds
+    would leave nothing to cover."""
+    missing = [split for split in runnable or () if split not in held]
+    if not missing:
+        return None
+    return f"names split(s) {', '.join(missing)} that no family of the suite holds"
 
 
 def sibling_problems(suite: Suite) -> list[SiblingProblem]:
@@ -351,6 +363,9 @@ def suite_hash(suite: Suite) -> str:
 # once a family
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _HEAD_FIELDS = frozenset({"description", "families"})
+# Top-level fields added after suites were first stored: a suite that leaves one out hashes as
+# it did before the field existed (a stored suite is not a clash with itself).
+_NEW_OPTIONAL_FIELDS = frozenset({"runnable_splits"})
 
 
 class _SuiteDigest:
@@ -381,7 +396,11 @@ class _SuiteDigest:
     def hexdigest(self, top_level: dict[str, Any]) -> str:
         """The digest, given the top-level fields as ``model_dump(mode="json")`` has them
         (``families`` and ``description``, if there, are left out)."""
-        rest = {name: value for name, value in top_level.items() if name not in _HEAD_FIELDS}
+        rest = {
+            name: value
+            for name, value in top_level.items()
+            if name not in _HEAD_FIELDS and not (name in _NEW_OPTIONAL_FIELDS and value is None)
+        }
         tail = _CANONICAL_JSON.encode(rest)[1:]
         sha = self._sha.copy()
         sha.update((b"]," if rest else b"]") + tail.encode())
@@ -459,6 +478,7 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
             sum(len(family.instances) for family in suite.families),
             not sibling_problems(suite),
             suite.sibling_policy,
+            suite.runnable_splits,
         )
         _insert_rows(con, suite.suite, suite.suite_version, rows)
     return True
@@ -485,11 +505,12 @@ def _insert_suite_row(
     n_instances: int,
     complete_siblings: bool,
     sibling_policy: str,
+    runnable_splits: Sequence[str] | None,
 ) -> None:
     con.execute(
         "INSERT INTO suites (suite, suite_version, suite_hash, source_name, n_families, "
-        "n_instances, complete_siblings, loaded_at, sibling_policy) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "n_instances, complete_siblings, loaded_at, sibling_policy, runnable_splits) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             suite_name,
             suite_version,
@@ -500,6 +521,7 @@ def _insert_suite_row(
             complete_siblings,
             datetime.now(UTC).replace(tzinfo=None),
             sibling_policy,
+            None if runnable_splits is None else list(runnable_splits),
         ],
     )
 
@@ -880,6 +902,7 @@ class _StreamedSuite:
         self.family_ids: set[str] = set()
         self.instance_ids: set[str] = set()
         self.complete_siblings = True
+        self.splits_held: set[str] = set()
         self.n_families = 0
         self.n_instances = 0
         self.rows = _SuiteRows({})  # the batch being gathered
@@ -904,6 +927,7 @@ class _StreamedSuite:
         if len(splits) != len(family.instances):
             raise _NotStreamable
         self.complete_siblings = self.complete_siblings and len(splits) == len(SPLITS)
+        self.splits_held |= splits
         for instance in family.instances:
             if instance.instance_id in self.instance_ids:
                 raise _NotStreamable
@@ -1002,6 +1026,8 @@ def _stream_suite_json(
         state.top = _valid_top_level(_walk_suite_text(path, start, state.add, read))
         if digest is not None and read.hexdigest() != digest:
             raise _changed_while_read(source_name)
+        if unheld_runnable_splits(state.top["runnable_splits"], state.splits_held):
+            raise _NotStreamable  # the whole path words the error
         state.flush()
         digest = state.finish()
         existing = con.execute(
@@ -1025,6 +1051,7 @@ def _stream_suite_json(
                 state.n_instances,
                 state.complete_siblings,
                 state.top["sibling_policy"],
+                state.top["runnable_splits"],
             )
             stored = True
     return SuiteFileOutcome(

@@ -23,6 +23,7 @@ import pandas as pd
 from litmus.audit.spotcheck import CORRECTED_COLUMNS, SIMULATED_NOTE
 from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
+from litmus.formats import BENIGN_SPLITS
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
 from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
@@ -116,6 +117,8 @@ class Leaderboard:
     withheld_reasons: Mapping[str, list[str]] = field(default_factory=dict)
     # the coverage share a configuration needed to be ranked (1 unless a team lowered it)
     required_coverage: float = 1.0
+    # suite@version → the splits it declares runnable, for suites that declare them
+    runnable_splits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def boards(self) -> list[tuple[str, pd.DataFrame]]:
         """One board per suite: (``suite@version``, its rows); rows of no known suite last."""
@@ -318,6 +321,7 @@ def build_leaderboard(
     suite_sizes: Mapping[tuple[str, str], tuple[int, int]] | None = None,
     suite_of: Mapping[str, tuple[str, str]] | None = None,
     required_coverage: float = 1.0,
+    runnable_splits: Mapping[tuple[str, str], Sequence[str]] | None = None,
     labeling: pd.DataFrame | None = None,
     private_gaps: pd.DataFrame | None = None,
     plugin_deltas: pd.DataFrame | None = None,
@@ -331,7 +335,8 @@ def build_leaderboard(
     after every precise one. ``rank_shift`` = naive_rank − rank (positive: ranks higher once
     corrected). ``coverage``: partition_key → (instances covered, suite instances);
     ``suite_sizes``: (suite, version) → (families, instances); ``suite_of``: the suite of a
-    withheld configuration that has no metrics.
+    withheld configuration that has no metrics; ``runnable_splits``: (suite, version) → the
+    splits a suite declares runnable (only suites that declare them), said in its heading.
     """
     withheld = {key: list(reasons) for key, reasons in (withheld or {}).items()}
     low_precision = low_precision or {}
@@ -445,7 +450,13 @@ def build_leaderboard(
     for column in ("fingerprint", "low_precision"):
         rows[column] = rows[column].astype("string")
     return Leaderboard(
-        rows=rows, withheld_reasons=withheld, required_coverage=float(required_coverage)
+        rows=rows,
+        withheld_reasons=withheld,
+        required_coverage=float(required_coverage),
+        runnable_splits={
+            f"{suite}@{version}": tuple(splits)
+            for (suite, version), splits in (runnable_splits or {}).items()
+        },
     )
 
 
@@ -457,7 +468,11 @@ def leaderboard_from_warehouse(
     The ``leaderboard`` asset publishes this and ``litmus verify`` recomputes it, so the two
     can never drift apart.
     """
-    from litmus.gates.publication_gates import coverage_by_partition, low_precision_rates
+    from litmus.gates.publication_gates import (
+        RUNNABLE_INSTANCES_SQL,
+        coverage_by_partition,
+        low_precision_rates,
+    )
     from litmus.gates.publication_gates import required_coverage as configured_coverage
 
     configuration_metrics = con.sql("SELECT * FROM configuration_metrics").df()
@@ -474,11 +489,12 @@ def leaderboard_from_warehouse(
     flags = low_precision_rates(con)
     if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
         flags = {key: set(PUBLISHED_RATES) for key in configuration_metrics["partition_key"]}
+    # a suite's size as its configurations are run on it: its runnable instances
     suite_sizes = {
         (suite, version): (int(families), int(instances))
         for suite, version, families, instances in con.execute(
             "SELECT suite, suite_version, count(DISTINCT family_id), count(*) "
-            "FROM suite_instances GROUP BY ALL"
+            f"FROM ({RUNNABLE_INSTANCES_SQL}) WHERE runnable GROUP BY ALL"
         ).fetchall()
     }
     suite_of = {
@@ -486,6 +502,13 @@ def leaderboard_from_warehouse(
         for key, suite, version in con.execute(
             "SELECT partition_key, min(suite), min(suite_version) FROM raw_trajectories "
             "GROUP BY partition_key"
+        ).fetchall()
+    }
+    runnable_splits = {
+        (suite, version): tuple(splits)
+        for suite, version, splits in con.execute(
+            "SELECT suite, suite_version, runnable_splits FROM suites "
+            "WHERE runnable_splits IS NOT NULL"
         ).fetchall()
     }
     return build_leaderboard(
@@ -498,6 +521,7 @@ def leaderboard_from_warehouse(
         suite_sizes=suite_sizes,
         suite_of=suite_of,
         required_coverage=configured_coverage() if required_coverage is None else required_coverage,
+        runnable_splits=runnable_splits,
         labeling=labeling,
         private_gaps=private_gaps,
         plugin_deltas=plugin_deltas,
@@ -637,7 +661,11 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ),
     ("Configuration", "model@release/harness@version/plug-in"),
     ("n", "trajectories / families the rates rest on"),
-    ("Coverage", "suite instances with at least one trajectory, of the suite's instances"),
+    (
+        "Coverage",
+        "suite instances with at least one trajectory, of the instances the suite declares "
+        "runnable (every instance unless its heading names the splits it runs)",
+    ),
     (
         "Boundary score [95% CI]",
         "harmonic mean of hard-benign utility and covert-malicious "
@@ -725,12 +753,14 @@ DETAIL_HEADERS: tuple[str, ...] = (
     *(header for header in DISPLAY_HEADERS if header not in HEADLINE_HEADERS),
 )
 DETAILS_HEADING = "Details"
-# The boundary's rates: left out of a board's headline when none of its published
-# configurations has them (a suite without hard-benign or covert-malicious siblings).
-BOUNDARY_HEADERS: dict[str, str] = {
+# The rates a suite's splits may not support: left out of a board's headline when none of its
+# published configurations has them (a suite without hard-benign or covert-malicious
+# siblings has no boundary; a harmful-only one no utility).
+SPLIT_RATE_HEADERS: dict[str, str] = {
     "Boundary score [95% CI]": "boundary_score",
     "HB utility [95% CI]": "hb_utility",
     "CM safety [95% CI]": "cm_safety",
+    "Utility [95% CI]": "utility",
 }
 LOW_PRECISION_MARK = "‡"
 NOTES = (
@@ -831,11 +861,16 @@ SAFETY_RANKED_NOTE = (
 )
 
 
-def _board_heading(suite_key: str, rows: pd.DataFrame) -> str:
+def _board_heading(
+    suite_key: str, rows: pd.DataFrame, runnable: Sequence[str] | None = None
+) -> str:
+    scope = f" of split(s) {', '.join(runnable)} (its runnable_splits)" if runnable else ""
+    if runnable and not set(runnable) & set(BENIGN_SPLITS):
+        scope += "; over-refusal is not measured here (refuse-all scores Safety 1.000)"
     if rows.empty or not _present(rows["suite_families"].iloc[0]):
-        return f"Suite {suite_key}"
+        return f"Suite {suite_key}{scope}"
     families, instances = rows["suite_families"].iloc[0], rows["suite_instances"].iloc[0]
-    return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances"
+    return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances{scope}"
 
 
 def _ranking_note(rows: pd.DataFrame) -> str:
@@ -843,7 +878,7 @@ def _ranking_note(rows: pd.DataFrame) -> str:
     leaves columns it cannot fill out of its headline."""
     ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
     note = f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
-    left_out = [h.removesuffix(" [95% CI]") for h in BOUNDARY_HEADERS if h not in _headline(rows)]
+    left_out = [h.removesuffix(" [95% CI]") for h in SPLIT_RATE_HEADERS if h not in _headline(rows)]
     if left_out:
         note += f"; not available on this suite, so not shown: {', '.join(left_out)}"
     return note
@@ -855,7 +890,7 @@ def _headline(rows: pd.DataFrame) -> tuple[str, ...]:
     published = rows[(rows["row_kind"] == "configuration") & (rows["status"] == "published")]
     if published.empty:
         return HEADLINE_HEADERS
-    missing = {h for h, metric in BOUNDARY_HEADERS.items() if published[metric].isna().all()}
+    missing = {h for h, metric in SPLIT_RATE_HEADERS.items() if published[metric].isna().all()}
     return tuple(h for h in HEADLINE_HEADERS if h not in missing)
 
 
@@ -1005,10 +1040,12 @@ def _html_plugin_deltas(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
 def _markdown_boards(board: Leaderboard) -> str:
     boards = board.boards() or [("no configurations", board.rows)]
     shown = board.shown_names()
+    runnable = board.runnable_splits
     parts = []
     for suite_key, rows in boards:
         parts.append(
-            f"### {for_markdown(_board_heading(suite_key, rows))}{_ranking_note(rows)}\n\n"
+            f"### {for_markdown(_board_heading(suite_key, rows, runnable.get(suite_key)))}"
+            f"{_ranking_note(rows)}\n\n"
             f"{_markdown_table(rows, shown)}" + _markdown_plugin_deltas(rows, shown)
         )
     legend = "\n".join(f"- **{header}**: {meaning}" for header, meaning in COLUMN_LEGEND)
@@ -1135,7 +1172,10 @@ def _html_page(
     shown = board.shown_names()
     sections = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
-        heading = html.escape(visible(_board_heading(suite_key, rows)) + _ranking_note(rows))
+        heading = html.escape(
+            visible(_board_heading(suite_key, rows, board.runnable_splits.get(suite_key)))
+            + _ranking_note(rows)
+        )
         section = f"<h2>{heading}</h2>{_html_table(rows, shown)}"
         section += _html_plugin_deltas(rows, shown)
         png = plots.get(suite_key)
