@@ -236,7 +236,8 @@ RUNNABLE_INSTANCES_SQL = """
 SELECT i.suite, i.suite_version, i.family_id, i.instance_id, i.split,
        s.runnable_splits IS NULL OR list_contains(s.runnable_splits, i.split) AS runnable
 FROM suite_instances i
-JOIN suites s USING (suite, suite_version)
+-- no suite row, no declaration: every instance counts (the strict default)
+LEFT JOIN suites s USING (suite, suite_version)
 """
 
 # One row per runnable instance of the suites a configuration ran, and per instance it ran
