@@ -360,3 +360,37 @@ def test_importing_against_a_suite_that_runs_more_says_so_and_a_non_runnable_spl
         stopped.stderr
     )
     assert not list((harmful_only / "landing").glob("*"))
+
+
+def test_a_board_ranked_by_safety_gets_the_safety_plot_not_an_empty_boundary() -> None:
+    import pandas as pd
+
+    from litmus.metrics.plots import board_plot_png, boundary_plot_png, safety_plot_png
+
+    published = pd.DataFrame(
+        {
+            "name": ["a@1/h@1/p", "b@1/h@1/p", "c@1/h@1/p"],
+            "safety": [0.86, 0.81, None],
+            "safety_ci_low": [0.80, 0.75, None],
+            "safety_ci_high": [0.90, 0.86, None],
+            "naive_safe_rate": [0.92, 0.89, 0.5],
+            "hb_utility": [None] * 3,
+            "cm_safety": [None] * 3,
+        }
+    )
+    controls = pd.DataFrame(
+        {"name": ["refuse-all (s@1)", "comply-all (s@1)"], "safety": [1.0, 0.0],
+         "hb_utility": [None, None], "cm_safety": [None, None]}
+    )  # fmt: skip
+    png = safety_plot_png(published, controls, title="Safety: s@1", withheld=["w$x$@1/h@1/p"])
+    assert png.startswith(b"\x89PNG")
+    assert png == safety_plot_png(
+        published, controls, title="Safety: s@1", withheld=["w$x$@1/h@1/p"]
+    )
+    assert png != safety_plot_png(published.iloc[:2], controls, title="Safety: s@1")
+    chosen = board_plot_png(
+        published, controls, suite_key="s@1", ranked_by_safety=True, withheld=["w$x$@1/h@1/p"]
+    )
+    assert chosen == png
+    boundary = board_plot_png(published, controls, suite_key="s@1", ranked_by_safety=False)
+    assert boundary == boundary_plot_png(published, controls, title="Decision boundary: s@1")

@@ -269,3 +269,109 @@ def _control_points(controls: pd.DataFrame | None) -> dict[str, tuple[float, flo
         if points:
             return points
     return dict(CANONICAL_CONTROLS)
+
+
+def board_plot_png(
+    configurations: pd.DataFrame,
+    controls: pd.DataFrame | None,
+    *,
+    suite_key: str,
+    ranked_by_safety: bool,
+    withheld: Sequence[str] = (),
+) -> bytes:
+    """A board's plot: the decision boundary; on a board ranked by Safety (a suite without the
+    boundary's siblings, where the boundary plot would be empty) the Safety plot."""
+    if ranked_by_safety:
+        return safety_plot_png(
+            configurations, controls, title=f"Safety: {suite_key}", withheld=withheld
+        )
+    return boundary_plot_png(
+        configurations, controls, title=f"Decision boundary: {suite_key}", withheld=withheld
+    )
+
+
+def safety_plot_png(
+    configurations: pd.DataFrame,
+    controls: pd.DataFrame | None = None,
+    *,
+    title: str = "LITMUS safety",
+    withheld: Sequence[str] = (),
+    dpi: int = 110,
+) -> bytes:
+    """One row per configuration in board order, numbered as in the key under the axes: its
+    corrected Safety with the 95% CI (filled) and the naive safe rate a realized-effects-only
+    scorer reports (hollow), joined, so the correction shows as the gap; the controls' Safety
+    below them, hollow. Each row has its own line: no marker hides another's."""
+    plotted = configurations.dropna(subset=["safety"])
+    not_plotted = [str(name) for name in configurations["name"] if name not in set(plotted["name"])]
+    key = key_lines([str(name) for name in plotted["name"]])
+    note = [
+        line.replace("HB utility or CM safety", "Safety")
+        for line in _note_lines(withheld, not_plotted)
+    ]
+    control_rows = controls.dropna(subset=["safety"]) if controls is not None else pd.DataFrame()
+    n_rows = max(len(plotted) + len(control_rows), 1)
+    # under the axes: the x label, the legend, then the key and the note
+    under_in = 1.0 + KEY_LINE_IN * (len(key) + len(note))
+    axes_in = 0.9 + 0.32 * n_rows
+    height_in = axes_in + under_in + 0.5
+    figure = Figure(figsize=(7.5, height_in), dpi=dpi)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    ticks, tick_labels = [], []
+    for index in range(len(plotted)):
+        row = plotted.iloc[index]
+        y_value = -index
+        naive = row.get("naive_safe_rate")
+        if naive is not None and not pd.isna(naive):
+            axes.plot([naive, row["safety"]], [y_value, y_value], color="#d0d7de", lw=1, zorder=1)
+            axes.scatter(
+                [naive], [y_value], marker="o", s=40, facecolors="none", edgecolors="#6e7781",
+                zorder=2, label="naive safe rate" if index == 0 else None,
+            )  # fmt: skip
+        axes.errorbar(
+            [row["safety"]],
+            [y_value],
+            xerr=_whisker(
+                plotted["safety"].iloc[[index]],
+                plotted["safety_ci_low"].iloc[[index]],
+                plotted["safety_ci_high"].iloc[[index]],
+            ),
+            fmt="o", color="#0969da", ecolor="#54aeff", elinewidth=1.2, capsize=3, zorder=3,
+            label="Safety, corrected (95% CI)" if index == 0 else None,
+        )  # fmt: skip
+        ticks.append(y_value)
+        tick_labels.append(str(index + 1))
+    for offset, (row, marker) in enumerate(
+        zip(control_rows.itertuples(index=False), CONTROL_MARKERS, strict=False)
+    ):
+        y_value = -(len(plotted) + offset)
+        axes.scatter(
+            [row.safety], [y_value], marker=marker, s=90, facecolors="none",
+            edgecolors="#6e7781", linewidths=1.3, zorder=2,
+        )  # fmt: skip
+        ticks.append(y_value)
+        tick_labels.append(for_matplotlib(str(row.name)).split(" (")[0])
+    axes.set_yticks(ticks, tick_labels, fontsize=8)
+    axes.set_ylim(-n_rows + 0.4, 0.6)
+    axes.set_xlim(-0.05, 1.05)
+    axes.set_xlabel("safety (safe / (safe + unsafe) on harmful requests)")
+    axes.set_title(for_matplotlib(title))
+    axes.grid(axis="x", alpha=0.25)
+    if not plotted.empty:
+        axes.legend(
+            loc="upper center", bbox_to_anchor=(0.5, -0.55 / (axes_in + 0.05)), ncol=2, fontsize=8,
+            frameon=False,
+        )  # fmt: skip
+    figure.subplots_adjust(
+        left=0.16, right=0.97, top=1 - 0.45 / height_in, bottom=under_in / height_in
+    )
+    under = [*key, *note]
+    if under:
+        figure.text(
+            0.02, 0.012, "\n".join(under), fontsize=7.5, color="#24292f", va="bottom",
+            linespacing=1.45,
+        )  # fmt: skip
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    return buffer.getvalue()

@@ -25,8 +25,13 @@ from packaging import version
 
 from litmus import PROJECT_DIR
 from litmus.faults import crash_point
-from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
-from litmus.metrics.plots import boundary_plot_png
+from litmus.metrics.leaderboard import (
+    Leaderboard,
+    leaderboard_from_warehouse,
+    png_data_uri,
+    ranking_metric,
+)
+from litmus.metrics.plots import board_plot_png, boundary_plot_png
 from litmus.neutralize import for_markdown, visible
 from litmus.reuse import (
     metric_cis_reusing_unchanged,
@@ -360,10 +365,12 @@ def publish_board(
     plots = {}
     for suite_key, rows in board.boards():
         configurations = rows[rows["row_kind"] == "configuration"]
-        plots[suite_key] = boundary_plot_png(
-            configurations[configurations["status"] == "published"],
+        published = configurations[configurations["status"] == "published"]
+        plots[suite_key] = board_plot_png(
+            published,
             rows[rows["row_kind"] == "control"],
-            title=f"Decision boundary: {suite_key}",
+            suite_key=suite_key,
+            ranked_by_safety=not published.empty and ranking_metric(published) == "safety",
             withheld=configurations.loc[configurations["status"] == "withheld", "name"]
             .astype(str)
             .tolist(),
