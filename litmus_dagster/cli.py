@@ -881,6 +881,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     except Exception as exc:  # one clear line for people; --debug for the traceback
+        from litmus_dagster import stop
+
+        if stop.requested:  # what broke after a stop request (DuckDB's "Query interrupted")
+            return _interrupted()
         if args.debug:
             raise
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -67,6 +67,16 @@ PUBLICATION_GATES = dg.AssetKey("publication_gates")
 # Dagster turns SIGINT/SIGTERM during a step into one of these and fails only that run; the
 # executor must stop as a whole instead of going on to the next configuration.
 INTERRUPT_ERRORS = frozenset({"DagsterExecutionInterruptedError", "KeyboardInterrupt"})
+# A signal that arrives while DuckDB runs a query: DuckDB runs the Python handler, drops the
+# exception it raised and raises this instead (DuckDB 2.0; tests/test_first_contact.py fails
+# if it changes), so a Ctrl-C during a labeling query reaches Dagster as a plain step error.
+DUCKDB_INTERRUPTED = ("RuntimeError", "Query interrupted")
+
+
+def _is_interrupt(cls_name: str, message: str) -> bool:
+    return cls_name in INTERRUPT_ERRORS or (
+        cls_name == DUCKDB_INTERRUPTED[0] and DUCKDB_INTERRUPTED[1] in message
+    )
 
 
 @dataclass
@@ -179,7 +189,7 @@ def materialize_job(
             tags=tags,
         )
     except BaseException as error:
-        if type(error).__name__ in INTERRUPT_ERRORS or _interrupt_in_chain(error):
+        if _is_interrupt(type(error).__name__, str(error)) or _interrupt_in_chain(error):
             raise KeyboardInterrupt from None
         raise
     if not run.success and was_interrupted(run):
@@ -192,7 +202,7 @@ def _interrupt_in_chain(error: BaseException) -> bool:
     visited: set[int] = set()  # a chain can loop back on itself
     seen = error.__cause__ or error.__context__
     while seen is not None and id(seen) not in visited:
-        if type(seen).__name__ in INTERRUPT_ERRORS:
+        if _is_interrupt(type(seen).__name__, str(seen)):
             return True
         visited.add(id(seen))
         seen = seen.__cause__ or seen.__context__
@@ -204,7 +214,7 @@ def was_interrupted(run: dg.ExecuteInProcessResult) -> bool:
     for event in run.all_events:
         error = getattr(event.event_specific_data, "error", None)
         while error is not None:
-            if error.cls_name in INTERRUPT_ERRORS:
+            if _is_interrupt(error.cls_name, error.message):
                 return True
             error = error.cause or error.context
     return False

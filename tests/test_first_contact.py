@@ -5,6 +5,9 @@ to do next, on the command line and on the landing sensor's path (issue 43)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -164,6 +167,17 @@ def test_the_sensor_scores_an_all_quarantined_landing_without_a_failed_run(
     assert not (litmus_home.exports / "receipt.json").exists()
 
 
+def test_the_sensor_on_a_suite_only_home_skips_and_says_why(litmus_home: LitmusPaths) -> None:
+    (litmus_home.suites / "suite.json").write_text(json.dumps(ONE_FAMILY_SUITE))
+    instance = dg.DagsterInstance.ephemeral()
+    first = tick(instance, None)
+    second = tick(instance, first.cursor)
+    for result in (first, second):
+        assert result.run_requests == []
+        assert result.skip_reason.skip_message == "no new landed files"
+    assert not litmus_home.duckdb_path.exists()  # a tick with nothing landed writes nothing
+
+
 # ------------------------------------------------------------------- empty parameter lists
 
 
@@ -296,3 +310,42 @@ def test_dev_ui_starts_dagster_dev_with_sigint_restored_so_sigterm_stops_it(tmp_
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # a background job
     )
     assert started.stdout.split() == ["True"], started.stderr
+
+
+# ------------------------------------------------------- Ctrl-C while DuckDB runs a query
+
+# a query that runs for seconds: the signal sent 0.3 s into it arrives while it runs (were it
+# not interrupted, it would end, and the assertions fail instead of the test hanging)
+LONG_QUERY = "SELECT count(*) FROM range(3000000000)"
+
+
+def _query_interrupted_soon() -> None:
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    duckdb.connect().execute(LONG_QUERY).fetchall()
+
+
+def test_a_ctrl_c_during_a_duckdb_query_in_a_step_stops_the_executor() -> None:
+    """DuckDB runs the Python signal handler during a query but raises its own error instead
+    of the handler's (the adapter ``executor.DUCKDB_INTERRUPTED``; this fails on an upgrade
+    that changes it). A Ctrl-C while a labeling step queries DuckDB must stop `litmus run`
+    (exit 130), not count as one configuration's failure and go on to the next."""
+    from litmus_dagster.executor import DUCKDB_INTERRUPTED, was_interrupted
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(RuntimeError) as raised:
+            _query_interrupted_soon()
+        assert (type(raised.value).__name__, str(raised.value)) == DUCKDB_INTERRUPTED
+
+        @dg.op
+        def long_query() -> None:
+            _query_interrupted_soon()
+
+        @dg.job
+        def querying() -> None:
+            long_query()
+
+        run = querying.execute_in_process(raise_on_error=False)
+        assert not run.success and was_interrupted(run)
+    finally:
+        signal.signal(signal.SIGINT, previous)
