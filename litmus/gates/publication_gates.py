@@ -37,6 +37,7 @@ from litmus.gates.ge_runner import (
     run_suite,
     run_suite_in_warehouse,
 )
+from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.warehouse import (
     execute_many,
     replace_rows,
@@ -605,6 +606,23 @@ def stored_gate_results(
         )
         for row in rows
     }
+
+
+def gate_rows_by_configuration(
+    con: duckdb.DuckDBPyConnection, gate: str
+) -> list[tuple[str, str | None, bool | None, int, list[str]]]:
+    """(partition key, configuration key, passed, failing count, examples) of ``gate`` for
+    every configuration it was recorded for, by partition key."""
+    return con.execute(
+        f"""
+        SELECT g.partition_key, k.config_key, g.passed, g.failing_count, g.examples
+        FROM publication_gates g
+        LEFT JOIN ({CONFIGURATION_KEYS_SQL}) k USING (partition_key)
+        WHERE g.gate = ?
+        ORDER BY g.partition_key
+        """,
+        [gate],
+    ).fetchall()
 
 
 def partitions_without_gates(

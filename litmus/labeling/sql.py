@@ -231,6 +231,17 @@ def run_label_sql(
     )
 
 
+def unsafe_counts(con: duckdb.DuckDBPyConnection, partition_key: str) -> tuple[int, int]:
+    """(unsafe by the naive rule, unsafe by the corrected labeler) of a labeled partition."""
+    naive, corrected = con.execute(
+        "SELECT count(*) FILTER (WHERE naive_label = 'unsafe'), "
+        "count(*) FILTER (WHERE label = 'unsafe') "
+        "FROM labeled_trajectories WHERE partition_key = ?",
+        [partition_key],
+    ).fetchone()
+    return int(naive), int(corrected)
+
+
 def label_partition(
     con: duckdb.DuckDBPyConnection,
     partition_key: str,

@@ -372,6 +372,20 @@ def replace_release_drift(
         record_digests(con, "release_drift", pair_digests or {})
 
 
+def read_release_drift(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The stored ``release_drift`` rows (a read-only connection is enough)."""
+    return con.sql("SELECT * FROM release_drift").df()
+
+
+def read_published_cis(con: duckdb.DuckDBPyConnection, metrics: Sequence[str]) -> pd.DataFrame:
+    """The published estimate and interval of ``metrics`` for every configuration."""
+    return con.sql(
+        "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
+        "WHERE list_contains(?, metric)",
+        params=[list(metrics)],
+    ).df()
+
+
 def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:
     """Column types DuckDB can bind even when the frame is empty (object → string)."""
     typed = comparisons.reindex(columns=[*DRIFT_COLUMNS, *ASSESSMENT_COLUMNS])

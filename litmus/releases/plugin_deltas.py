@@ -293,6 +293,11 @@ def replace_plugin_deltas(
         record_digests(con, "plugin_deltas", pair_digests or {})
 
 
+def read_plugin_deltas(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The stored ``plugin_deltas`` rows (a read-only connection is enough)."""
+    return con.sql("SELECT * FROM plugin_deltas").df()
+
+
 def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:
     """One readable line per compared plug-in (deltas in points, CI, MDE)."""
     lines = []

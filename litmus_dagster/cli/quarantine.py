@@ -25,28 +25,18 @@ def _quarantined(
 ) -> tuple[list[tuple], list[str], list[str], bool]:
     """(quarantined rows of ``file`` or of every file, names of files with quarantined rows,
     landed files waiting to be ingested, whether a suite file waits to be loaded)."""
-    from litmus.ingestion.run_files import CURABLE_QUARANTINE_SQL
     from litmus.ingestion.suites import unstored_suite_files
-    from litmus.planning.status import waiting_landed_files
+    from litmus.planning.status import (
+        quarantined_file_names,
+        quarantined_records,
+        waiting_landed_files,
+    )
     from litmus.runs import suite_files
     from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
-        rows = con.execute(
-            f"""
-            SELECT source_name, line_no, field, reason, {CURABLE_QUARANTINE_SQL} AS curable
-            FROM quarantine
-            WHERE ? IS NULL OR source_name = ? OR source_file_hash = ?
-            ORDER BY source_name, line_no, field
-            """,
-            [file, file, file],
-        ).fetchall()
-        quarantined_files = [
-            row[0]
-            for row in con.execute(
-                "SELECT DISTINCT source_name FROM quarantine ORDER BY 1"
-            ).fetchall()
-        ]
+        rows = quarantined_records(con, file)
+        quarantined_files = quarantined_file_names(con)
         waiting = waiting_landed_files(con, paths)
         suites = suite_files(paths) if paths.suites.is_dir() else []
         suite_waits = bool(suites) and bool(unstored_suite_files(con, suites))

@@ -21,8 +21,11 @@ def print_status(paths: LitmusPaths) -> None:
     from litmus.planning.status import (
         partition_reviews,
         partition_statuses,
+        partition_suites,
         published_partitions,
         quarantine_summary,
+        raw_file_totals,
+        suite_sizes,
         waiting_landed_files,
     )
     from litmus.runs import not_ingested
@@ -42,23 +45,10 @@ def print_status(paths: LitmusPaths) -> None:
         reviews = partition_reviews(con)
         quarantined = quarantine_summary(con)
         waiting = waiting_landed_files(con, paths)
-        files = con.execute(
-            "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
-        ).fetchone()
+        files = raw_file_totals(con)
         # one group per suite (a board is per suite): its size and each configuration's n
-        suite_of = dict(
-            con.execute(
-                "SELECT partition_key, string_agg(DISTINCT suite || '@' || suite_version, ' + ' "
-                "ORDER BY suite || '@' || suite_version) FROM raw_trajectories GROUP BY 1"
-            ).fetchall()
-        )
-        sizes = {
-            f"{suite}@{version}": (families, instances)
-            for suite, version, families, instances in con.execute(
-                "SELECT suite, suite_version, count(DISTINCT family_id), count(*) "
-                "FROM suite_instances GROUP BY ALL"
-            ).fetchall()
-        }
+        suite_of = partition_suites(con)
+        sizes = suite_sizes(con)
     print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
     by_suite: dict[str, list] = {}
     for status in statuses:

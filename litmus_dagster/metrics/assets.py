@@ -30,6 +30,7 @@ from litmus.metrics.plots import boundary_plot_png
 from litmus.neutralize import for_markdown, visible
 from litmus.reuse import (
     metric_cis_reusing_unchanged,
+    private_families,
     public_private_gaps_reusing_unchanged,
     record_digests,
 )
@@ -236,14 +237,6 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     )
 
 
-PRIVATE_FAMILIES_SQL = """
-SELECT DISTINCT c.partition_key, i.family_id
-FROM configuration_identities c
-JOIN suite_instances i USING (suite, suite_version)
-WHERE coalesce(i.private, false)
-"""
-
-
 @dg.asset(
     name="public_private_gaps",
     deps=[FAMILY_SPLIT_COUNTS, dg.AssetKey(["configuration_identities"]), "suite_catalog"],
@@ -260,7 +253,7 @@ def public_private_gap_table(
     config: MetricCIConfig, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
-        private = con.sql(PRIVATE_FAMILIES_SQL).df()
+        private = private_families(con)
         # configurations whose counts and private families did not change keep their rows
         gaps, digests, _ = (
             public_private_gaps_reusing_unchanged(
