@@ -842,52 +842,196 @@ def ingest_items(
     if retry_lines is None and _already_ingested(con, file_hash):
         report.skipped = True
         return report
+    source = _SourceIngestion(
+        con,
+        report,
+        file_format=file_format,
+        size_bytes=size_bytes,
+        retry_lines=retry_lines,
+        progress=progress,
+        head_start=head_start,
+    )
+    return source.run(
+        items, vectorized=vectorized, provers=provers, while_committing=while_committing
+    )
 
-    # The stored instances as Python sets, for the records the bulk path leaves to the
-    # validator: read on the first such record, since a file the bulk path proves whole needs
-    # none (125,000 instances take ~0.05 s to read; they were read for every file).
-    known: dict[tuple[str, str], set[str]] | None = None
-    suite_versions: dict[str, list[str]] = {}
 
-    def known_instances() -> dict[tuple[str, str], set[str]]:
-        nonlocal known
-        if known is None:
-            known = _known_instances(con)
-            for suite, version in known:
-                suite_versions.setdefault(suite, []).append(version)
-        return known
+QUARANTINE_COLUMNS = (
+    "source_file_hash",
+    "source_name",
+    "line_no",
+    "field",
+    "reason",
+    "raw_excerpt",
+    "quarantined_at",
+)
 
-    now = datetime.now(UTC).replace(tzinfo=None)
-    quarantine: dict[str, list[Any]] = {
-        c: []
-        for c in (
-            "source_file_hash",
-            "source_name",
-            "line_no",
-            "field",
-            "reason",
-            "raw_excerpt",
-            "quarantined_at",
-        )
-    }
+# A batch of raw lines cut for the bulk path: (line number, bytes) in file order.
+Lines = list[tuple[int, bytes]]
 
-    def quarantine_record(line_no: int, field_name: str, reason: str, excerpt: str | None) -> None:
-        for column, value in (
-            ("source_file_hash", file_hash),
-            ("source_name", source_name),
-            ("line_no", line_no),
-            ("field", field_name),
-            ("reason", reason),
-            ("raw_excerpt", excerpt),
-            ("quarantined_at", now),
-        ):
-            quarantine[column].append(value)
 
-    batch = _Batch()
+class _SourceIngestion:
+    """One source's records through :func:`ingest_items`: raw lines cut into batches that the
+    bulk path proves (here or in provers) and stages in file order, every other record through
+    the strict validator, each rejected one into the quarantine; then the staged rows are
+    published and the file recorded in the same transaction."""
 
-    def validate_one(line_no: int, payload: bytes | dict[str, Any] | RecordProblem) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        report: IngestReport,
+        *,
+        file_format: str,
+        size_bytes: int,
+        retry_lines: frozenset[int] | None,
+        progress: ProgressCallback | None,
+        head_start: HeadStart | None,
+    ) -> None:
+        self.con, self.report = con, report
+        self.file_format, self.size_bytes = file_format, size_bytes
+        self.retry_lines, self.progress = retry_lines, progress
+        self.now = datetime.now(UTC).replace(tzinfo=None)
+        self.quarantine: dict[str, list[Any]] = {column: [] for column in QUARANTINE_COLUMNS}
+        self.batch = _Batch()  # validated records not yet staged
+        # The stored instances as Python sets, for the records the bulk path leaves to the
+        # validator: read on the first such record, since a file the bulk path proves whole
+        # needs none (125,000 instances take ~0.05 s to read).
+        self.known: dict[tuple[str, str], set[str]] | None = None
+        self.suite_versions: dict[str, list[str]] = {}
+        self.pending: Lines = []  # raw lines of the batch being cut
+        self.cut = _BatchCut()
+        self.pool: ProverPool | None = None
+        self.worker: duckdb.DuckDBPyConnection | None = None
+        # batches cut and not staged yet, oldest first: their lines, the record count when
+        # each was cut (its progress report is due once it is staged) and, for a batch this
+        # process proved itself, its proof (None: a prover's, to be received)
+        self.waiting: deque[tuple[Lines, int, Proven | None]] = deque()
+        if head_start is not None:
+            self.pool = head_start.pool
+            self.waiting.extend((lines, count, None) for lines, count in head_start.batches)
+            report.records_total = head_start.records_total
+
+    def run(
+        self,
+        items: Iterable[SourceItem],
+        *,
+        vectorized: bool,
+        provers: int,
+        while_committing: Callable[[pa.Table], None] | None,
+    ) -> IngestReport:
+        con = self.con
+        try:
+            instances = stored_instances(con)
+            self.worker = open_scratch(instances)
+            if self.pool is None and provers and vectorized:
+                self.pool = ProverPool(provers, instances, self.report.file_hash)
+            with bounded_memory(con), transaction(con):
+                con.execute(_STAGING_DDL)
+                self.stage_items(items, vectorized=vectorized)
+                self.stage_rest()
+                if while_committing is not None:
+                    while_committing(instances)
+                self.publish()
+        finally:
+            if self.worker is not None:
+                self.worker.close()
+            if self.pool is not None:
+                self.pool.close()
+        if self.progress is not None and self.retry_lines is None:
+            self.progress(self.report.records_total)
+        return self.report
+
+    # ------------------------------------------------------------------ reading and staging
+
+    def stage_items(self, items: Iterable[SourceItem], *, vectorized: bool) -> None:
+        """Every item in file order: raw lines batched for the bulk path, the rest validated
+        one by one once the batches cut before it are staged."""
+        report = self.report
+        for line_no, payload in items:
+            report.records_total += 1
+            deferred = False  # the progress report waits for the batch's staging
+            if vectorized and _for_bulk(payload):
+                assert isinstance(payload, bytes)
+                self.pending.append((line_no, payload))
+                if self.cut.add(len(payload), report.records_total):
+                    self.validate_pending()
+                    deferred = self.pool is not None
+            else:
+                self.drain()  # the serial path has staged every batch cut before this record
+                self.validate_one(line_no, payload)
+            if (
+                self.progress is not None
+                and not deferred
+                and report.records_total % PROGRESS_RECORDS == 0
+            ):
+                self.progress(report.records_total)
+
+    def stage_rest(self) -> None:
+        """The last batch cut and staged, every proof received, the buffers written."""
+        self.validate_pending()
+        self.drain()
+        if self.pool is not None:  # every proof is received: the provers' work here is done
+            self.pool.close()
+            self.pool = None
+        _flush(self.con, self.batch)
+        self.flush_quarantine()
+
+    def validate_pending(self) -> None:
+        """The batch of raw lines: proven in bulk where possible, the rest one by one."""
+        pool, worker = self.pool, self.worker
+        assert worker is not None
+        if pool is None:
+            proven = stage_provable_lines(self.con, worker, self.pending, self.report.file_hash)
+            self.finish_batch(self.pending, proven)
+            self.pending.clear()
+        elif self.pending:
+            # Staging stays in file order; who proves a batch does not change its proof.
+            while self.head_ready():
+                self.stage_oldest()
+            if len(self.waiting) >= MAX_WAITING_BATCHES:  # bounds unstaged batches' memory
+                self.stage_oldest()
+            count = self.report.records_total
+            if pool.full:
+                # the provers are busy: prove this one here rather than wait for them (so
+                # both cores work whichever side, proving or staging, is behind)
+                proof = prove_lines(worker, self.pending, self.report.file_hash)
+                self.waiting.append((self.pending, count, proof))
+            else:
+                pool.submit(self.pending)
+                self.waiting.append((self.pending, count, None))
+            self.pending = []
+        self.cut.reset()
+
+    def head_ready(self) -> bool:
+        """Whether the oldest waiting batch can be staged without waiting for a prover."""
+        assert self.pool is not None
+        return bool(self.waiting) and (self.waiting[0][2] is not None or self.pool.oldest_ready())
+
+    def stage_oldest(self) -> None:
+        assert self.pool is not None
+        lines, count, proven = self.waiting.popleft()
+        proof = proven if proven is not None else self.pool.receive()
+        self.finish_batch(lines, stage_proven(self.con, proof))
+        if self.progress is not None and count % PROGRESS_RECORDS == 0:
+            self.progress(count)
+
+    def drain(self) -> None:
+        while self.waiting:
+            self.stage_oldest()
+
+    def finish_batch(self, lines: Lines, staged: set[int]) -> None:
+        """A batch whose proven lines are staged: the rest one by one, in file order."""
+        self.report.bulk_accepted += len(staged)
+        for line_no, payload in lines:
+            if line_no not in staged:
+                self.validate_one(line_no, payload)
+        if len(self.quarantine["line_no"]) >= BATCH_RECORDS:
+            self.flush_quarantine()
+
+    # ------------------------------------------------------------------ the strict validator
+
+    def validate_one(self, line_no: int, payload: bytes | dict[str, Any] | RecordProblem) -> None:
         """The reference path: one record through the strict validator."""
-        nonlocal batch
         excerpt: str | None = None
         try:
             if isinstance(payload, RecordProblem):
@@ -904,173 +1048,96 @@ def ingest_items(
                 excerpt = canonical[:EXCERPT_CHARS]
                 record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
             record = _validate(value)
-            known_ids = known_instances()
-            versions = suite_versions.get(record.suite)
-            if versions is None:
-                raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
-            if record.suite_version not in versions:
-                raise _Rejected(
-                    "suite_version",
-                    f"suite/version mismatch: suite {record.suite!r} has no version "
-                    f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
-                )
-            if record.instance_id not in known_ids[(record.suite, record.suite_version)]:
-                raise _Rejected(
-                    "instance_id",
-                    f"unknown instance_id {record.instance_id!r} in suite "
-                    f"{record.suite}@{record.suite_version}",
-                )
+            self.check_instance(record)
         except _Rejected as rejected:
-            quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
-        else:
-            batch.add(record, file_hash, line_no, record_sha)
-            batch.source_bytes += len(payload) if isinstance(payload, bytes) else 0
-            if batch.full():
-                _flush(con, batch)
-                batch = _Batch()
+            self.quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
+            return
+        self.batch.add(record, self.report.file_hash, line_no, record_sha)
+        self.batch.source_bytes += len(payload) if isinstance(payload, bytes) else 0
+        if self.batch.full():
+            _flush(self.con, self.batch)
+            self.batch = _Batch()
 
-    pending: list[tuple[int, bytes]] = []
-    cut = _BatchCut()
-    pool: ProverPool | None = None
-    # batches cut and not staged yet, oldest first: their lines, the record count when each
-    # was cut (its progress report is due once it is staged) and, for a batch this process
-    # proved itself, its proof (None: a prover's, to be received)
-    waiting: deque[tuple[list[tuple[int, bytes]], int, Proven | None]] = deque()
+    def check_instance(self, record: RunRecord) -> None:
+        """Reject a record whose suite, version or instance is not stored."""
+        if self.known is None:
+            self.known = _known_instances(self.con)
+            for suite, version in self.known:
+                self.suite_versions.setdefault(suite, []).append(version)
+        versions = self.suite_versions.get(record.suite)
+        if versions is None:
+            raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
+        if record.suite_version not in versions:
+            raise _Rejected(
+                "suite_version",
+                f"suite/version mismatch: suite {record.suite!r} has no version "
+                f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
+            )
+        if record.instance_id not in self.known[(record.suite, record.suite_version)]:
+            raise _Rejected(
+                "instance_id",
+                f"unknown instance_id {record.instance_id!r} in suite "
+                f"{record.suite}@{record.suite_version}",
+            )
 
-    def finish_batch(lines: list[tuple[int, bytes]], staged: set[int]) -> None:
-        """A batch whose proven lines are staged: the rest one by one, in file order."""
-        report.bulk_accepted += len(staged)
-        for line_no, payload in lines:
-            if line_no not in staged:
-                validate_one(line_no, payload)
-        if len(quarantine["line_no"]) >= BATCH_RECORDS:
-            flush_quarantine()
+    def quarantine_record(
+        self, line_no: int, field_name: str, reason: str, excerpt: str | None
+    ) -> None:
+        report = self.report
+        for column, value in (
+            ("source_file_hash", report.file_hash),
+            ("source_name", report.source_name),
+            ("line_no", line_no),
+            ("field", field_name),
+            ("reason", reason),
+            ("raw_excerpt", excerpt),
+            ("quarantined_at", self.now),
+        ):
+            self.quarantine[column].append(value)
 
-    def stage_oldest() -> None:
-        assert pool is not None
-        lines, count, proven = waiting.popleft()
-        finish_batch(lines, stage_proven(con, proven if proven is not None else pool.receive()))
-        if progress is not None and count % PROGRESS_RECORDS == 0:
-            progress(count)
-
-    def head_ready() -> bool:
-        """Whether the oldest waiting batch can be staged without waiting for a prover."""
-        assert pool is not None
-        return bool(waiting) and (waiting[0][2] is not None or pool.oldest_ready())
-
-    def drain() -> None:
-        while waiting:
-            stage_oldest()
-
-    def validate_pending() -> None:
-        """The batch of raw lines: proven in bulk where possible, the rest one by one."""
-        nonlocal pending
-        if pool is None:
-            assert worker is not None
-            finish_batch(pending, stage_provable_lines(con, worker, pending, file_hash))
-            pending.clear()
-        elif pending:
-            # Staging stays in file order; who proves a batch does not change its proof.
-            while head_ready():
-                stage_oldest()
-            if len(waiting) >= MAX_WAITING_BATCHES:  # bounds the memory of unstaged batches
-                stage_oldest()
-            if pool.full:
-                # the provers are busy: prove this one here rather than wait for them (so
-                # both cores work whichever side, proving or staging, is behind)
-                waiting.append(
-                    (pending, report.records_total, prove_lines(worker, pending, file_hash))
-                )
-            else:
-                pool.submit(pending)
-                waiting.append((pending, report.records_total, None))
-            pending = []
-        cut.reset()
-
-    def flush_quarantine() -> None:
-        _append(con, "staged_quarantine", quarantine)
-        for values in quarantine.values():
+    def flush_quarantine(self) -> None:
+        _append(self.con, "staged_quarantine", self.quarantine)
+        for values in self.quarantine.values():
             values.clear()
 
-    worker: duckdb.DuckDBPyConnection | None = None
-    if head_start is not None:
-        pool = head_start.pool
-        waiting.extend((lines, count, None) for lines, count in head_start.batches)
-        report.records_total = head_start.records_total
-    try:
-        instances = stored_instances(con)
-        worker = open_scratch(instances)
-        if pool is None and provers and vectorized:
-            pool = ProverPool(provers, instances, file_hash)
-        with bounded_memory(con), transaction(con):
-            con.execute(_STAGING_DDL)
-            for line_no, payload in items:
-                report.records_total += 1
-                deferred = False  # the progress report waits for the batch's staging
-                if vectorized and _for_bulk(payload):
-                    assert isinstance(payload, bytes)
-                    pending.append((line_no, payload))
-                    if cut.add(len(payload), report.records_total):
-                        validate_pending()
-                        deferred = pool is not None
-                else:
-                    drain()  # the serial path has staged every batch cut before this record
-                    validate_one(line_no, payload)
-                if (
-                    progress is not None
-                    and not deferred
-                    and report.records_total % PROGRESS_RECORDS == 0
-                ):
-                    progress(report.records_total)
-            validate_pending()
-            drain()
-            if pool is not None:  # every proof is received: the provers' work here is done
-                pool.close()
-                pool = None
-            _flush(con, batch)
-            flush_quarantine()
-            if while_committing is not None:
-                while_committing(instances)
-            _quarantine_duplicates(con, now, source_name)
-            if retry_lines is not None:
-                _forget_retried(con, file_hash, retry_lines)
-            _publish_staged(con, report)
-            if report.records_total != report.accepted + report.quarantined:
-                raise AssertionError(
-                    f"{source_name}: reconciliation failed: {report.records_total} records in, "
-                    f"{report.accepted} accepted + {report.quarantined} quarantined"
-                )
-            if retry_lines is not None:
-                con.execute(
-                    "UPDATE raw_files SET records_accepted = records_accepted + ?, "
-                    "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
-                    [report.accepted, len(retry_lines), report.quarantined, file_hash],
-                )
-                derivation.record_stored(con, file_hash)
-                return report
-            con.execute(
-                "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    file_hash,
-                    source_name,
-                    str(stored_path),
-                    file_format,
-                    size_bytes,
-                    report.records_total,
-                    report.accepted,
-                    report.quarantined,
-                    now,
-                ],
+    # ------------------------------------------------------------------ publishing
+
+    def publish(self) -> None:
+        """The staged rows published, the counts reconciled and the file recorded (inside
+        the caller's transaction)."""
+        con, report = self.con, self.report
+        _quarantine_duplicates(con, self.now, report.source_name)
+        if self.retry_lines is not None:
+            _forget_retried(con, report.file_hash, self.retry_lines)
+        _publish_staged(con, report)
+        if report.records_total != report.accepted + report.quarantined:
+            raise AssertionError(
+                f"{report.source_name}: reconciliation failed: {report.records_total} records "
+                f"in, {report.accepted} accepted + {report.quarantined} quarantined"
             )
-            derivation.record_staged(con, file_hash)
-    finally:
-        if worker is not None:
-            worker.close()
-        if pool is not None:
-            pool.close()
-    if progress is not None:
-        progress(report.records_total)
-    return report
+        if self.retry_lines is not None:
+            con.execute(
+                "UPDATE raw_files SET records_accepted = records_accepted + ?, "
+                "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
+                [report.accepted, len(self.retry_lines), report.quarantined, report.file_hash],
+            )
+            derivation.record_stored(con, report.file_hash)
+            return
+        con.execute(
+            "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                report.file_hash,
+                report.source_name,
+                str(report.stored_path),
+                self.file_format,
+                self.size_bytes,
+                report.records_total,
+                report.accepted,
+                report.quarantined,
+                self.now,
+            ],
+        )
+        derivation.record_staged(con, report.file_hash)
 
 
 # Quarantine reasons that loading a suite (or the right version of it) cures: such records
