@@ -275,6 +275,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     land.add_argument("files", nargs="+", help="run files: JSONL, Inspect .eval or .json")
     land.set_defaults(handler=cmd_land)
 
+    _register_importers(commands)
+
+
+def _register_importers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``import-inspect``, ``convert-agentharm``, ``import-transcripts``."""
     inspect_log = commands.add_parser(
         "import-inspect", help="convert an Inspect AI .eval/.json log into the landing folder"
     )
