@@ -824,7 +824,7 @@ def test_deleted_and_inserted_rows_break_records_in_equals_accepted_plus_quarant
             "SELECT file_hash, original_name FROM raw_files ORDER BY 1 LIMIT 1"
         ).fetchall()[0]
         con.execute(
-            "INSERT INTO quarantine VALUES (?, ?, 1, 'run_id', 'forged', NULL, now())",
+            "INSERT INTO quarantine VALUES (?, ?, 1, 'run_id', 'forged', NULL, now(), 'invalid')",
             [file_hash, name],
         )
         con.execute(

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -94,6 +95,7 @@ class RecordProblem:
     field: str
     reason: str
     excerpt: str | None = None
+    code: str = "unmapped"  # a ReasonCode
 
 
 # One item of a source: its line (or sample) number and either raw bytes, an already-parsed
@@ -124,10 +126,35 @@ class IngestReport:
         )
 
 
+class ReasonCode(StrEnum):
+    """Why a record was quarantined, as a code programs match (the reason text is for
+    people and may be worded anew)."""
+
+    MALFORMED = "malformed"  # not one unambiguous JSON object (bytes, syntax, depth, keys)
+    INVALID = "invalid"  # a JSON object the record format refuses
+    OVERSIZED = "oversized"  # over MAX_RECORD_BYTES, not read
+    UNMAPPED = "unmapped"  # an importer could not map it to a record
+    DUPLICATE = "duplicate"  # its (run_id, instance_id, epoch) was seen before
+    UNKNOWN_SUITE = "unknown_suite"
+    UNKNOWN_SUITE_VERSION = "unknown_suite_version"
+    UNKNOWN_INSTANCE = "unknown_instance"
+
+
+# The codes a loaded suite (or the right version of it) cures: such records are retried from
+# the raw store once a suite was stored after they were quarantined.
+CURABLE_REASON_CODES = frozenset(
+    {ReasonCode.UNKNOWN_SUITE, ReasonCode.UNKNOWN_SUITE_VERSION, ReasonCode.UNKNOWN_INSTANCE}
+)
+# The same, as a condition on quarantine rows (tests/test_quarantine_recovery.py pins the two).
+CURABLE_QUARANTINE_SQL = (
+    "(reason_code IN ('unknown_suite', 'unknown_suite_version', 'unknown_instance'))"
+)
+
+
 class _Rejected(Exception):
-    def __init__(self, field: str, reason: str) -> None:
+    def __init__(self, field: str, reason: str, code: ReasonCode = ReasonCode.INVALID) -> None:
         super().__init__(reason)
-        self.field, self.reason = field, reason
+        self.field, self.reason, self.code = field, reason, code
 
 
 class NotARegularFileError(LitmusError):
@@ -326,6 +353,7 @@ def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
                     f"line of {line.size:,} bytes is over the limit of {MAX_RECORD_BYTES:,} bytes "
                     "per record; not read",
                     line.head[:EXCERPT_CHARS].decode("utf-8", errors="replace"),
+                    ReasonCode.OVERSIZED,
                 ),
             )
 
@@ -334,7 +362,7 @@ def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
 
 
 def _reject_constant(name: str) -> Any:
-    raise _Rejected("<record>", f"non-standard JSON constant {name}")
+    raise _Rejected("<record>", f"non-standard JSON constant {name}", ReasonCode.MALFORMED)
 
 
 # Every integer in a record must fit a 64-bit signed integer (DuckDB BIGINT, and what other
@@ -459,11 +487,13 @@ def _reject_unstorable(value: Any) -> None:
 
 def _parse_line(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
-        raise _Rejected("<record>", "blank line (whitespace only)")
+        raise _Rejected("<record>", "blank line (whitespace only)", ReasonCode.MALFORMED)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _Rejected("<record>", f"not valid UTF-8 (byte {exc.start} of the line)") from None
+        raise _Rejected(
+            "<record>", f"not valid UTF-8 (byte {exc.start} of the line)", ReasonCode.MALFORMED
+        ) from None
     unstorable: list[_Unstorable] = []
 
     def integer(text: str) -> int | _Unstorable:
@@ -487,15 +517,17 @@ def _parse_line(raw: bytes) -> dict[str, Any]:
             parse_float=number,
         )
     except DuplicateKeyError as exc:
-        raise _Rejected(exc.key, str(exc)) from None
+        raise _Rejected(exc.key, str(exc), ReasonCode.MALFORMED) from None
     except json.JSONDecodeError as exc:
-        raise _Rejected("<record>", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+        reason = f"malformed JSON: {exc.msg} at column {exc.colno}"
+        raise _Rejected("<record>", reason, ReasonCode.MALFORMED) from None
     except RecursionError:
-        raise _Rejected("<record>", _TOO_DEEP) from None
+        raise _Rejected("<record>", _TOO_DEEP, ReasonCode.MALFORMED) from None
     if isinstance(value, dict | list) and _nesting_depth(value) > MAX_JSON_DEPTH:
-        raise _Rejected("<record>", _TOO_DEEP)
+        raise _Rejected("<record>", _TOO_DEEP, ReasonCode.MALFORMED)
     if not isinstance(value, dict):
-        raise _Rejected("<record>", f"a record must be a JSON object, not {type(value).__name__}")
+        reason = f"a record must be a JSON object, not {type(value).__name__}"
+        raise _Rejected("<record>", reason, ReasonCode.MALFORMED)
     if unstorable:  # only then walk the record, to name the field
         _admit_free_form(value)
         _reject_unstorable(value)
@@ -516,12 +548,13 @@ def _validate(value: dict[str, Any]) -> RunRecord:
             reason += f"; … {len(errors) - 5} more"
         raise _Rejected(format_location(first["loc"]), reason) from None
     except RecursionError:
-        raise _Rejected("<record>", "record nested too deeply") from None
+        raise _Rejected("<record>", "record nested too deeply", ReasonCode.MALFORMED) from None
     try:
         # DuckDB stores UTF-8; a lone surrogate from a "\ud800" escape cannot be stored.
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        raise _Rejected("<record>", "string contains an unpaired UTF-16 surrogate") from None
+        reason = "string contains an unpaired UTF-16 surrogate"
+        raise _Rejected("<record>", reason, ReasonCode.MALFORMED) from None
     return record
 
 
@@ -864,6 +897,7 @@ QUARANTINE_COLUMNS = (
     "reason",
     "raw_excerpt",
     "quarantined_at",
+    "reason_code",
 )
 
 # A batch of raw lines cut for the bulk path: (line number, bytes) in file order.
@@ -1036,7 +1070,7 @@ class _SourceIngestion:
         try:
             if isinstance(payload, RecordProblem):
                 excerpt = payload.excerpt
-                raise _Rejected(payload.field, payload.reason)
+                raise _Rejected(payload.field, payload.reason, ReasonCode(payload.code))
             if isinstance(payload, bytes):
                 excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
                 record_sha = hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
@@ -1050,7 +1084,7 @@ class _SourceIngestion:
             record = _validate(value)
             self.check_instance(record)
         except _Rejected as rejected:
-            self.quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
+            self.quarantine_record(line_no, rejected, excerpt)
             return
         self.batch.add(record, self.report.file_hash, line_no, record_sha)
         self.batch.source_bytes += len(payload) if isinstance(payload, bytes) else 0
@@ -1066,32 +1100,35 @@ class _SourceIngestion:
                 self.suite_versions.setdefault(suite, []).append(version)
         versions = self.suite_versions.get(record.suite)
         if versions is None:
-            raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
+            raise _Rejected(
+                "suite", f"unknown suite {record.suite!r} (load it first)", ReasonCode.UNKNOWN_SUITE
+            )
         if record.suite_version not in versions:
             raise _Rejected(
                 "suite_version",
                 f"suite/version mismatch: suite {record.suite!r} has no version "
                 f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
+                ReasonCode.UNKNOWN_SUITE_VERSION,
             )
         if record.instance_id not in self.known[(record.suite, record.suite_version)]:
             raise _Rejected(
                 "instance_id",
                 f"unknown instance_id {record.instance_id!r} in suite "
                 f"{record.suite}@{record.suite_version}",
+                ReasonCode.UNKNOWN_INSTANCE,
             )
 
-    def quarantine_record(
-        self, line_no: int, field_name: str, reason: str, excerpt: str | None
-    ) -> None:
+    def quarantine_record(self, line_no: int, rejected: _Rejected, excerpt: str | None) -> None:
         report = self.report
         for column, value in (
             ("source_file_hash", report.file_hash),
             ("source_name", report.source_name),
             ("line_no", line_no),
-            ("field", field_name),
-            ("reason", reason),
+            ("field", rejected.field),
+            ("reason", rejected.reason),
             ("raw_excerpt", excerpt),
             ("quarantined_at", self.now),
+            ("reason_code", str(rejected.code)),
         ):
             self.quarantine[column].append(value)
 
@@ -1138,15 +1175,6 @@ class _SourceIngestion:
             ],
         )
         derivation.record_staged(con, report.file_hash)
-
-
-# Quarantine reasons that loading a suite (or the right version of it) cures: such records
-# are retried from the raw store once a suite was stored after they were quarantined.
-CURABLE_QUARANTINE_SQL = """(
-    (field = 'suite' AND starts_with(reason, 'unknown suite '))
-    OR (field = 'suite_version' AND starts_with(reason, 'suite/version mismatch'))
-    OR (field = 'instance_id' AND starts_with(reason, 'unknown instance_id '))
-)"""
 
 
 def _forget_retried(
@@ -1250,7 +1278,8 @@ def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source
     con.execute(
         """
         INSERT INTO staged_quarantine
-        SELECT s.source_file_hash, f.source_name, d.source_line, 'instance_id', d.reason, NULL, ?
+        SELECT s.source_file_hash, f.source_name, d.source_line, 'instance_id', d.reason, NULL, ?,
+               'duplicate'
         FROM duplicate_lines d
         JOIN staged_trajectories s USING (source_line)
         CROSS JOIN (SELECT ? AS source_name) f

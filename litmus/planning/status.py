@@ -204,14 +204,12 @@ def quarantine_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, i
 
 def quarantined_records(
     con: duckdb.DuckDBPyConnection, file: str | None = None
-) -> list[tuple[str, int, str, str, bool]]:
-    """(file, line, field, reason, curable by a suite) of every quarantined record, or of
-    the landed file ``file`` names (by name or content hash), in file and line order."""
-    from litmus.ingestion.run_files import CURABLE_QUARANTINE_SQL
-
+) -> list[tuple[str, int, str, str, str]]:
+    """(file, line, field, reason, reason code) of every quarantined record, or of the landed
+    file ``file`` names (by name or content hash), in file and line order."""
     return con.execute(
-        f"""
-        SELECT source_name, line_no, field, reason, {CURABLE_QUARANTINE_SQL} AS curable
+        """
+        SELECT source_name, line_no, field, reason, reason_code
         FROM quarantine
         WHERE ? IS NULL OR source_name = ? OR source_file_hash = ?
         ORDER BY source_name, line_no, field

@@ -43,14 +43,17 @@ def _quarantined(
     return rows, quarantined_files, waiting, suite_waits
 
 
-def _held_back(reason: str, suite_waits: bool) -> str:
+def _held_back(code: str, suite_waits: bool) -> str:
+    from litmus.ingestion.run_files import ReasonCode
+
     if suite_waits:
         return HELD_BACK_NEXT_RUN
-    return HELD_BACK_FOR_SUITE if reason.startswith("unknown suite ") else HELD_BACK_SUITE_LACKS
+    return HELD_BACK_FOR_SUITE if code == ReasonCode.UNKNOWN_SUITE else HELD_BACK_SUITE_LACKS
 
 
 def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
+    from litmus.ingestion.run_files import CURABLE_REASON_CODES
     from litmus.runs import landed_files, not_ingested
 
     rows: list[tuple] = []
@@ -89,8 +92,8 @@ def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
         return 0
     if rows:
         print(f"{'file':<36} {'line':>6}  {'field':<16} reason")
-    for name, line, field, reason, curable in rows:
-        note = f"  [{_held_back(reason, suite_waits)}]" if curable else ""
+    for name, line, field, reason, code in rows:
+        note = f"  [{_held_back(code, suite_waits)}]" if code in CURABLE_REASON_CODES else ""
         print(
             f"{for_terminal(name):<36} {line:>6}  {for_terminal(field):<16} "
             f"{for_terminal(reason)}{note}"
