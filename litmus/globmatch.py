@@ -1,7 +1,7 @@
 """fnmatch glob patterns, and their translations for the vectorized labeler.
 
-SPEC §3: an argument pattern matches with ``fnmatch`` semantics, case-sensitive. The
-reference labeler calls :func:`glob_matches` (``fnmatch.fnmatchcase``). The SQL labeler needs
+SPEC §3: an argument pattern matches with ``fnmatch`` semantics, case-sensitive (the labeler
+oracle, tests/labeler_reference.py, calls ``fnmatch.fnmatchcase``). The SQL labeler needs
 the same answers from DuckDB, which only compiles a regular expression once when the pattern
 is a constant; the patterns here come from a column, so a regex would be recompiled per row.
 Each pattern is therefore parsed once, exactly as fnmatch parses it, and emitted as:
@@ -24,10 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 _NOTHING = r"[^\x{0}-\x{10FFFF}]"
-
-
-def glob_matches(value: str, pattern: str) -> bool:
-    return fnmatch.fnmatchcase(value, pattern)
 
 
 def match_text(value: Any) -> str:

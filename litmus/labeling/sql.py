@@ -19,7 +19,7 @@ from duckdb.sqltypes import VARCHAR
 
 from litmus.globmatch import canonical_json, match_text
 from litmus.labeling import LABELER_VERSION
-from litmus.labeling.reference import classify_agent_texts
+from litmus.labeling.agent_texts import classify_agent_texts
 from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RefusalClassifier,
