@@ -18,10 +18,19 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-import re._constants as _c
-import re._parser as _sre_parser
 from dataclasses import dataclass
 from typing import Any
+
+from litmus.adapters import (
+    REGEX_ANY,
+    REGEX_ASSERT_NOT,
+    REGEX_IN,
+    REGEX_LITERAL,
+    REGEX_NEGATE,
+    REGEX_NOT_LITERAL,
+    REGEX_RANGE,
+    parse_regex,
+)
 
 _NOTHING = r"[^\x{0}-\x{10FFFF}]"
 
@@ -84,26 +93,26 @@ def _parse_set(bracket_text: str) -> _Token:
     read Python's own parse of the result.
     """
     python_regex = fnmatch.translate(bracket_text)
-    (_op, (_group, _add, _del, inner)), _end_anchor = list(_sre_parser.parse(python_regex))
+    (_op, (_group, _add, _del, inner)), _end_anchor = parse_regex(python_regex)
     ((kind, value),) = list(inner)
-    if kind is _c.LITERAL:
+    if kind is REGEX_LITERAL:
         return _Literal(chr(value))
-    if kind is _c.NOT_LITERAL:
+    if kind is REGEX_NOT_LITERAL:
         return _Set(True, ((chr(value), chr(value)),))
-    if kind is _c.ANY:
+    if kind is REGEX_ANY:
         return _AnyChar()
-    if kind is _c.ASSERT_NOT:  # fnmatch's "(?!)": an empty set never matches
+    if kind is REGEX_ASSERT_NOT:  # fnmatch's "(?!)": an empty set never matches
         return _Set(False, ())
-    if kind is not _c.IN:
+    if kind is not REGEX_IN:
         raise ValueError(f"unexpected set translation {python_regex!r}")
     negated = False
     ranges: list[tuple[str, str]] = []
     for member_kind, member in value:
-        if member_kind is _c.NEGATE:
+        if member_kind is REGEX_NEGATE:
             negated = True
-        elif member_kind is _c.LITERAL:
+        elif member_kind is REGEX_LITERAL:
             ranges.append((chr(member), chr(member)))
-        elif member_kind is _c.RANGE:
+        elif member_kind is REGEX_RANGE:
             ranges.append((chr(member[0]), chr(member[1])))
         else:
             raise ValueError(f"unexpected set member in {python_regex!r}")

@@ -133,3 +133,23 @@ def test_domain_packages_are_layered() -> None:
     assert graph["litmus"] == set(), "the shared foundation must not import a domain"
     assert cycles(graph) == []
     assert "litmus.metrics" in graph["litmus.trust"]  # receipts verify the leaderboard
+
+
+def test_no_product_module_imports_a_test_oracle() -> None:
+    """The readable references (tests/labeler_reference.py, tests/gates_reference.py, …) are
+    oracles the production paths are proven against, never a second product path."""
+    test_modules = {path.stem for path in Path(__file__).parent.glob("*.py")}
+    assert {"labeler_reference", "labeler_decision", "gates_reference"} <= test_modules
+    offenders = []
+    for package in (PACKAGE, WIRING):
+        for path in package.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else []
+                )
+                offenders += [f"{path}: {n}" for n in names if n.split(".")[0] in test_modules]
+    assert offenders == []
