@@ -16,7 +16,6 @@ Each pattern is therefore parsed once, exactly as fnmatch parses it, and emitted
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from litmus.adapters import (
     REGEX_RANGE,
     parse_regex,
 )
+from litmus.canonical import canonical_json, compact_json
 
 _NOTHING = r"[^\x{0}-\x{10FFFF}]"
 
@@ -39,7 +39,7 @@ def match_text(value: Any) -> str:
     """The text an argument pattern is matched against: strings as-is, else compact JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return compact_json(value)
 
 
 def _integral_as_int(value: Any) -> Any:
@@ -52,13 +52,11 @@ def _integral_as_int(value: Any) -> Any:
     return value
 
 
-def canonical_json(value: Any) -> str:
-    """One text per JSON value as a state matcher's ``equals`` compares them: object keys
-    sorted, an integral number written as an integer (``1.0`` equals ``1``, as in JSON), and
+def equality_json(value: Any) -> str:
+    """One text per JSON value as a state matcher's ``equals`` compares them: the canonical
+    text with an integral number written as an integer (``1.0`` equals ``1``, as in JSON), and
     ``true`` never a number. Two values are equal exactly when their texts are."""
-    return json.dumps(
-        _integral_as_int(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True
-    )
+    return canonical_json(_integral_as_int(value))
 
 
 @dataclass(frozen=True)

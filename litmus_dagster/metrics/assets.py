@@ -17,7 +17,6 @@ from typing import Any
 import dagster as dg
 import duckdb
 import pandas as pd
-import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
 
 from litmus import PROJECT_DIR
@@ -38,7 +37,7 @@ from litmus.stats import (
 )
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
-from litmus.warehouse import replace_rows, transaction
+from litmus.warehouse import arrow_rows, replace_rows, transaction
 from litmus_dagster.metrics.dbt_in_process import (
     dbt_build_events,
     dbt_profile_environment,
@@ -161,15 +160,6 @@ FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
 FAMILY_REGISTER_COUNTS = dg.AssetKey(["family_register_counts"])
 CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
 CONTROL_METRICS = dg.AssetKey(["control_metrics"])
-
-
-def arrow_rows(frame: pd.DataFrame) -> pa.Table:
-    """pandas → Arrow with NaN/NA as NULL and text columns typed as strings (not null-typed)."""
-    typed = frame.copy()
-    for column in typed.columns:
-        if typed[column].dtype == object:
-            typed[column] = typed[column].astype("string")
-    return pa.Table.from_pandas(typed, preserve_index=False)
 
 
 class MetricCIConfig(dg.Config):
