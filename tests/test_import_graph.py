@@ -146,8 +146,8 @@ SQL_RUNNERS = {"execute", "executemany", "sql", "query", "read_sql"}
 # The one SQL statement the wiring may hold: a setting of Dagster's own SQLite run storage (not
 # the warehouse), applied on each connection Dagster's engine opens.
 WIRING_SQL_ALLOWED = {
-    ("litmus_dagster/instance_storage.py", ".execute(…)"),
-    ("litmus_dagster/instance_storage.py", "PRAGMA synchronous=NORMAL"),
+    ("litmus_dagster/adapters/dagster_storage.py", ".execute(…)"),
+    ("litmus_dagster/adapters/dagster_storage.py", "PRAGMA synchronous=NORMAL"),
 }
 
 
@@ -191,3 +191,23 @@ def test_the_dagster_wiring_holds_no_sql() -> None:
     (``litmus/``), which owns every query; the wiring maps the results."""
     found = wiring_sql()
     assert [site for site in found if (site[0], site[2]) not in WIRING_SQL_ALLOWED] == []
+
+
+def test_no_product_module_imports_a_test_oracle() -> None:
+    """The readable references (tests/labeler_reference.py, tests/gates_reference.py, …) are
+    oracles the production paths are proven against, never a second product path."""
+    test_modules = {path.stem for path in Path(__file__).parent.glob("*.py")}
+    assert {"labeler_reference", "labeler_decision", "gates_reference"} <= test_modules
+    offenders = []
+    for package in (PACKAGE, WIRING):
+        for path in package.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else []
+                )
+                offenders += [f"{path}: {n}" for n in names if n.split(".")[0] in test_modules]
+    assert offenders == []

@@ -38,6 +38,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import ValidationError
 
+from litmus.canonical import compact_json
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
@@ -54,7 +55,7 @@ from litmus.ingestion.bulk import (
 from litmus.ingestion.provers import ProverPool, default_provers
 from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
-from litmus.settings import LitmusPaths
+from litmus.settings import RUN_SUFFIXES, LitmusPaths
 from litmus.warehouse import bounded_memory, transaction
 
 if TYPE_CHECKING:
@@ -193,7 +194,7 @@ def file_sha256(path: Path, *, regular_only: bool = False) -> str:
 def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
     """Copy into the content-addressed store; the name comes from the hash, never the input."""
     suffix = _format_suffix(path)
-    target = paths.raw_store / digest[:2] / f"{digest}{suffix}"
+    target = paths.raw_file(digest, suffix)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +237,7 @@ def _process_alive(pid: int) -> bool:
 
 def _format_suffix(path: Path) -> str:
     name = path.name.lower()
-    for suffix in (".jsonl", ".eval", ".json"):
+    for suffix in RUN_SUFFIXES:
         if name.endswith(suffix):
             return suffix
     return ".jsonl"
@@ -677,9 +678,7 @@ class _Batch:
                 ("tool_name", call.name if call else None),
                 (
                     "arguments_json",
-                    json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-                    if call
-                    else None,
+                    compact_json(call.arguments) if call else None,
                 ),
                 (
                     "match_args",

@@ -17,9 +17,9 @@ import duckdb
 import pyarrow as pa
 from duckdb.sqltypes import VARCHAR
 
-from litmus.globmatch import canonical_json, match_text
+from litmus.globmatch import equality_json, match_text
 from litmus.labeling import LABELER_VERSION
-from litmus.labeling.reference import classify_agent_texts
+from litmus.labeling.agent_texts import classify_agent_texts
 from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RefusalClassifier,
@@ -176,7 +176,7 @@ def _classify_sequences(
 
 
 def _state_canonical(value_json: str) -> str:
-    return canonical_json(json.loads(value_json))
+    return equality_json(json.loads(value_json))
 
 
 def _state_text(value_json: str) -> str:

@@ -7,7 +7,6 @@ builds the parser, runs a command and turns an error or an interrupt into one li
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import signal
 import sys
@@ -77,10 +76,9 @@ def console_main() -> None:
         for thread in threading.enumerate()
     ):
         sys.exit(code)
-    atexit._run_exitfuncs()  # logging.shutdown and the libraries' own handlers
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    from litmus_dagster.adapters.process_exit import exit_without_teardown
+
+    exit_without_teardown(code)  # the exit handlers still run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

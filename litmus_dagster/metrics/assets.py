@@ -6,22 +6,18 @@ ingestion assets)
 """
 
 import fcntl
-import importlib.metadata
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import duckdb
 import pandas as pd
-import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
-from packaging import version
 
 from litmus import PROJECT_DIR
 from litmus.faults import crash_point
@@ -42,7 +38,7 @@ from litmus.stats import (
 )
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
-from litmus.warehouse import replace_rows, transaction
+from litmus.warehouse import arrow_rows, replace_rows, transaction
 from litmus_dagster.metrics.dbt_in_process import (
     dbt_build_events,
     dbt_profile_environment,
@@ -65,26 +61,6 @@ def dbt_executable() -> str:
     if beside_python.exists():
         return os.fspath(beside_python)
     return shutil.which("dbt") or "dbt"
-
-
-class LitmusDbtCli(DbtCliResource):
-    """The dbt CLI resource without two start-up costs of every ``dbt build`` that buy this
-    project nothing (docs/performance.md, "A new release"):
-
-    - the version probe, a whole ``dbt --version`` subprocess: the executable beside this
-      interpreter is the installed dbt-core, whose version the package metadata gives;
-    - a dbt adapter opened inside this process, which dagster-dbt only needs to fetch row
-      counts or column metadata (never asked for here; without an adapter it skips both).
-    """
-
-    @cached_property
-    def _cli_version(self) -> version.Version:
-        if self.dbt_executable == os.fspath(Path(sys.executable).with_name("dbt")):
-            return version.parse(importlib.metadata.version("dbt-core"))
-        return super()._cli_version
-
-    def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
-        return None
 
 
 def manifest_is_stale(project: DbtProject) -> bool:
@@ -185,15 +161,6 @@ FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
 FAMILY_REGISTER_COUNTS = dg.AssetKey(["family_register_counts"])
 CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
 CONTROL_METRICS = dg.AssetKey(["control_metrics"])
-
-
-def arrow_rows(frame: pd.DataFrame) -> pa.Table:
-    """pandas → Arrow with NaN/NA as NULL and text columns typed as strings (not null-typed)."""
-    typed = frame.copy()
-    for column in typed.columns:
-        if typed[column].dtype == object:
-            typed[column] = typed[column].astype("string")
-    return pa.Table.from_pandas(typed, preserve_index=False)
 
 
 class MetricCIConfig(dg.Config):

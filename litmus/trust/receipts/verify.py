@@ -13,11 +13,9 @@ import duckdb
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from litmus.canonical import canonical_json
 from litmus.errors import LitmusError, SuiteError
-from litmus.fingerprint import (
-    canonical_json,
-    stored_run_fingerprints,
-)
+from litmus.fingerprint import stored_run_fingerprints
 from litmus.ingestion import derivation
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import load_suite_file, suite_hash
@@ -50,20 +48,7 @@ from litmus.trust.receipts.document import (
 from litmus.trust.receipts.keys import SIGNATURE_ALGORITHM, SIGNED_CONTENT, key_id, signing_payload
 from litmus.warehouse import table_exists
 
-RAW_STORE_SUFFIXES = (".jsonl", ".eval", ".json")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def raw_store_file(paths: LitmusPaths, sha256: str) -> Path | None:
-    """Where the raw store keeps the file with this hash; the hash is checked to be 64 hex
-    digits before it is used in a path, since it comes from the (untrusted) receipt."""
-    if not _SHA256.fullmatch(sha256):
-        return None
-    for suffix in RAW_STORE_SUFFIXES:
-        candidate = paths.raw_store / sha256[:2] / f"{sha256}{suffix}"
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 # ----------------------------------------------------------------------------- verification
@@ -257,7 +242,7 @@ def _check_raw_files(
         if not _SHA256.fullmatch(sha):
             result.mismatches.append(f"raw file entry {sha!r} in the receipt is not a SHA-256")
             continue
-        stored = raw_store_file(paths, sha)
+        stored = paths.stored_raw_file(sha)
         if stored is None:
             result.mismatches.append(f"{label} is missing from the raw store")
         else:
