@@ -26,6 +26,7 @@ import pytest
 from conftest_metrics import write_known_warehouse
 from dagster_dbt import DbtCliResource
 
+from litmus.metrics.catalogue import catalogue
 from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources
@@ -214,6 +215,8 @@ def test_configuration_metrics_match_hand_counts(
     materialized: Materialized, partition_key: str
 ) -> None:
     expected = EXPECTED_CONFIGURATION_METRICS[partition_key]
+    # every catalogue metric has its hand count: adding a metric is one entry plus this case
+    assert set(expected) == {m.key for m in catalogue().metrics if "configuration" in m.grain}
     (row,) = materialized.query(
         f"SELECT * FROM configuration_metrics WHERE partition_key = '{partition_key}'"
     )
