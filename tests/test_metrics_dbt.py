@@ -37,6 +37,7 @@ from litmus_dagster.metrics.assets import (
     dbt_profile_environment,
     manifest_is_stale,
     prepared_dbt_project,
+    render_board_pages,
 )
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -177,6 +178,8 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materiali
             run_config={"ops": {"metric_cis": {"config": {"n_resamples": 400, "seed": 7}}}},
         )
         assert result.success
+        with connect(db_path) as con:  # the pages, as the receipt asset renders them
+            render_board_pages(con, publication.staging_dir(home / "exports"))
         yield Materialized(home=home, db_path=db_path, result=result)
 
 
