@@ -256,7 +256,7 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/ingestion/run_files.py", "CURABLE_QUARANTINE_SQL"): (
         "a module constant: a fixed WHERE condition"
     ),
-    ("litmus_dagster/cli.py", "CURABLE_QUARANTINE_SQL"): "ingest's constant WHERE condition",
+    ("litmus_dagster/cli/quarantine.py", "CURABLE_QUARANTINE_SQL"): "ingest's constant WHERE condition",
     ("litmus/gates/publication_gates.py", "relation"): (
         "'litmus_gate_frame_' + a key of the constant frame SQL"
     ),
