@@ -90,6 +90,15 @@ def test_adding_a_metric_is_one_entry() -> None:
     assert grown["failure_rate_hb"].label == "HB failure"
 
 
+def test_a_drift_metric_must_read_a_drop_as_worse() -> None:
+    text = CATALOGUE_TEXT.replace(
+        "drift_metrics: [cm_safety, hb_utility, safety, utility, boundary_score]",
+        "drift_metrics: [cm_safety, hb_utility, safety, utility, boundary_score, overreach_hb]",
+    )
+    with pytest.raises(ValueError, match=r"\['overreach_hb'\] are not higher-is-better"):
+        parse_catalogue(text)
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [

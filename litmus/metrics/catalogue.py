@@ -150,6 +150,10 @@ class Catalogue(BaseModel):
                 raise ValueError(f"{field}: {unknown} are not catalogue metrics with an interval")
         if not set(self.regression_watched) <= set(self.drift_metrics):
             raise ValueError("regression_watched must be drift metrics")
+        # release drift and plug-in deltas read a drop as worse (litmus.releases)
+        lower_better = [key for key in self.drift_metrics if not by_key[key].higher_is_better]
+        if lower_better:
+            raise ValueError(f"drift_metrics: {lower_better} are not higher-is-better")
         return self
 
     def __getitem__(self, key: str) -> Metric:
