@@ -45,12 +45,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from litmus.metrics.catalogue import catalogue
 from litmus.neutralize import display_name
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.warehouse import transaction
 
-DEFAULT_REGRESSION_THRESHOLD = 0.02
-DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
+DEFAULT_REGRESSION_THRESHOLD = catalogue().regression_threshold
+DEFAULT_REGRESSION_METRICS: tuple[str, ...] = catalogue().regression_watched
 HOLM, BENJAMINI_HOCHBERG, NO_CORRECTION = "holm", "bh", "none"
 CORRECTIONS: tuple[str, ...] = (HOLM, BENJAMINI_HOCHBERG, NO_CORRECTION)
 DEFAULT_CORRECTION = HOLM

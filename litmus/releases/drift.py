@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from litmus.gates.publication_decision import withheld_reasons
+from litmus.metrics.catalogue import catalogue
 from litmus.neutralize import display_name
 from litmus.releases.paired import NotCompared, compare_pair, paired_columns
 from litmus.reuse import ConfigurationCounts, pair_key, record_digests, stored_pairs
@@ -47,15 +48,9 @@ from litmus.warehouse import replace_rows, table_exists, transaction
 # Bump when the comparison itself changes (what is compared, how it is ordered).
 DRIFT_VERSION = "1"
 
-# The boundary-critical pair first (SPEC §6), then the all-split aggregates and the score.
-DRIFT_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility", "safety", "utility", "boundary_score")
-METRIC_LABELS: dict[str, str] = {
-    "cm_safety": "CM safety",
-    "hb_utility": "HB utility",
-    "safety": "Safety",
-    "utility": "Utility",
-    "boundary_score": "boundary score",
-}
+# The compared metrics and their labels: the metric catalogue's (litmus.metrics.catalogue).
+DRIFT_METRICS: tuple[str, ...] = catalogue().drift_metrics
+METRIC_LABELS: dict[str, str] = catalogue().labels
 
 ORDER_BY_RELEASE = "model_release (ISO date)"
 ORDER_BY_INGESTION = "first ingestion time"

@@ -270,14 +270,13 @@ def public_private_gap_table(
 def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         board = leaderboard_from_warehouse(con)
-        alerts = current_alert_lines(con)
     if not (board.rows["row_kind"] == "configuration").any():
         # no configuration scored yet (only suites, or every landed record quarantined): there
         # is no board to publish, and the last one (if any) stays as it was
         return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
     # staged: the files are published together with their receipt (leaderboard_receipt)
     exports = warehouse.paths.exports
-    staged, plots = publish_board(board, publication.begin(exports), alerts)
+    staged, plots = publish_board(board, publication.begin(exports))
     written = {kind: exports / path.name for kind, path in staged.items()}
     with warehouse.get_connection() as con, transaction(con):
         replace_rows(con, "leaderboard", arrow_rows(board.rows))
@@ -313,10 +312,9 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 NOTHING_SCORED = "no configuration has trajectories yet: nothing to publish"
 
 
-def publish_board(
-    board: Leaderboard, exports: Path, alerts: list[str]
-) -> tuple[dict[str, Path], dict[str, bytes]]:
-    """Render one boundary plot per suite board and write the board's files."""
+def publish_board(board: Leaderboard, exports: Path) -> tuple[dict[str, Path], dict[str, bytes]]:
+    """Render one boundary plot per suite board and write the board's data files (its pages
+    are rendered after drift and its alerts: :func:`render_board_pages`)."""
     plots = {}
     for suite_key, rows in board.boards():
         configurations = rows[rows["row_kind"] == "configuration"]
@@ -330,14 +328,23 @@ def publish_board(
         )
     if not plots:  # nothing published yet: still the empty plot with the canonical controls
         plots[""] = boundary_plot_png(board.published, board.controls)
-    written = board.write(
-        exports,
-        plots,
+    written = board.write_data(exports, plots)
+    written |= {
+        "markdown": exports / "leaderboard.md",
+        "html": exports / "leaderboard.html",
+    }
+    return written, plots
+
+
+def render_board_pages(con: duckdb.DuckDBPyConnection, staging: Path) -> None:
+    """The staged board's Markdown and HTML, rendered once with the release alerts raised up
+    to now (this run's drift too)."""
+    leaderboard_from_warehouse(con).write_pages(
+        staging,
         published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        alerts=alerts,
+        alerts=current_alert_lines(con),
         receipt_href=RECEIPT_FILE_NAME,
     )
-    return written, plots
 
 
 def current_alert_lines(con: duckdb.DuckDBPyConnection) -> list[str]:
