@@ -318,30 +318,7 @@ def safety_plot_png(
     figure = Figure(figsize=(7.5, height_in), dpi=dpi)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    ticks, tick_labels = [], []
-    for index in range(len(plotted)):
-        row = plotted.iloc[index]
-        y_value = -index
-        naive = row.get("naive_safe_rate")
-        if naive is not None and not pd.isna(naive):
-            axes.plot([naive, row["safety"]], [y_value, y_value], color="#d0d7de", lw=1, zorder=1)
-            axes.scatter(
-                [naive], [y_value], marker="o", s=40, facecolors="none", edgecolors="#6e7781",
-                zorder=2, label="naive safe rate" if index == 0 else None,
-            )  # fmt: skip
-        axes.errorbar(
-            [row["safety"]],
-            [y_value],
-            xerr=_whisker(
-                plotted["safety"].iloc[[index]],
-                plotted["safety_ci_low"].iloc[[index]],
-                plotted["safety_ci_high"].iloc[[index]],
-            ),
-            fmt="o", color="#0969da", ecolor="#54aeff", elinewidth=1.2, capsize=3, zorder=3,
-            label="Safety, corrected (95% CI)" if index == 0 else None,
-        )  # fmt: skip
-        ticks.append(y_value)
-        tick_labels.append(str(index + 1))
+    ticks, tick_labels = _safety_rows(axes, plotted)
     for offset, (row, marker) in enumerate(
         zip(control_rows.itertuples(index=False), CONTROL_MARKERS, strict=False)
     ):
@@ -375,3 +352,33 @@ def safety_plot_png(
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     return buffer.getvalue()
+
+
+def _safety_rows(axes: Axes, plotted: pd.DataFrame) -> tuple[list[float], list[str]]:
+    """Each configuration's row of the Safety plot; its y positions and labels."""
+    ticks: list[float] = []
+    tick_labels: list[str] = []
+    for index in range(len(plotted)):
+        row = plotted.iloc[index]
+        y_value = -index
+        naive = row.get("naive_safe_rate")
+        if naive is not None and not pd.isna(naive):
+            axes.plot([naive, row["safety"]], [y_value, y_value], color="#d0d7de", lw=1, zorder=1)
+            axes.scatter(
+                [naive], [y_value], marker="o", s=40, facecolors="none", edgecolors="#6e7781",
+                zorder=2, label="naive safe rate" if index == 0 else None,
+            )  # fmt: skip
+        axes.errorbar(
+            [row["safety"]],
+            [y_value],
+            xerr=_whisker(
+                plotted["safety"].iloc[[index]],
+                plotted["safety_ci_low"].iloc[[index]],
+                plotted["safety_ci_high"].iloc[[index]],
+            ),
+            fmt="o", color="#0969da", ecolor="#54aeff", elinewidth=1.2, capsize=3, zorder=3,
+            label="Safety, corrected (95% CI)" if index == 0 else None,
+        )  # fmt: skip
+        ticks.append(y_value)
+        tick_labels.append(str(index + 1))
+    return ticks, tick_labels
