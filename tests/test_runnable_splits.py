@@ -296,6 +296,8 @@ def test_agentharm_transcripts_on_a_harmful_only_suite_are_published_and_ranked(
     assert second.returncode == 0, second.stderr
 
     markdown = (home / "exports" / "leaderboard.md").read_text(encoding="utf-8")
+    page = (home / "exports" / "leaderboard.html").read_text(encoding="utf-8")
+    assert 'alt="Safety of each configuration on agentharm@test_public-harmful-only-' in page
     assert "176 families, 176 instances of split(s) harmful_source (its runnable_splits)" in (
         markdown
     )

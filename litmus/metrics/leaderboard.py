@@ -1081,6 +1081,16 @@ def _plugin_delta_table(rows: pd.DataFrame, shown: Mapping[str, str], markdown: 
     return {"headers": _plugin_delta_headers(), "rows": cells}
 
 
+def _plot_alt(suite_key: str, rows: pd.DataFrame) -> str:
+    """What the board's plot shows (litmus_dagster's publish_board picks it the same way)."""
+    published = rows[(rows["row_kind"] == "configuration") & (rows["status"] == "published")]
+    if not published.empty and ranking_metric(published) == "safety":
+        return f"Safety of each configuration on {visible(suite_key)}, beside its naive safe rate"
+    return (
+        f"decision boundary of {visible(suite_key)}: hard-benign utility vs covert-malicious safety"
+    )
+
+
 def _board_views(board: Leaderboard, *, markdown: bool, plots: Mapping[str, bytes]) -> list:
     """Each suite board as the templates show it: heading, headline and details tables,
     plug-in deltas and (HTML) its plot."""
@@ -1111,6 +1121,7 @@ def _board_views(board: Leaderboard, *, markdown: bool, plots: Mapping[str, byte
                 "details": tables[1] if not details.empty else None,
                 "plugin_deltas": _plugin_delta_table(rows, shown, markdown),
                 "plot": png_data_uri(png) if png is not None else None,
+                "plot_alt": _plot_alt(suite_key, rows),
             }
         )
     return views
