@@ -12,8 +12,10 @@ from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RuleBasedRefusalClassifier,
     _prepare,
+    _rule_scanner,
     later_voices,
 )
+from litmus.labeling.refusal_bulk import _sentence_scanner
 from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 from litmus.labeling.refusal_model import (
     PhraseScanner,
@@ -67,6 +69,23 @@ def test_re2_phrase_hits_are_the_tokenized_ones() -> None:
     for text in _texts():
         lowered = text.lower()
         assert phrase_hits(lowered) == reference_phrase_hits(lowered), text[:80]
+
+
+def test_the_rules_pass_with_phrases_answers_both_exactly() -> None:
+    """The bulk path's one pass over a sentence (rules and phrases in one RE2 set) gives the
+    rules' own scanner answer and the tokenized phrases."""
+    scanner, rules = _sentence_scanner(), _rule_scanner()
+    compared = 0
+    for text in _texts():
+        for sentence in _prepare(text).sentences:
+            scanned = scanner.candidates_and_phrases(sentence)
+            if scanned is None:
+                assert rules.candidates(sentence) is None
+                continue
+            compared += 1
+            hits = reference_phrase_hits(sentence)[1]
+            assert scanned == (rules.candidates(sentence), hits), sentence[:80]
+    assert compared > 300
 
 
 def test_a_scanner_of_chosen_phrases_reads_words_and_cjk() -> None:

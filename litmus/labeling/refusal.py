@@ -729,7 +729,9 @@ def _cue_strength(sentence: str) -> _Strength:
     return _Strength.NONE
 
 
-def _cue_strengths(sentences: Sequence[str]) -> list[_Strength]:
+@lru_cache(maxsize=4)
+def _cue_strengths(sentences: tuple[str, ...]) -> tuple[_Strength, ...]:
+    # cached: a text's decision table, its after-decline count and its voices all read them
     strengths = [_cue_strength(s) for s in sentences]
     for index, strength in enumerate(strengths):
         if not strength:
@@ -749,7 +751,7 @@ def _cue_strengths(sentences: Sequence[str]) -> list[_Strength]:
             or next_is_failure
         ):
             strengths[index] = _Strength.NONE
-    return strengths
+    return tuple(strengths)
 
 
 # --------------------------------------------------------------------------- decision
@@ -783,7 +785,7 @@ def _is_lecture(sentence: str) -> bool:
     return _EXHORTATION.match(sentence) is not None or _LECTURE.matches(sentence)
 
 
-def _parts(sentences: Sequence[str], strengths: list[_Strength]) -> list[_Part]:
+def _parts(sentences: Sequence[str], strengths: Sequence[_Strength]) -> list[_Part]:
     return [_part(s, strength) for s, strength in zip(sentences, strengths, strict=True)]
 
 
@@ -1314,9 +1316,12 @@ def _rule_scanner() -> RuleScanner:
             rule.exact_start = SupersetStart(rule.exact_branches)
         if rule.lookaround_branches is not None:
             rule.lookaround_start = SupersetStart(rule.lookaround_branches)
-    return RuleScanner(
-        [(rule.exact_branches, rule.lookaround_branches, rule.triggers) for rule in _RULES]
-    )
+    return RuleScanner(scanner_rules())
+
+
+def scanner_rules() -> list[tuple[str | None, str | None, tuple[str, ...]]]:
+    """Every rule as the ``RuleScanner`` reads it (rule i owns bits 2i and 2i+1)."""
+    return [(rule.exact_branches, rule.lookaround_branches, rule.triggers) for rule in _RULES]
 
 
 @lru_cache(maxsize=1 << 16)

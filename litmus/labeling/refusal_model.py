@@ -264,6 +264,11 @@ def _scanner() -> PhraseScanner:
     return PhraseScanner(shipped_model().phrases)
 
 
+def phrase_patterns() -> list[str]:
+    """The shipped model's phrases as RE2 patterns, in phrase order."""
+    return [phrase_pattern(phrase) for phrase in shipped_model().phrases]
+
+
 def phrase_hits(lowered: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(phrases in the opening ``HEAD_CHARS`` characters, phrases anywhere) of a prepared,
     lowercased text."""
@@ -305,11 +310,24 @@ def judge(refusal: str, confidence: float, lowered: str, after_decline: int) -> 
     ``confidence``), with ``after_decline`` characters of cue-free sentences after its first
     decline (-1: none)."""
     head, anywhere = phrase_hits(lowered)
+    return judge_hits(refusal, confidence, head, anywhere, len(lowered), after_decline)
+
+
+def judge_hits(
+    refusal: str,
+    confidence: float,
+    head: tuple[int, ...],
+    anywhere: tuple[int, ...],
+    length: int,
+    after_decline: int,
+) -> tuple[str, float]:
+    """``judge`` of a text of ``length`` characters whose ``phrase_hits`` are known (the bulk
+    path finds them in the rules' own pass)."""
     return _judged(
         refusal,
         confidence,
         head,
         anywhere,
-        bisect_right(LENGTH_EDGES, len(lowered)),
+        bisect_right(LENGTH_EDGES, length),
         -1 if after_decline < 0 else bisect_right(AFTER_DECLINE_EDGES, after_decline),
     )

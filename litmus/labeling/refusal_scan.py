@@ -24,6 +24,7 @@ regexes alone, on real and randomized texts.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import re2
@@ -249,13 +250,23 @@ class RuleScanner:
     text holding one of them; a rule without triggers always runs).
     """
 
-    def __init__(self, rules: Sequence[tuple[str | None, str | None, Sequence[str]]]) -> None:
+    def __init__(
+        self,
+        rules: Sequence[tuple[str | None, str | None, Sequence[str]]],
+        phrases: Sequence[str] = (),
+    ) -> None:
+        """``phrases``: further RE2 patterns the same pass answers (``candidates_and_phrases``),
+        the learned model's phrases for the bulk path's one-sentence replies."""
         self._set = PatternSet(_MAX_MEMORY)
         # Rule i owns bits 2i ("matches") and 2i+1 ("could match"). A set entry either sets
         # such a bit in the pattern bits, or (triggers) both bits of its rule in the
         # triggered bits; a rule without triggers is always triggered.
         self._entry_bits: list[tuple[int, int]] = []
         self._untriggered = 0
+        # the phrases first, owning no bits: entries below _phrase_count are phrase indices
+        self._phrase_count = len(phrases)
+        for phrase in phrases:
+            self._add(phrase)
         for index, (exact, lookaround, triggers) in enumerate(rules):
             if exact is not None:
                 self._add(exact, pattern_bit=1 << 2 * index)
@@ -282,7 +293,18 @@ class RuleScanner:
         branches could match; None if ``text`` is not scannable (Python must answer)."""
         if not scannable(text):
             return None
-        entries = tuple(self._set.match(text.encode()))
+        return self._bits(tuple(self._set.match(text.encode())))
+
+    def candidates_and_phrases(self, text: str) -> tuple[int, tuple[int, ...]] | None:
+        """``candidates`` and the indices of the ``phrases`` that match, ascending, from one
+        pass; None if ``text`` is not scannable."""
+        if not scannable(text):
+            return None
+        entries = sorted(self._set.match(text.encode()))
+        cut = bisect_left(entries, self._phrase_count)
+        return self._bits(tuple(entries[cut:])), tuple(entries[:cut])
+
+    def _bits(self, entries: tuple[int, ...]) -> int:
         # Texts share their few combinations of entries: each is turned into bits once.
         bits = self._bits_of_entries.get(entries)
         if bits is None:
