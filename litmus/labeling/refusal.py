@@ -977,9 +977,9 @@ def after_decline(prepared: _Text) -> int:
     if not sentences or all(map(_PLACEHOLDER_ONLY.match, sentences)):
         return -1
     strengths = _cue_strengths(sentences)
-    anchor = next((i for i, s in enumerate(strengths) if s >= _Strength.MEDIUM), None)
-    if anchor is None:
+    if max(strengths) < _Strength.MEDIUM:  # (one C-level pass where there is no decline)
         return -1
+    anchor = next(i for i, s in enumerate(strengths) if s >= _Strength.MEDIUM)
     after = _parts(sentences[anchor + 1 :], strengths[anchor + 1 :])
     if not after:
         return 0
