@@ -41,7 +41,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from shared_worlds import shared_world
 
@@ -49,6 +48,7 @@ from litmus.faults import CRASH_ENV, CRASH_SIGNAL_ENV
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
+from litmus.warehouse import connect_read_only
 
 LITMUS = Path(sys.executable).with_name("litmus")
 FAMILIES = 8
@@ -191,7 +191,7 @@ def published(paths: LitmusPaths) -> dict[str, Any]:
     # the page prints clock readings (masked below), so its digest differs; its masked bytes
     # are compared with the other files
     receipt["published_files"].pop("leaderboard.html", None)
-    with duckdb.connect(str(paths.duckdb_path), read_only=True) as con:
+    with connect_read_only(paths.duckdb_path) as con:  # the lake when LITMUS_WAREHOUSE names one
         alerts = con.execute(
             "SELECT fingerprint, lineage, from_release, to_release FROM alerts ORDER BY 1"
         ).fetchall()

@@ -37,6 +37,7 @@ from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_contex
 from dagster_dbt.core.dbt_cli_event import DbtCoreCliEventMessage
 
 from litmus.settings import litmus_paths
+from litmus.warehouse_lake import lake_from_environment
 from litmus_dagster.resources import DUCKDB_PATH_ENV
 
 # The structured log events dagster-dbt turns into Dagster events (the others are progress).
@@ -197,6 +198,7 @@ def parsed_project(
         os.fspath(parse_path),
         tuple(dbt.global_config_flags),
         tuple(profile_args),
+        lake_from_environment(),  # the profile's target follows it
         newest_source_change(project_dir),
     )
     if key in _parsed_projects:
