@@ -62,14 +62,7 @@ def set_wait_notice(notice: Callable[[str], None] | None) -> None:
 @contextmanager
 def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
     """The exclusive lock on ``<db>.lock`` (filelock's ``flock``). The lock file is kept on
-    release: readers take a shared ``flock`` on the same file (:func:`reader_lock`). On the
-    lake: the catalog's advisory lock for exclusive work (dbt, publication), which lake
-    connections do not take."""
-    lake = lake_from_environment()
-    if lake is not None:
-        with catalog_lock(lake, "exclusive", timeout_s, on_wait=_wait_notice):
-            yield
-        return
+    release: readers take a shared ``flock`` on the same file (:func:`reader_lock`)."""
     from filelock import FileLock, Timeout  # on use: read-only commands never take it
 
     lock_path = db_path.with_name(db_path.name + ".lock")
@@ -88,6 +81,20 @@ def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+@contextmanager
+def exclusive(db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> Iterator[None]:
+    """The warehouse to oneself without a connection, for a process that opens it by itself
+    (dbt): the embedded file's writer lock; on the lake, the catalog's advisory lock that
+    every such holder takes (lake connections themselves take none)."""
+    lake = lake_from_environment()
+    if lake is None:
+        with writer_lock(db_path, timeout_s):
+            yield
+        return
+    with catalog_lock(lake, "exclusive", timeout_s, on_wait=_wait_notice):
+        yield
 
 
 def _waiting_message(db_path: Path) -> str:
@@ -225,6 +232,13 @@ def reclaim_deleted_rows_when_due(con: duckdb.DuckDBPyConnection) -> bool:
     if due:
         con.execute("RESET max_vacuum_tasks")
     return due
+
+
+def warehouse_exists(db_path: str | Path) -> bool:
+    """Whether there is a warehouse to read: the embedded file at ``db_path``; a configured
+    lake always (its first writer creates its tables; reading a lake never written fails
+    with :class:`WarehouseMissingError`)."""
+    return lake_from_environment() is not None or Path(db_path).is_file()
 
 
 # The lake connections open in this process, with their lake (what :func:`serialized` locks).

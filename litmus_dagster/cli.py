@@ -63,10 +63,11 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
 def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
     """Refuse, in one line and before any work, suites that clash with the stored ones (the
     same suite and version with different content)."""
-    if not paths.duckdb_path.exists():
-        return
     from litmus.ingestion.suites import stored_suite_clash
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect, warehouse_exists
+
+    if not warehouse_exists(paths.duckdb_path):
+        return
 
     with connect(paths.duckdb_path) as con:
         for suite in suites:
@@ -83,9 +84,9 @@ def ensure_suite_files_fit(paths: LitmusPaths, files: Sequence[Path]) -> None:
     parsed here as well (~3.7 s and ~850 MB). A file whose exact bytes the warehouse stored
     is not read again: it was validated then, and cannot clash."""
     from litmus.ingestion.suites import load_suite_file, may_clash_with_stored, unstored_suite_files
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect, warehouse_exists
 
-    if not paths.duckdb_path.exists():
+    if not warehouse_exists(paths.duckdb_path):
         return
     # two short connections (this one, then ensure_suites_fit's), so that parsing the files
     # between them (seconds for a large suite) holds no warehouse lock
@@ -342,11 +343,11 @@ def _nothing_to_ingest_or_score(paths: LitmusPaths) -> str | None:
     warehouse (if any) holds no configuration; None otherwise (the pipeline must look)."""
     from litmus.planning.nothing_scored import nothing_scored
     from litmus.runs import landed_files
-    from litmus.warehouse import connect_read_only
+    from litmus.warehouse import connect_read_only, warehouse_exists
 
     if paths.landing.is_dir() and landed_files(paths):
         return None
-    if not paths.duckdb_path.is_file():
+    if not warehouse_exists(paths.duckdb_path):
         return nothing_scored(paths)
     with connect_read_only(paths.duckdb_path) as con:
         return nothing_scored(paths, con)
@@ -429,9 +430,9 @@ def _print_status(paths: LitmusPaths) -> None:
         waiting_landed_files,
     )
     from litmus.runs import not_ingested
-    from litmus.warehouse import connect_read_only
+    from litmus.warehouse import connect_read_only, warehouse_exists
 
-    if not paths.duckdb_path.is_file():  # said, never created (nothing ingested, or deleted)
+    if not warehouse_exists(paths.duckdb_path):  # never created (nothing ingested, or deleted)
         print(
             f"\nno warehouse at {paths.duckdb_path}: "
             "nothing has been ingested here (`litmus run` creates it)"
@@ -583,11 +584,12 @@ def _held_back(reason: str, suite_waits: bool) -> str:
 def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
     from litmus.runs import landed_files, not_ingested
+    from litmus.warehouse import warehouse_exists
 
     rows: list[tuple] = []
     quarantined_files: list[str] = []
     suite_waits = False
-    if paths.duckdb_path.is_file():  # else nothing was ingested: only the landing folder speaks
+    if warehouse_exists(paths.duckdb_path):  # else only the landing folder speaks
         rows, quarantined_files, waiting, suite_waits = _quarantined(paths, args.file)
     else:
         waiting = [
@@ -823,6 +825,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_audit_commands(commands)
     register_release_commands(commands)
     register_trust_commands(commands)
+    from litmus_dagster.lake_cli import register as register_lake_commands
+
+    register_lake_commands(commands)
     return parser
 
 

@@ -15,7 +15,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, field_validator
 
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.warehouse import DEFAULT_LOCK_TIMEOUT_S, connect, connect_read_only, writer_lock
+from litmus.warehouse import DEFAULT_LOCK_TIMEOUT_S, connect, connect_read_only, exclusive
 
 if TYPE_CHECKING:
     from litmus.labeling.refusal_judge import RefusalJudge
@@ -93,8 +93,9 @@ class LitmusWarehouse(DuckDBResource):
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold the writer lock without opening DuckDB, for a subprocess (dbt) that opens it."""
-        with writer_lock(self.duckdb_path, timeout_s=DEFAULT_LOCK_TIMEOUT_S):
+        """Hold the warehouse without opening DuckDB, for dbt, which opens it itself (the lake:
+        dbt runs alone, one build at a time across every machine)."""
+        with exclusive(self.duckdb_path, timeout_s=DEFAULT_LOCK_TIMEOUT_S):
             yield
 
 

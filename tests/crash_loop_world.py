@@ -243,6 +243,12 @@ def clean_publication(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     return pickle.loads((folder / "published.pickle").read_bytes())
 
 
+def clean_home(tmp_path_factory: pytest.TempPathFactory) -> LitmusPaths:
+    """The state folder of that run (read-only: shared by every test of the run)."""
+    folder = shared_world(tmp_path_factory, "crash-loop-clean", _build_clean_publication)
+    return litmus_paths(folder / "clean")
+
+
 def assert_is_a_real_call_site(point: str) -> None:
     """A crash point named in CRASH_POINTS but never reached would make the loop test lie."""
     project = Path(__file__).resolve().parents[1]

@@ -17,9 +17,17 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from crash_loop_world import clean_publication, litmus_run, published, sample_inputs, stage
+from crash_loop_world import (
+    clean_home,
+    clean_publication,
+    litmus_run,
+    published,
+    sample_inputs,
+    stage,
+)
 from postgres_server import PostgresServer
 
+from conftest import litmus
 from litmus.warehouse import (
     connect,
     connect_read_only,
@@ -242,3 +250,45 @@ def test_the_board_published_from_the_lake_is_the_embedded_one(
     paths = litmus_paths(home)
     assert not paths.duckdb_path.exists()  # everything went to the lake
     assert published(paths) == embedded
+
+
+# ------------------------------------------------------------------ moving a team to the lake
+
+
+def test_lake_import_copies_every_schema_table_of_an_embedded_warehouse(
+    lake, tmp_path_factory, tmp_path
+):
+    """`litmus lake-import` copies a scored embedded warehouse into a new lake row for row
+    (dbt's tables are left for the next run), and refuses a lake that already holds rows."""
+    source = clean_home(tmp_path_factory).duckdb_path
+    home = tmp_path / "team"
+    done = litmus(home, "lake-import", "--from", str(source))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "into the lake" in done.stderr
+    with connect(tmp_path / "check.duckdb") as con:
+        con.execute(f"ATTACH '{source}' AS source (READ_ONLY)")
+        tables = [
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'lake' "
+                "AND table_schema = 'main' AND table_type = 'BASE TABLE' "
+                "AND table_name <> 'schema_migrations'"
+            ).fetchall()
+        ]
+        assert "raw_trajectories" in tables
+        copied = 0
+        for table in tables:
+            columns = ", ".join(f'"{name}"' for name, *_ in shapes(con, "lake")[table])
+            lake_rows = f"SELECT {columns} FROM lake.main.{table}"
+            source_rows = f"SELECT {columns} FROM source.main.{table}"
+            differing = con.execute(
+                f"SELECT count(*) FROM (({lake_rows}) EXCEPT ALL ({source_rows})) UNION ALL "
+                f"SELECT count(*) FROM (({source_rows}) EXCEPT ALL ({lake_rows}))"
+            ).fetchall()
+            assert differing == [(0,), (0,)], table
+            copied += con.execute(f"SELECT count(*) FROM lake.main.{table}").fetchall()[0][0]
+        assert copied > 0
+        con.execute("DETACH source")
+    again = litmus(home, "lake-import", "--from", str(source))
+    assert again.returncode == 1
+    assert "copies into a new lake only" in again.stderr
