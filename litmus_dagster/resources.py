@@ -36,7 +36,9 @@ class LitmusWarehouse(DuckDBResource):
 
     Connections are LITMUS's own (:func:`litmus.warehouse.connect`): the writer lock held for
     the connection's life, the schema ensured, LITMUS's DuckDB settings; a read-only one takes
-    the shared lock and never creates anything.
+    the shared lock and never creates anything. With ``LITMUS_WAREHOUSE`` naming a lake
+    (litmus/warehouse_lake.py, docs/operations.md) the same connections open the lake instead,
+    and dbt's profile follows the same variable.
     """
 
     database: str = Field(
