@@ -36,7 +36,13 @@ from litmus.warehouse import (
     transaction,
     without_keys,
 )
-from litmus.warehouse_lake import LAKE_DATA_PATH_ENV, WAREHOUSE_ENV
+from litmus.warehouse_lake import (
+    LAKE_DATA_PATH_ENV,
+    WAREHOUSE_ENV,
+    LakeSettingError,
+    extension_file,
+    lake_from_environment,
+)
 
 pytestmark = pytest.mark.costly(rank=9)
 
@@ -88,6 +94,28 @@ def test_schema_files_without_keys_keep_every_table_column_and_constraint_but_ke
             "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')"
         ).fetchall()[0][0]
         assert keys == 0
+
+
+def test_a_lake_setting_is_read_or_refused_by_name(monkeypatch, tmp_path):
+    monkeypatch.delenv(WAREHOUSE_ENV, raising=False)
+    assert lake_from_environment() is None  # the embedded default
+    monkeypatch.setenv(WAREHOUSE_ENV, "embedded")
+    assert lake_from_environment() is None
+    monkeypatch.setenv(WAREHOUSE_ENV, "postgres://somewhere/lake")
+    with pytest.raises(LakeSettingError, match="expected 'embedded' or 'ducklake:postgres:"):
+        lake_from_environment()
+    monkeypatch.setenv(WAREHOUSE_ENV, "ducklake:postgres:dbname=lake host=127.0.0.1")
+    monkeypatch.delenv(LAKE_DATA_PATH_ENV, raising=False)
+    with pytest.raises(LakeSettingError, match=f"{LAKE_DATA_PATH_ENV} is not set"):
+        lake_from_environment()
+    monkeypatch.setenv(LAKE_DATA_PATH_ENV, "relative/data")
+    monkeypatch.chdir(tmp_path)
+    lake = lake_from_environment()
+    assert lake is not None and lake.catalog == "dbname=lake host=127.0.0.1"
+    assert lake.data_path == str(tmp_path / "relative" / "data") + os.sep  # dbt moves cwd
+    # every extension the lake loads is there, built for this DuckDB
+    for name in ("ducklake", "postgres_scanner", "httpfs"):
+        assert f"v{duckdb.__version__}" in str(extension_file(name))
 
 
 def test_a_new_lake_holds_the_embedded_schema_applied_once(lake, tmp_path, monkeypatch):
@@ -223,26 +251,41 @@ def test_a_writer_killed_mid_write_leaves_no_rows_and_its_rerun_commits(lake, tm
 @pytest.fixture(scope="module")
 def lake_publication(
     postgres: PostgresServer, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[dict[str, str], Path]]:
-    """The crash-loop's inputs scored by `litmus run` on a new lake: its environment, home."""
+) -> Iterator[tuple[dict[str, str], Path, tuple[int, int]]]:
+    """The crash-loop's inputs scored on a new lake by `litmus run` killed (SIGKILL) right after
+    its second run file's rows committed, then run again: its environment, its home, and
+    (files, trajectories) the lake held after the kill."""
     root = tmp_path_factory.mktemp("lake-run")
     env = new_lake(postgres, root)
     with pytest.MonkeyPatch.context() as patch:
         for name, value in env.items():
             patch.setenv(name, value)
         paths = stage(root, "lake", *sample_inputs(root))
-        done = litmus_run(paths, forked=False)
+        killed = litmus_run(paths, crash_at="ingest.file_committed#2")
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+        with connect_read_only(paths.duckdb_path) as con:
+            after_kill = con.execute(
+                "SELECT count(DISTINCT source_file_hash), count(*) FROM raw_trajectories"
+            ).fetchall()[0]
+        done = litmus_run(paths)
         assert done.returncode == 0, done.stderr[-3000:]
-    yield env, paths.home
+    yield env, paths.home, after_kill
+
+
+def test_a_run_killed_mid_ingestion_on_the_lake_left_whole_files_only(lake_publication):
+    """The kill came right after the second file's commit: two files' rows, whole."""
+    _, _, (files, trajectories) = lake_publication
+    assert files == 2 and trajectories > 0
 
 
 def test_the_board_published_from_the_lake_is_the_embedded_one(
     lake_publication, tmp_path_factory, monkeypatch
 ):
-    """Same files, same board: the leaderboard CSV, Markdown, HTML and plot bytes, the receipt
-    (rows, fingerprints, gates, the published files' digests) and the alerts."""
+    """Same files, same board, though the lake's first run was killed mid-ingestion: the
+    leaderboard CSV, Markdown, HTML and plot bytes, the receipt (rows, fingerprints, gates,
+    the published files' digests) and the alerts."""
     embedded = clean_publication(tmp_path_factory)
-    env, home = lake_publication
+    env, home, _ = lake_publication
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     from litmus.settings import litmus_paths
@@ -292,3 +335,59 @@ def test_lake_import_copies_every_schema_table_of_an_embedded_warehouse(
     again = litmus(home, "lake-import", "--from", str(source))
     assert again.returncode == 1
     assert "copies into a new lake only" in again.stderr
+
+
+_LABELER = textwrap.dedent(
+    """
+    import logging, sys
+    from litmus.labeling.sql import label_partition
+    from litmus.warehouse import connect
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    with connect(sys.argv[1]) as con:
+        for _ in range(2):
+            label_partition(con, sys.argv[2])
+    """
+)
+
+
+def test_two_writers_labeling_different_configurations_both_commit(
+    lake_publication, monkeypatch
+):
+    """Two processes relabel two configurations of one lake at the same time, twice each:
+    both succeed (a conflict is retried, and logged), and every trajectory of both keeps
+    exactly one label."""
+    env, home, _ = lake_publication
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with connect(home / "warehouse.duckdb") as con:
+        keys = [
+            row[0]
+            for row in con.execute(
+                "SELECT partition_key FROM raw_trajectories GROUP BY 1 ORDER BY count(*) DESC "
+                "LIMIT 2"
+            ).fetchall()
+        ]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _LABELER, str(home / "warehouse.duckdb"), key],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for key in keys
+    ]
+    errors = [writer.communicate(timeout=600)[1] for writer in writers]
+    for writer, err in zip(writers, errors, strict=True):
+        assert writer.returncode == 0, err[-2000:]
+    retries = [line for err in errors for line in err.splitlines() if "write conflict" in line]
+    assert all("retrying" in line for line in retries)
+    with connect_read_only(home / "warehouse.duckdb") as con:
+        per_key = con.execute(
+            "SELECT r.partition_key, count(*), count(l.trajectory_id), "
+            "count(DISTINCT l.trajectory_id) FROM raw_trajectories r "
+            "LEFT JOIN trajectory_labels l USING (trajectory_id) "
+            "WHERE r.partition_key IN (?, ?) GROUP BY 1 ORDER BY 1",
+            keys,
+        ).fetchall()
+    assert len(per_key) == 2
+    for _, trajectories, labels, distinct in per_key:
+        assert trajectories == labels == distinct
