@@ -1,24 +1,24 @@
-"""Command-line subcommand of the lake backend: ``litmus lake-import`` (docs/operations.md,
-"Moving a team to the lake").
+"""The lake command: ``litmus lake-import`` (docs/operations.md, "Moving a team to the lake").
 
 The handler imports what it uses, so building the parser (for every command) stays cheap.
 """
 
+from __future__ import annotations
+
 import argparse
-import sys
 from pathlib import Path
 
-from litmus.neutralize import for_terminal
 from litmus.settings import LitmusPaths
+from litmus_dagster.cli.common import say
 
 
 def cmd_lake_import(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.lake_import import import_embedded_warehouse
 
     source = Path(args.source) if args.source else paths.duckdb_path
-    report = import_embedded_warehouse(source, progress=_say)
+    report = import_embedded_warehouse(source, progress=say)
     total = sum(report.rows.values())
-    _say(
+    say(
         f"copied {total:,} rows in {len(report.rows)} tables from {source} into the lake"
         + (f"; left for the next run's dbt build: {', '.join(report.not_copied)}"
            if report.not_copied else "")
@@ -26,11 +26,7 @@ def cmd_lake_import(args: argparse.Namespace, paths: LitmusPaths) -> int:
     return 0
 
 
-def _say(message: str) -> None:
-    print(for_terminal(message, keep_newlines=True), file=sys.stderr, flush=True)
-
-
-def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lake_import = commands.add_parser(
         "lake-import",
         help="copy the embedded warehouse into the new lake LITMUS_WAREHOUSE names",
