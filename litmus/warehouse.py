@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, WarehouseBusyError
 from litmus.warehouse_lake import LakeSettings, catalog_lock, lake_from_environment, open_lake
 
 if TYPE_CHECKING:
@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 DEFAULT_LOCK_TIMEOUT_S = 900.0
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class WarehouseBusyError(RuntimeError):
-    """Another process held the warehouse for longer than the allowed wait."""
 
 
 class WarehouseUpgradeError(LitmusError):

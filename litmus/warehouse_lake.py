@@ -32,7 +32,7 @@ from pathlib import Path
 
 import duckdb
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, WarehouseBusyError
 
 WAREHOUSE_ENV = "LITMUS_WAREHOUSE"
 LAKE_DATA_PATH_ENV = "LITMUS_LAKE_DATA_PATH"
@@ -181,8 +181,6 @@ def catalog_lock(
     database for the block: every process (on any machine) asking for the same purpose waits.
     The lock lives in a transaction of a connection of its own; it is released when the block
     ends, and by PostgreSQL itself when the process dies."""
-    from litmus.warehouse import WarehouseBusyError
-
     locker = duckdb.connect()
     try:
         load_extensions(locker, "postgres_scanner")
