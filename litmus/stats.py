@@ -6,7 +6,7 @@ category, as many families as the category has, with replacement. A resample is 
 multiplicity matrix ``M`` (resamples × families) and its count totals are ``M @ C`` for the
 per-family count matrix ``C`` (families × count columns); every ratio metric is then computed
 from the resampled numerator and denominator, never by averaging per-family rates. The
-formulas are the metric catalogue's (:mod:`litmus.metrics.catalogue`), the same entries the dbt
+formulas are the metric catalogue's (:mod:`litmus.metric_catalogue`), the same entries the dbt
 macros compile (same numerators, same denominators, same single division), so a point
 estimate here equals the dbt value bit for bit.
 
@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from litmus.metrics.catalogue import (
+from litmus.metric_catalogue import (
     FORMULA_COUNTS,
     OVERALL_COUNTS,
     PER_SPLIT_COUNTS,
@@ -71,7 +71,7 @@ WILSON_EFFECTIVE_N = "wilson_effective_n"
 PAIRED_T = "paired_t"
 CONCORDANT_FAMILIES = "concordant_families_wilson"
 UNIFIED_REGISTERS = "unified_folded_normal"
-# The catalogue's formulas and count columns (litmus.metrics.catalogue).
+# The catalogue's formulas and count columns (litmus.metric_catalogue).
 _CATALOGUE = catalogue()
 # Metrics that are not proportions: they get their own interval (register_disparity_interval).
 NON_PROPORTION_METRICS = frozenset(

@@ -25,7 +25,7 @@ from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
-from litmus.metrics.catalogue import catalogue
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from litmus.gates.publication_decision import withheld_reasons
-from litmus.metrics.catalogue import catalogue
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_name
 from litmus.releases.paired import NotCompared, compare_pair, paired_columns
 from litmus.reuse import ConfigurationCounts, pair_key, record_digests, stored_pairs
@@ -48,7 +48,7 @@ from litmus.warehouse import replace_rows, table_exists, transaction
 # Bump when the comparison itself changes (what is compared, how it is ordered).
 DRIFT_VERSION = "1"
 
-# The compared metrics and their labels: the metric catalogue's (litmus.metrics.catalogue).
+# The compared metrics and their labels: the metric catalogue's (litmus.metric_catalogue).
 DRIFT_METRICS: tuple[str, ...] = catalogue().drift_metrics
 METRIC_LABELS: dict[str, str] = catalogue().labels
 
