@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from litmus import PROJECT_DIR
-from litmus.metrics.catalogue import (
+from litmus.metric_catalogue import (
     CATALOGUE_FILE,
     FORMULA_COUNTS,
     catalogue,

@@ -26,7 +26,7 @@ import pytest
 from conftest_metrics import write_known_warehouse
 from dagster_dbt import DbtCliResource
 
-from litmus.metrics.catalogue import catalogue
+from litmus.metric_catalogue import catalogue
 from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources

@@ -26,7 +26,7 @@ from litmus.fingerprint import configuration_fingerprints
 from litmus.formats import BENIGN_SPLITS
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
-from litmus.metrics.catalogue import catalogue
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from litmus.metrics.catalogue import catalogue
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_name
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.warehouse import transaction
