@@ -299,11 +299,14 @@ def test_the_board_published_from_the_lake_is_the_embedded_one(
 
 
 def test_lake_import_copies_every_schema_table_of_an_embedded_warehouse(
-    lake, tmp_path_factory, tmp_path
+    lake, tmp_path_factory, tmp_path, monkeypatch
 ):
     """`litmus lake-import` copies a scored embedded warehouse into a new lake row for row
     (dbt's tables are left for the next run), and refuses a lake that already holds rows."""
-    source = clean_home(tmp_path_factory).duckdb_path
+    with monkeypatch.context() as embedded:  # the shared world may be built here, embedded
+        embedded.delenv(WAREHOUSE_ENV, raising=False)
+        embedded.delenv(LAKE_DATA_PATH_ENV, raising=False)
+        source = clean_home(tmp_path_factory).duckdb_path
     home = tmp_path / "team"
     done = litmus(home, "lake-import", "--from", str(source))
     assert done.returncode == 0, done.stderr[-2000:]
