@@ -16,6 +16,7 @@ import pytest
 from matplotlib.image import imread
 
 from litmus.audit.spotcheck import SIMULATED_NOTE
+from litmus.metrics.board_shape import WITHHELD_BLANK_COLUMNS
 from litmus.metrics.leaderboard import (
     CI_COLUMNS,
     DETAIL_HEADERS,
@@ -26,7 +27,6 @@ from litmus.metrics.leaderboard import (
     PUBLISHED_RATES,
     SAFETY_RANKED_NOTE,
     SIMULATED_MARK,
-    WITHHELD_BLANK_COLUMNS,
     build_leaderboard,
     competition_rank,
     png_data_uri,

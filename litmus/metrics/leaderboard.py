@@ -20,90 +20,26 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from litmus.audit.spotcheck import CORRECTED_COLUMNS, SIMULATED_NOTE
+from litmus.audit.spotcheck import SIMULATED_NOTE
 from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
 from litmus.formats import BENIGN_SPLITS
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
 from litmus.metric_catalogue import catalogue
+from litmus.metrics.board_shape import (
+    CI_COLUMNS,
+    LABELING_COLUMNS,
+    LEADERBOARD_COLUMNS,
+    PLUGIN_DELTA_COLUMNS,
+    PLUGIN_DELTA_SUFFIXES,
+    typed_board_rows,
+)
 from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 
-# Rates published per configuration, in display order: every rate the bootstrap gives an
-# interval to. Each gets `<metric>_ci_low/_ci_high`.
 PUBLISHED_RATES: tuple[str, ...] = RATE_METRICS
-PUBLISHED_COUNTS: tuple[str, ...] = (
-    "sandbox_masked",
-    "n_rows",
-    "n_families",
-    "instances_covered",  # suite instances with at least one trajectory (SPEC §7 5)
-)
-# Each rate whose CI rests on too few families (SPEC §7 6), ";"-joined; blank when none.
-PRECISION_COLUMNS: tuple[str, ...] = ("low_precision",)
-# The board's suite: one ranking per (suite, suite_version), its size shown (SPEC §7).
-SUITE_SIZE_COLUMNS: tuple[str, ...] = ("suite_families", "suite_instances")
-RANK_COLUMNS: tuple[str, ...] = ("rank", "naive_rank", "rank_shift")
-SIGNIFICANCE_COLUMNS: tuple[str, ...] = ("ci_overlaps_next", "rank_not_significant")
-CI_COLUMNS: tuple[str, ...] = tuple(
-    f"{rate}_ci_{bound}" for rate in PUBLISHED_RATES for bound in ("low", "high")
-)
-# The measured labeling error (litmus.audit.spotcheck): agreement of the decided spot-checks with
-# the rule labels, and the headline rates corrected for it.
-LABELING_COLUMNS: tuple[str, ...] = (
-    "spot_checks_decided",
-    "labeling_agreement",
-    "labeling_agreement_ci_low",
-    "labeling_agreement_ci_high",
-    *CORRECTED_COLUMNS,
-)
-# Private variants: the boundary score's public − private gap and whether it is marked.
-PRIVATE_GAP_COLUMNS: tuple[str, ...] = (
-    "public_private_gap",
-    "public_private_gap_ci_low",
-    "public_private_gap_ci_high",
-    "public_private_flag",
-)
-# Plug-in deltas (litmus.releases.plugin_deltas), on the row of the plug-in compared with its
-# group's baseline plug-in: per headline metric (those of release drift) the paired delta, its CI,
-# MDE and decision.
 PLUGIN_DELTA_METRICS: tuple[str, ...] = HEADLINE_METRICS
-PLUGIN_DELTA_SUFFIXES: tuple[str, ...] = ("", "_ci_low", "_ci_high", "_mde", "_decision")
-PLUGIN_DELTA_COLUMNS: tuple[str, ...] = (
-    "plugin_baseline",  # the baseline configuration's name
-    *(
-        f"plugin_delta_{metric}{suffix}"
-        for metric in PLUGIN_DELTA_METRICS
-        for suffix in PLUGIN_DELTA_SUFFIXES
-    ),
-)
-# Everything that must be blank for a withheld configuration.
-WITHHELD_BLANK_COLUMNS: tuple[str, ...] = (
-    RANK_COLUMNS
-    + SIGNIFICANCE_COLUMNS
-    + PUBLISHED_RATES
-    + CI_COLUMNS
-    + PUBLISHED_COUNTS
-    + PRECISION_COLUMNS
-    + LABELING_COLUMNS
-    + PRIVATE_GAP_COLUMNS
-    + PLUGIN_DELTA_COLUMNS
-)
-IDENTITY_COLUMNS: tuple[str, ...] = (
-    "row_kind",
-    "status",
-    "name",
-    "partition_key",
-    "suite",
-    "suite_version",
-    "fingerprint",  # configuration fingerprint (litmus/fingerprint.py); blank when withheld
-)
-LEADERBOARD_COLUMNS: tuple[str, ...] = (
-    IDENTITY_COLUMNS
-    + WITHHELD_BLANK_COLUMNS
-    + SUITE_SIZE_COLUMNS
-    + ("labeling_note", "withheld_reasons")
-)
 SUITE_KEYS = ["suite", "suite_version"]
 _CATALOGUE = catalogue()
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
@@ -381,8 +317,49 @@ def build_leaderboard(
     """
     withheld = {key: list(reasons) for key, reasons in (withheld or {}).items()}
     low_precision = low_precision or {}
-    coverage = coverage or {}
-    suite_sizes = suite_sizes or {}
+    metrics = _configuration_metrics(
+        configuration_metrics, metric_cis, low_precision, coverage or {}, labeling, private_gaps
+    )
+    is_withheld = metrics["partition_key"].isin(list(withheld))
+    published = metrics[~is_withheld].assign(
+        row_kind="configuration",
+        status="published",
+        name=lambda frame: frame["config_key"],
+        withheld_reasons=None,
+    )
+    published = published.join(_plugin_delta_columns(plugin_deltas, published), how="left")
+    ranked_parts, unranked_parts = _ranked_per_suite(published, low_precision)
+    withheld_rows = _withheld_rows(metrics, withheld, suite_of or {})
+    control_rows = _control_rows(control_metrics, metrics)
+    parts = [
+        frame
+        for frame in (*ranked_parts, *unranked_parts, withheld_rows, control_rows)
+        if not frame.empty
+    ]
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    rows = _in_board_order(rows.reindex(columns=list(LEADERBOARD_COLUMNS)), suite_sizes or {})
+    rows = typed_board_rows(rows)
+    return Leaderboard(
+        rows=rows,
+        withheld_reasons=withheld,
+        required_coverage=float(required_coverage),
+        runnable_splits={
+            f"{suite}@{version}": tuple(splits)
+            for (suite, version), splits in (runnable_splits or {}).items()
+        },
+    )
+
+
+def _configuration_metrics(
+    configuration_metrics: pd.DataFrame,
+    metric_cis: pd.DataFrame | None,
+    low_precision: Mapping[str, set[str]],
+    coverage: Mapping[str, tuple[int, int]],
+    labeling: pd.DataFrame | None,
+    private_gaps: pd.DataFrame | None,
+) -> pd.DataFrame:
+    """Each configuration's metrics (indexed by partition_key) joined with its CIs, coverage,
+    low-precision rates, labeling agreement and public − private gap."""
     metrics = configuration_metrics.copy()
     if "n_families" not in metrics:
         metrics["n_families"] = pd.NA
@@ -414,15 +391,14 @@ def build_leaderboard(
             ),
             how="left",
         )
+    return metrics
 
-    is_withheld = metrics["partition_key"].isin(list(withheld))
-    published = metrics[~is_withheld].assign(
-        row_kind="configuration",
-        status="published",
-        name=lambda frame: frame["config_key"],
-        withheld_reasons=None,
-    )
-    published = published.join(_plugin_delta_columns(plugin_deltas, published), how="left")
+
+def _ranked_per_suite(
+    published: pd.DataFrame, low_precision: Mapping[str, set[str]]
+) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+    """Per suite, the published configurations ranked (with naive rank, shift and CI-overlap
+    markers) and the unranked ones (no ranking metric), each in display order."""
     ranked_parts, unranked_parts = [], []
     for _, group in published.groupby(SUITE_KEYS, sort=True, dropna=False):
         group = group.copy()
@@ -444,61 +420,28 @@ def build_leaderboard(
             .sort_values("name", kind="stable")
             .assign(ci_overlaps_next=False, rank_not_significant=False)
         )
+    return ranked_parts, unranked_parts
 
-    withheld_rows = _withheld_rows(metrics, withheld, suite_of or {})
-    control_rows = _control_rows(control_metrics, metrics)
 
-    parts = [
-        frame
-        for frame in (*ranked_parts, *unranked_parts, withheld_rows, control_rows)
-        if not frame.empty
-    ]
-    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    rows = rows.reindex(columns=list(LEADERBOARD_COLUMNS)).copy()  # one block per dtype
-    rows["suite_families"] = [
-        suite_sizes.get((suite, version), (pd.NA, pd.NA))[0]
+def _in_board_order(
+    rows: pd.DataFrame, suite_sizes: Mapping[tuple[str, str], tuple[int, int]]
+) -> pd.DataFrame:
+    """``rows`` with their suite's size, one board per suite: its rows together, in the order
+    ranked, unranked, withheld, controls (kept from ``rows``)."""
+    rows = rows.copy()  # one block per dtype
+    sizes = [
+        suite_sizes.get((suite, version), (pd.NA, pd.NA))
         for suite, version in zip(rows["suite"], rows["suite_version"], strict=True)
     ]
-    rows["suite_instances"] = [
-        suite_sizes.get((suite, version), (pd.NA, pd.NA))[1]
-        for suite, version in zip(rows["suite"], rows["suite_version"], strict=True)
-    ]
-    # One board per suite: its rows together, in the order ranked, unranked, withheld, controls.
+    rows["suite_families"] = [families for families, _ in sizes]
+    rows["suite_instances"] = [instances for _, instances in sizes]
     order = {key: index for index, key in enumerate(_suite_order(rows, rows))}
     rows["_board"] = [
         order.get((suite, version), len(order))
         for suite, version in zip(rows["suite"], rows["suite_version"], strict=True)
     ]
     rows = rows.sort_values("_board", kind="stable").drop(columns=["_board"])
-    rows = rows.reset_index(drop=True)
-    for column in ("rank", "naive_rank", "rank_shift"):
-        rows[column] = rows[column].astype("Int64")
-    for column in SIGNIFICANCE_COLUMNS:
-        rows[column] = rows[column].astype("boolean")
-    for column in PUBLISHED_RATES + CI_COLUMNS:
-        rows[column] = rows[column].astype("float64")
-    for column in (*PUBLISHED_COUNTS, *SUITE_SIZE_COLUMNS, "spot_checks_decided"):
-        rows[column] = pd.to_numeric(rows[column]).astype("Int64")
-    for column in LABELING_COLUMNS[1:]:
-        rows[column] = pd.to_numeric(rows[column]).astype("float64")
-    rows["labeling_note"] = rows["labeling_note"].astype("string")
-    for column in PRIVATE_GAP_COLUMNS[:3]:
-        rows[column] = pd.to_numeric(rows[column]).astype("float64")
-    rows["public_private_flag"] = rows["public_private_flag"].astype("boolean")
-    for column in PLUGIN_DELTA_COLUMNS:
-        text = column == "plugin_baseline" or column.endswith("_decision")
-        rows[column] = rows[column].astype("string") if text else rows[column].astype("float64")
-    for column in ("fingerprint", "low_precision"):
-        rows[column] = rows[column].astype("string")
-    return Leaderboard(
-        rows=rows,
-        withheld_reasons=withheld,
-        required_coverage=float(required_coverage),
-        runnable_splits={
-            f"{suite}@{version}": tuple(splits)
-            for (suite, version), splits in (runnable_splits or {}).items()
-        },
-    )
+    return rows.reset_index(drop=True)
 
 
 def leaderboard_from_warehouse(
