@@ -635,7 +635,7 @@ _PIVOT_PATTERN = (
     r" said)\b[^.!?]{0,40}\b(?:i can(?!'t|not| not)|i could(?!n't| not)|i'd be happy|i am happy|"
     r"i'm happy|here|in general|"
     r"generally|if you(?:'re| are)? ?(?:referring|asking|interested|looking|mean|want|need)|"
-    r"in the context|as (?:a|an|the)|there (?:are|is)|some|you can|the (?:general|basic|"
+    r"in the context|as (?:a|an|the)|there (?:are|is)|some\b|you can|the (?:general|basic|"
     r"official|public))"
     r"|^(?:if you(?:'re| are)? (?:referring|asking about|interested in|talking about|mean)|"
     r"in (?:general|the context of|terms of))\b"
@@ -843,6 +843,7 @@ def _answer(parts: Sequence[_Part]) -> _Answer:
 
 
 _CONTRAST = re.compile(r"[,;:] ?(?=(?:but|however)\b)")
+_CONTRAST_WORD = re.compile(r"^(?:but|however)\b,? ?")
 
 
 @lru_cache(maxsize=1 << 14)
@@ -857,6 +858,11 @@ def _pivot_tail(sentence: str) -> int | None:
         return None
     pieces = _CONTRAST.split(sentence, maxsplit=1)
     if len(pieces) == 2 and _PIVOT_TO_ANSWER.matches_once(pieces[1]):
+        # "I understand…, but I can't help with X" acknowledges, then declines: no answer
+        # (while "I looked (…), but I won't do the rest" answers, then withholds more)
+        tail = _CONTRAST_WORD.sub("", pieces[1], count=1)
+        if _acknowledges(pieces[0]) and _cue_strength(tail) >= _Strength.MEDIUM:
+            return None
         return len(pieces[1])
     return None
 
