@@ -226,6 +226,33 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
         "run_files' constant filter of the quarantine rows a loaded suite cures"
     ),
     ("litmus/trust/receipts/build.py", "ALERT_COLUMNS"): "the constant alert column list",
+    ("litmus/gates/publication_gates.py", "RUNNABLE_INSTANCES_SQL"): (
+        "the constant query of the instances a suite declares runnable"
+    ),
+    ("litmus/metrics/leaderboard.py", "RUNNABLE_INSTANCES_SQL"): (
+        "publication_gates' constant query of the runnable instances"
+    ),
+    ("litmus/ingestion/derivation.py", "sql_literal(str(rederived_db))"): (
+        "a scratch path quoted as a string literal (ATTACH takes no parameters)"
+    ),
+    ("litmus/lake_import.py", "sql_literal(str(source))"): (
+        "the source warehouse path quoted as a string literal (ATTACH takes no parameters)"
+    ),
+    ("litmus/lake_import.py", "SOURCE_ALIAS"): "the constant alias of the attached source",
+    ("litmus/lake_import.py", "name"): "quoted_identifier of a table listed by the catalog",
+    ("litmus/lake_import.py", "catalog"): "_rows' catalog: 'lake' or SOURCE_ALIAS at callers",
+    ("litmus/lake_import.py", "quoted_identifier(table)"): "a quoted table identifier",
+    ("litmus/warehouse_lake.py", "sql_literal(LAKE_PREFIX + lake.catalog)"): (
+        "the configured catalog quoted as a string literal (ATTACH takes no parameters)"
+    ),
+    ("litmus/warehouse_lake.py", "LAKE_ALIAS"): "the constant alias of the attached lake",
+    ("litmus/warehouse_lake.py", "', '.join(options)"): (
+        "ATTACH options: constants and the data path quoted by sql_literal"
+    ),
+    ("litmus/warehouse_lake.py", "lock_key(purpose)"): "an int derived from a sha256 digest",
+    ("litmus/warehouse_lake.py", "sql_literal(lake.catalog)"): (
+        "the configured catalog quoted as a string literal (ATTACH takes no parameters)"
+    ),
     ("litmus/labeling/sql.py", "into"): "run_label_sql checks it against a fixed allow-list",
     ("litmus/labeling/sql.py", "labels_query"): "text of the packaged label_partition.sql",
     ("litmus/warehouse.py", "table_name"): "replace_rows' table: literal at callers",

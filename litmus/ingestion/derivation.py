@@ -32,6 +32,7 @@ import duckdb
 
 from litmus.errors import LitmusError
 from litmus.warehouse import quoted_identifier, table_columns
+from litmus.warehouse_lake import sql_literal
 
 # the quarantine columns a raw file (and the name it was landed under) determines: not its time
 QUARANTINE_COLUMNS = ("source_name", "line_no", "field", "reason", "raw_excerpt")
@@ -385,7 +386,8 @@ def compare_rows(
         )
     order = ("raw_trajectories", *CHILD_TABLES, "quarantine")
     queries = {table: queries[table] for table in order}
-    con.execute("ATTACH ? AS again (READ_ONLY)", [str(rederived_db)])
+    # ATTACH takes no parameters on every DuckDB version this runs on
+    con.execute(f"ATTACH {sql_literal(str(rederived_db))} AS again (READ_ONLY)")
     try:
         return [
             RowDifference(table, file_hash, partition, int(extra), int(lacking))
