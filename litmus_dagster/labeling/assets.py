@@ -9,7 +9,7 @@ from litmus.labeling.refusal import default_classifier
 from litmus.labeling.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
 from litmus.labeling.sql import label_partition
 from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
-from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
+from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource
 
 # A change to the labeler or the refusal classifier marks every labeled partition stale.
@@ -21,7 +21,6 @@ LABELING_CODE_VERSION = f"labeler-{LABELER_VERSION}+{default_classifier().versio
     deps=[raw_trajectories, suite_catalog],
     partitions_def=configurations,
     code_version=LABELING_CODE_VERSION,
-    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
 )
 def labeled_trajectories(
@@ -77,7 +76,6 @@ def labeled_trajectories(
     group_name="labeling",
     deps=[labeled_trajectories, "audit_verdicts"],
     partitions_def=configurations,
-    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
 )
 def audited_trajectories(
