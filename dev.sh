@@ -28,7 +28,14 @@ case "$task" in
     # module fixtures (a whole pipeline run each) are built once; modules are handed out in
     # collection order, the costly ones first (tests/conftest.py), not by their test count.
     # LITMUS_TEST_WORKERS=0: serial.
-    test)  .venv/bin/ruff check . && exec .venv/bin/pytest -q \
+    # The lake tests need a real PostgreSQL server (tests/postgres_server.py): installed here
+    # when missing and running as root (CI's fresh machine); elsewhere they skip without it.
+    test)  if [ "$(id -u)" = 0 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+               echo "installing postgresql-15 for the lake tests…" >&2
+               apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+                   apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null
+           fi
+           .venv/bin/ruff check . && exec .venv/bin/pytest -q \
                -n "${LITMUS_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
     # The Dagster dev server stops on SIGINT and maps SIGTERM to the same handling; a job a
     # shell starts in the background inherits SIGINT ignored, which would make it ignore

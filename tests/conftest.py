@@ -16,6 +16,9 @@ import pytest
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 
+# the session fixture ``postgres``: a real PostgreSQL server (tests/postgres_server.py)
+pytest_plugins = ("postgres_server",)
+
 os.environ.setdefault("DAGSTER_HOME", "")  # never touch a developer's own instance
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
