@@ -3,6 +3,7 @@
 import dagster as dg
 
 from litmus.audit.audited import refresh_audited_partition
+from litmus.faults import rendezvous
 from litmus.ingestion import derivation
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.refusal import default_classifier
@@ -30,6 +31,7 @@ def labeled_trajectories(
 ) -> dg.MaterializeResult:
     """Every trajectory of the configuration labeled by the refusal–harm decision boundary
     (with the LLM refusal judge's verdicts first, when a judge is configured)."""
+    rendezvous("labeling.started")  # parallel runs meet here in tests/test_scale_out_daemon.py
     judge = refusal_judge.build(warehouse.paths.home, progress=context.log.info)
     judge_metadata: dict[str, object] = {}
     with warehouse.get_connection() as con:
