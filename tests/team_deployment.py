@@ -103,7 +103,7 @@ def run_event_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, floa
     times = {}
     for entry in instance.all_logs(run_id):
         event = entry.dagster_event
-        if event is not None and event.is_run_event:
+        if event is not None and event.is_job_event:
             times.setdefault(event.event_type_value, entry.timestamp)
     return times
 
