@@ -28,12 +28,14 @@ from pathlib import Path
 
 from litmus.formats import RunRecord, Suite
 from litmus.ingestion.suites import store_suite
-from litmus.labeling.reference import label_trajectory
 from litmus.labeling.refusal import RefusalVerdict, default_classifier
 from litmus.labeling.sql import compute_refusal_signals, label_partition, run_label_sql
 from litmus.sample import generate_sample
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from labeler_reference import label_trajectory
 
 PARTITION = "bench@1+react@1+bare"
 # Each decision-boundary timing (SQL and reference alike) is the median of this many runs.

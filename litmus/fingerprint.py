@@ -13,8 +13,6 @@ can recompute them at any time.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from litmus.canonical import canonical_json, sha256_text
 from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.warehouse import transaction
 
@@ -74,17 +73,6 @@ LEFT JOIN run_labelers USING (partition_key, run_id)
 LEFT JOIN run_classifiers USING (partition_key, run_id)
 ORDER BY partition_key, run_id
 """
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no whitespace, UTF-8 text, no NaN: the one text a value hashes as."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ silently ignored would change a trajectory's label.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import warnings
@@ -28,6 +27,8 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
+from litmus.canonical import compact_json
 
 SPLITS: tuple[str, ...] = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
 HARMFUL_SPLITS: tuple[str, ...] = ("harmful_source", "covert_malicious")
@@ -89,7 +90,7 @@ _JSON_POINTER = re.compile(r"(/([^~/]|~[01])*)*")
 
 def post_state_text(value: Any) -> str:
     """The compact JSON a post-state is stored and measured as (keys in the record's order)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 class StateMatcher(_Strict):

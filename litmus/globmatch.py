@@ -1,7 +1,7 @@
 """fnmatch glob patterns, and their translations for the vectorized labeler.
 
-SPEC §3: an argument pattern matches with ``fnmatch`` semantics, case-sensitive. The
-reference labeler calls :func:`glob_matches` (``fnmatch.fnmatchcase``). The SQL labeler needs
+SPEC §3: an argument pattern matches with ``fnmatch`` semantics, case-sensitive (the labeler
+oracle, tests/labeler_reference.py, calls ``fnmatch.fnmatchcase``). The SQL labeler needs
 the same answers from DuckDB, which only compiles a regular expression once when the pattern
 is a constant; the patterns here come from a column, so a regex would be recompiled per row.
 Each pattern is therefore parsed once, exactly as fnmatch parses it, and emitted as:
@@ -16,25 +16,30 @@ Each pattern is therefore parsed once, exactly as fnmatch parses it, and emitted
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
-import re._constants as _c
-import re._parser as _sre_parser
 from dataclasses import dataclass
 from typing import Any
 
+from litmus.adapters import (
+    REGEX_ANY,
+    REGEX_ASSERT_NOT,
+    REGEX_IN,
+    REGEX_LITERAL,
+    REGEX_NEGATE,
+    REGEX_NOT_LITERAL,
+    REGEX_RANGE,
+    parse_regex,
+)
+from litmus.canonical import canonical_json, compact_json
+
 _NOTHING = r"[^\x{0}-\x{10FFFF}]"
-
-
-def glob_matches(value: str, pattern: str) -> bool:
-    return fnmatch.fnmatchcase(value, pattern)
 
 
 def match_text(value: Any) -> str:
     """The text an argument pattern is matched against: strings as-is, else compact JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return compact_json(value)
 
 
 def _integral_as_int(value: Any) -> Any:
@@ -47,13 +52,11 @@ def _integral_as_int(value: Any) -> Any:
     return value
 
 
-def canonical_json(value: Any) -> str:
-    """One text per JSON value as a state matcher's ``equals`` compares them: object keys
-    sorted, an integral number written as an integer (``1.0`` equals ``1``, as in JSON), and
+def equality_json(value: Any) -> str:
+    """One text per JSON value as a state matcher's ``equals`` compares them: the canonical
+    text with an integral number written as an integer (``1.0`` equals ``1``, as in JSON), and
     ``true`` never a number. Two values are equal exactly when their texts are."""
-    return json.dumps(
-        _integral_as_int(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True
-    )
+    return canonical_json(_integral_as_int(value))
 
 
 @dataclass(frozen=True)
@@ -88,26 +91,26 @@ def _parse_set(bracket_text: str) -> _Token:
     read Python's own parse of the result.
     """
     python_regex = fnmatch.translate(bracket_text)
-    (_op, (_group, _add, _del, inner)), _end_anchor = list(_sre_parser.parse(python_regex))
+    (_op, (_group, _add, _del, inner)), _end_anchor = parse_regex(python_regex)
     ((kind, value),) = list(inner)
-    if kind is _c.LITERAL:
+    if kind is REGEX_LITERAL:
         return _Literal(chr(value))
-    if kind is _c.NOT_LITERAL:
+    if kind is REGEX_NOT_LITERAL:
         return _Set(True, ((chr(value), chr(value)),))
-    if kind is _c.ANY:
+    if kind is REGEX_ANY:
         return _AnyChar()
-    if kind is _c.ASSERT_NOT:  # fnmatch's "(?!)": an empty set never matches
+    if kind is REGEX_ASSERT_NOT:  # fnmatch's "(?!)": an empty set never matches
         return _Set(False, ())
-    if kind is not _c.IN:
+    if kind is not REGEX_IN:
         raise ValueError(f"unexpected set translation {python_regex!r}")
     negated = False
     ranges: list[tuple[str, str]] = []
     for member_kind, member in value:
-        if member_kind is _c.NEGATE:
+        if member_kind is REGEX_NEGATE:
             negated = True
-        elif member_kind is _c.LITERAL:
+        elif member_kind is REGEX_LITERAL:
             ranges.append((chr(member), chr(member)))
-        elif member_kind is _c.RANGE:
+        elif member_kind is REGEX_RANGE:
             ranges.append((chr(member[0]), chr(member[1])))
         else:
             raise ValueError(f"unexpected set member in {python_regex!r}")

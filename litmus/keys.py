@@ -75,6 +75,11 @@ def configuration_key(con: duckdb.DuckDBPyConnection, partition_key: str) -> str
     return rows[0][0] if rows and rows[0][0] else partition_key
 
 
+def configuration_keys(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """partition key → configuration key, of every ingested partition."""
+    return dict(con.execute(CONFIGURATION_KEYS_SQL).fetchall())
+
+
 def trajectory_id(run_id: str, instance_id: str, epoch: int) -> str:
     """Stable id of one trajectory: SPEC §7 allows one per (run, instance, epoch)."""
     payload = json.dumps([run_id, instance_id, epoch], ensure_ascii=False)

@@ -244,6 +244,18 @@ def metric_cis_reusing_unchanged(
 PUBLIC_PRIVATE_GAPS = "public_private_gaps"
 
 
+def private_families(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """(partition_key, family_id) of every family a configuration's suite marks private."""
+    return con.sql(
+        """
+        SELECT DISTINCT c.partition_key, i.family_id
+        FROM configuration_identities c
+        JOIN suite_instances i USING (suite, suite_version)
+        WHERE coalesce(i.private, false)
+        """
+    ).df()
+
+
 def public_private_gaps_reusing_unchanged(
     con: duckdb.DuckDBPyConnection,
     private_families: pd.DataFrame,

@@ -10,12 +10,11 @@ from pathlib import Path
 from stat import S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFSOCK, S_ISREG
 from typing import TYPE_CHECKING
 
-from litmus.settings import LitmusPaths
+from litmus.settings import RUN_SUFFIXES, LitmusPaths
 
 if TYPE_CHECKING:
     from litmus.sample import SampleManifest
 
-RUN_SUFFIXES = (".jsonl", ".eval", ".json")
 SUITE_SUFFIXES = (".json", ".yaml", ".yml")
 
 

@@ -9,8 +9,13 @@ Dagster resource and dbt always open the same file.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+# The run files LITMUS reads, and the names their copies keep in the raw store.
+RUN_SUFFIXES = (".jsonl", ".eval", ".json")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,21 @@ class LitmusPaths:
     @property
     def raw_store(self) -> Path:
         return self.home / "raw"
+
+    def raw_file(self, sha256: str, suffix: str) -> Path:
+        """Where the content-addressed raw store keeps a run file with this content; the name
+        comes from the hash and the file's kind (``suffix``), never from the input's name."""
+        if not _SHA256.fullmatch(sha256) or suffix not in RUN_SUFFIXES:
+            raise ValueError(f"not a raw store name: {sha256!r}{suffix!r}")
+        return self.raw_store / sha256[:2] / f"{sha256}{suffix}"
+
+    def stored_raw_file(self, sha256: str) -> Path | None:
+        """The raw store's file with this content, None when it keeps none (or ``sha256``,
+        which may come from an untrusted receipt, is not 64 hex digits)."""
+        if not _SHA256.fullmatch(sha256):
+            return None
+        candidates = (self.raw_file(sha256, suffix) for suffix in RUN_SUFFIXES)
+        return next((path for path in candidates if path.is_file()), None)
 
     @property
     def suites(self) -> Path:

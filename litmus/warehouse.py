@@ -19,10 +19,15 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from litmus.errors import LitmusError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 DEFAULT_LOCK_TIMEOUT_S = 900.0
 
@@ -263,6 +268,18 @@ def execute_many(
     refuses an empty list, and an empty home or an all-quarantined landing has none)."""
     if parameter_sets:
         con.executemany(sql, parameter_sets)
+
+
+def arrow_rows(frame: pd.DataFrame) -> pa.Table:
+    """pandas → Arrow as the warehouse stores a frame: NaN/NA as NULL, text columns typed as
+    strings (an all-null object column would otherwise be null-typed)."""
+    import pyarrow as pa
+
+    typed = frame.copy()
+    for column in typed.columns:
+        if typed[column].dtype == object:
+            typed[column] = typed[column].astype("string")
+    return pa.Table.from_pandas(typed, preserve_index=False)
 
 
 def replace_rows(con: duckdb.DuckDBPyConnection, table_name: str, rows: object) -> None:

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from dagster._core.instance.ref import InstanceRef
 
 from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
@@ -35,8 +34,8 @@ from litmus.planning.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 from litmus_dagster import stop
+from litmus_dagster.adapters.dagster_storage import instance_ref
 from litmus_dagster.audit.assets import verdict_load_events
-from litmus_dagster.instance_storage import LitmusSqliteStorage
 from litmus_dagster.jobs import (
     ingest_job,
     job_for,
@@ -108,17 +107,14 @@ class Narration:
 
 def local_instance(paths: LitmusPaths) -> dg.DagsterInstance:
     """The persistent instance under ``<home>/dagster``. Its storage is Dagster's SQLite one
-    with the run and event databases kept open (``litmus_dagster.instance_storage``), unless
+    with the run and event databases kept open (``litmus_dagster.adapters.dagster_storage``), unless
     ``dagster.yaml`` names another storage (Postgres, say), which is then used as it is."""
     home = paths.home / "dagster"
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     if not config.exists():
         config.write_text(INSTANCE_YAML)
-    ref = InstanceRef.from_dir(str(home))
-    if ref.storage_data == InstanceRef.config_defaults(str(home))["storage"]:
-        ref = ref._replace(storage_data=LitmusSqliteStorage.class_data(str(home)))
-    instance = dg.DagsterInstance.from_ref(ref)
+    instance = dg.DagsterInstance.from_ref(instance_ref(str(home)))
     _open_instances.add(instance)
     return instance
 

@@ -56,30 +56,6 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadfile`` handing a worker its next module only when the one test it holds
-    back (a worker runs a test only once it knows the next) is all it has left. xdist's own
-    loadfile scheduler does so while up to two are pending, so a one- or two-test module
-    takes the next module in the queue with it, even the next costly one, while the other
-    worker may be about to go idle. With the costliest modules first, this is the greedy
-    schedule: the longest modules start first, on whichever worker is free."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class OneModuleAtATime(LoadFileScheduling):
-        def _reschedule(self, node: Any) -> None:
-            if node.shutting_down:
-                return
-            if not self.workqueue:
-                node.shutdown()
-                return
-            if self._pending_of(self.assigned_work[node]) <= 1:
-                self._assign_work_unit(node)
-
-    return OneModuleAtATime(config, log)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The modules marked ``costly`` (whole pipelines, the crash-loop chains, real processes,
     long property tests) run first, in the order of their ``rank`` (the costliest at 1, the

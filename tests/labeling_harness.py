@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from labeler_reference import TrajectoryLabel, label_trajectory
 
 from litmus.formats import RunRecord, Suite
 from litmus.ingestion.run_files import ingest_file
 from litmus.ingestion.suites import store_suite
 from litmus.keys import trajectory_id
-from litmus.labeling.reference import TrajectoryLabel, label_trajectory
 from litmus.labeling.sql import label_partition
 from litmus.settings import LitmusPaths
 

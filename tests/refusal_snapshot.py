@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from litmus.labeling import refusal
-from litmus.labeling.reference import agent_texts
+from litmus.labeling.agent_texts import agent_texts
 from litmus.labeling.refusal import RefusalVerdict, RuleBasedRefusalClassifier
 from litmus.labeling.refusal_eval import DEFAULT_XSTEST_FOLDER, load_xstest_completions
 from litmus.sample import generate_sample

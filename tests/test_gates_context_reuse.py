@@ -1,4 +1,4 @@
-"""GE's validations share one context per process (``ge_runner._validate``), run GE's
+"""GE's validations share one context per process (``ge_runner.validate_frame``), run GE's
 validator without a stored validation definition, and ask for the complete result only of
 the expectations a quick pass cannot settle; they decide exactly what a fresh context per
 validation with ``ValidationDefinition.run`` and one complete pass decided (the code before):
@@ -81,13 +81,9 @@ def _comparable(verdicts: dict[int, _Verdict]) -> dict[int, tuple[Any, ...]]:
     }
 
 
-def _index_columns(document: SuiteDocument) -> list[str]:
-    return [document.key_column, *([document.group_column] if document.group_column else [])]
-
-
 def _agree(document: SuiteDocument, frame: pd.DataFrame, positions: Sequence[int]) -> None:
-    index = _index_columns(document)
-    shared = ge_runner._validate(document, positions, frame, index)
+    index = ge_runner.index_columns(document)
+    shared = ge_runner.validate_frame(document, positions, frame, index)
     fresh = _validate_in_a_fresh_context(document, positions, frame, index)
     assert _comparable(shared) == _comparable(fresh)
     context = ge_runner._context
@@ -199,14 +195,15 @@ def test_a_validation_writes_no_project_config(monkeypatch: pytest.MonkeyPatch) 
     document = suites[AUDITED_ROWS]
     frame = _audited_rows(random.Random(5), 40)
     positions = list(range(len(document.body["expectations"])))
-    ge_runner._validate(document, positions, frame, _index_columns(document))  # context made
+    row_keys = ge_runner.index_columns(document)
+    ge_runner.validate_frame(document, positions, frame, row_keys)  # context made
     variables = type(ge_runner._context.variables)
     writes: list[object] = []
     save = variables.save
     monkeypatch.setattr(variables, "save", lambda self: writes.append(self) or save(self))
-    verdicts = ge_runner._validate(document, positions, frame, _index_columns(document))
+    verdicts = ge_runner.validate_frame(document, positions, frame, row_keys)
     assert writes == []
     assert _comparable(verdicts) == _comparable(
-        _validate_in_a_fresh_context(document, positions, frame, _index_columns(document))
+        _validate_in_a_fresh_context(document, positions, frame, row_keys)
     )
     assert writes  # the instrument sees the writes a context that was not told makes

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-import pandas as pd
+import duckdb
 import pytest
 from gates_world import build_warehouse, partition_key_of
 
@@ -17,7 +17,7 @@ from litmus.gates.ge_runner import (
     ExpectationSuiteFileError,
     SuiteDocument,
     load_suite_document,
-    run_suite,
+    run_suite_in_warehouse,
 )
 from litmus.gates.publication_gates import (
     ALL_GATES,
@@ -105,8 +105,12 @@ def test_an_expectation_that_cannot_run_fails_rather_than_passes() -> None:
             ],
         },
     )
-    frame = pd.DataFrame({"row_key": ["a", "b"], "label": ["safe", "nope"]})
-    missing, rejected = run_suite(document, frame)
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TEMP TABLE rows AS SELECT * FROM (VALUES ('a', 'safe'), ('b', 'nope')) "
+        "AS t(row_key, label)"
+    )
+    missing, rejected = run_suite_in_warehouse(document, con, "rows")
     assert not missing.success and "no_such_column" in (missing.error or "")
     assert not rejected.success and [row.key for row in rejected.failing_rows] == ["b"]
 

@@ -1,8 +1,9 @@
-"""GE over DuckDB-built narrow frames (``run_suite_in_warehouse``) decides exactly what GE
-over the whole pandas frame (``run_suite``) decides: same success, same failing keys (with
-multiplicity), same observed values, same errors, for the real gate suites over randomized
-frames full of wrong, missing and duplicated values, and for expectation kinds the suites do
-not use yet (``mostly``, aggregates over every column, a missing column)."""
+"""GE over DuckDB-built narrow frames (``run_suite_in_warehouse``, the production path) decides
+exactly what GE over the whole pandas frame (the oracle, tests/gates_reference.py) decides:
+same success, same failing keys (with multiplicity), same observed values, same errors, for
+the real gate suites over randomized frames full of wrong, missing and duplicated values,
+and for expectation kinds the suites do not use yet (``mostly``, aggregates over every
+column, a missing column)."""
 
 from __future__ import annotations
 
@@ -13,14 +14,16 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pytest
+from gates_reference import run_suite_over_whole_frame
 
-from litmus.gates.ge_runner import (
-    ExpectationOutcome,
-    SuiteDocument,
-    run_suite,
-    run_suite_in_warehouse,
+from litmus.gates.ge_runner import ExpectationOutcome, SuiteDocument, run_suite_in_warehouse
+from litmus.gates.publication_gates import (
+    AUDITED_ROWS,
+    PUBLISHED_RATES_FRAME,
+    SUITE_FAMILIES,
+    load_flag_suite,
+    load_gate_suites,
 )
-from litmus.gates.publication_gates import AUDITED_ROWS, SUITE_FAMILIES, load_gate_suites
 
 SPLITS = ["harmful_source", "covert_malicious", "easy_benign", "hard_benign", "bogus", None]
 HARM = ["harmful", "benign", "unknown", None]
@@ -91,7 +94,7 @@ def _normalized(outcome: ExpectationOutcome) -> tuple[Any, ...]:
 
 
 def _both_ways(document: SuiteDocument, frame: pd.DataFrame) -> None:
-    reference = run_suite(document, frame)
+    reference = run_suite_over_whole_frame(document, frame)
     con = duckdb.connect()
     con.register("frame_view", frame)
     con.execute("CREATE TEMP TABLE whole_frame AS SELECT * FROM frame_view")
@@ -195,3 +198,37 @@ def test_expectation_kinds_outside_the_suites_agree() -> None:
         }
     )
     _both_ways(document, frame)
+
+
+def _published_rates(rng: random.Random, n_rows: int) -> pd.DataFrame:
+    values = [rng.choice([0.0, 0.3, 1.0, 1.2, -0.1, None]) for _ in range(n_rows)]
+    return pd.DataFrame(
+        {
+            "row_key": [f"c{i % 3}: metric_cis.m{i} = {v}" for i, v in enumerate(values)],
+            "partition_key": [f"c{i % 3}" for i in range(n_rows)],
+            "source": [rng.choice(["configuration_metrics", "metric_cis"]) for _ in values],
+            "metric": [f"m{i}" for i in range(n_rows)],
+            "value": pd.Series(values, dtype="float64"),
+            "is_nan": [v is None and rng.random() < 0.5 for v in values],
+        }
+    )
+
+
+def _rate_precision(rng: random.Random, n_rows: int) -> pd.DataFrame:
+    families = [rng.choice([3, 19, 20, 64]) for _ in range(n_rows)]
+    return pd.DataFrame(
+        {
+            "row_key": [f"c{i % 2}: m{i} CI over {n} families" for i, n in enumerate(families)],
+            "partition_key": [f"c{i % 2}" for i in range(n_rows)],
+            "metric": [f"m{i}" for i in range(n_rows)],
+            "n_families": pd.Series(families, dtype="int64"),
+        }
+    )
+
+
+@pytest.mark.parametrize("n_rows", [0, 1, 40])
+def test_rate_and_precision_suites_agree_too(n_rows: int) -> None:
+    """The rates gate and the precision flag go through the same production path."""
+    rng = random.Random(n_rows)
+    _both_ways(load_gate_suites()[PUBLISHED_RATES_FRAME], _published_rates(rng, n_rows))
+    _both_ways(load_flag_suite(), _rate_precision(rng, n_rows))

@@ -5,6 +5,7 @@ import is still a cycle in the design."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import litmus
@@ -133,3 +134,80 @@ def test_domain_packages_are_layered() -> None:
     assert graph["litmus"] == set(), "the shared foundation must not import a domain"
     assert cycles(graph) == []
     assert "litmus.metrics" in graph["litmus.trust"]  # receipts verify the leaderboard
+
+
+# A SQL statement as Python text: how a statement starts (upper case, as the project writes SQL).
+SQL_STATEMENT = re.compile(
+    r"^\s*\(?\s*(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|CREATE\s|DROP\s|ALTER\s|"
+    r"ATTACH\s|DETACH\s|COPY\s|PRAGMA\s|WITH\s+\w+\s+AS|DESCRIBE\s|SUMMARIZE\s|USE\s)"
+)
+# What runs SQL on a connection (DuckDB's and DB-API's).
+SQL_RUNNERS = {"execute", "executemany", "sql", "query", "read_sql"}
+# The one SQL statement the wiring may hold: a setting of Dagster's own SQLite run storage (not
+# the warehouse), applied on each connection Dagster's engine opens.
+WIRING_SQL_ALLOWED = {
+    ("litmus_dagster/adapters/dagster_storage.py", ".execute(…)"),
+    ("litmus_dagster/adapters/dagster_storage.py", "PRAGMA synchronous=NORMAL"),
+}
+
+
+def wiring_sql() -> list[tuple[str, int, str]]:
+    """(file, line, what) of every SQL statement, SQL fragment or SQL call in the wiring."""
+    found = []
+    for path in sorted(WIRING.rglob("*.py")):
+        name = path.relative_to(WIRING.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            text = None
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                text = node.value
+            elif isinstance(node, ast.JoinedStr):
+                text = "".join(
+                    part.value if isinstance(part, ast.Constant) else "{}" for part in node.values
+                )
+            if text is not None and SQL_STATEMENT.match(text):
+                found.append((name, node.lineno, text.strip().split("\n")[0][:60]))
+            elif isinstance(node, ast.Name | ast.alias):
+                identifier = node.id if isinstance(node, ast.Name) else node.asname or node.name
+                if identifier.endswith("_SQL"):
+                    found.append((name, getattr(node, "lineno", 0), identifier))
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in SQL_RUNNERS
+            ):
+                found.append((name, node.lineno, f".{node.func.attr}(…)"))
+    return found
+
+
+def test_the_sql_finder_finds_sql() -> None:
+    assert SQL_STATEMENT.match("SELECT count(*) FROM raw_files")
+    assert SQL_STATEMENT.match("\n    INSERT INTO alerts VALUES (?)")
+    assert not SQL_STATEMENT.match("Select the configurations to re-score")
+    assert not SQL_STATEMENT.match("selected: 3 configurations")
+
+
+def test_the_dagster_wiring_holds_no_sql() -> None:
+    """``litmus_dagster/`` is thin wiring: assets, checks and commands call the domain
+    (``litmus/``), which owns every query; the wiring maps the results."""
+    found = wiring_sql()
+    assert [site for site in found if (site[0], site[2]) not in WIRING_SQL_ALLOWED] == []
+
+
+def test_no_product_module_imports_a_test_oracle() -> None:
+    """The readable references (tests/labeler_reference.py, tests/gates_reference.py, …) are
+    oracles the production paths are proven against, never a second product path."""
+    test_modules = {path.stem for path in Path(__file__).parent.glob("*.py")}
+    assert {"labeler_reference", "labeler_decision", "gates_reference"} <= test_modules
+    offenders = []
+    for package in (PACKAGE, WIRING):
+        for path in package.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else []
+                )
+                offenders += [f"{path}: {n}" for n in names if n.split(".")[0] in test_modules]
+    assert offenders == []

@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from labeler_decision import AUDIT_REASONS
 
 from conftest import SHARED_DATA, family, instance, matcher, suite_doc
 from labeling_harness import label_both
@@ -27,7 +28,6 @@ from litmus.importers.transcripts import (
     parse_action,
 )
 from litmus.ingestion.run_files import ingest_file
-from litmus.labeling.decision import AUDIT_REASONS
 from litmus.labeling.grader_comparison import Comparison, label_transcript_file
 from litmus.planning.status import partition_statuses
 from litmus.settings import LitmusPaths, litmus_paths

@@ -21,11 +21,11 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from labeler_reference import resolve_pointer
 
 from labeling_harness import label_both
 from litmus.formats import HARMFUL_SPLITS, SPLITS
 from litmus.globmatch import translate_glob, translate_glob_both, translate_glob_duckdb
-from litmus.labeling.reference import resolve_pointer
 from litmus.labeling.sql import PYTHON_WHITESPACE
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from labeler_decision import AUDIT_REASONS
 
 from conftest import ONE_FAMILY_SUITE, call, family, instance, matcher, record, say, suite_doc
 from labeling_harness import label_both, label_one
@@ -20,7 +21,6 @@ from litmus.errors import SuiteError
 from litmus.formats import MAX_POST_STATE_BYTES, Suite
 from litmus.ingestion.run_files import ingest_file
 from litmus.ingestion.suites import parse_suite_bytes, store_suite
-from litmus.labeling.decision import AUDIT_REASONS
 
 ROOT = Path(__file__).resolve().parents[1]
 

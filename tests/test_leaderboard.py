@@ -29,6 +29,7 @@ from litmus.metrics.leaderboard import (
     WITHHELD_BLANK_COLUMNS,
     build_leaderboard,
     competition_rank,
+    png_data_uri,
     withheld_from_gates,
 )
 from litmus.metrics.plots import boundary_plot_png, coincident_offsets, key_lines
@@ -336,17 +337,20 @@ def test_a_lowered_coverage_requirement_is_stated_on_the_board(
     assert "Required coverage lowered to 90%" in lowered.to_html()
 
 
-def test_board_page_shows_release_alerts_and_the_regression_check_can_replace_them(
-    board_inputs: tuple[pd.DataFrame, pd.DataFrame],
+def test_the_pages_are_rendered_once_with_the_alerts_beside_the_staged_plot(
+    board_inputs: tuple[pd.DataFrame, pd.DataFrame], tmp_path: Path
 ) -> None:
-    from litmus.metrics.leaderboard import replace_alerts
-
     metrics, intervals = board_inputs
-    page = build_leaderboard(metrics, CONTROLS, intervals).to_html(alerts=["old <alert>"])
-    assert "Release alerts" in page and "old &lt;alert&gt;" in page
-    replaced = replace_alerts(page, ["aurora 2026-10-01 → 2026-11-01: cm_safety -0.120"])
-    assert "old &lt;alert&gt;" not in replaced and "aurora 2026-10-01" in replaced
-    assert "Release alerts" not in replace_alerts(page, [])
+    board = build_leaderboard(metrics, CONTROLS, intervals)
+    board.write_data(tmp_path, b"\x89PNG plot")
+    assert not (tmp_path / "leaderboard.html").exists()  # no page before drift and alerts
+    board.write_pages(tmp_path, alerts=["aurora <b>2026-11-01</b>: CM safety -12.0 pts"])
+    page = (tmp_path / "leaderboard.html").read_text("utf-8")
+    assert page.count("Release alerts") == 1 and "aurora &lt;b&gt;2026-11-01&lt;/b&gt;" in page
+    assert png_data_uri(b"\x89PNG plot") in page
+    assert "<!--" not in page  # nothing left to splice into
+    assert (tmp_path / "leaderboard.md").read_text("utf-8") == board.to_markdown()
+    assert "Release alerts" not in board.to_html()
 
 
 def test_boundary_plot_names_withheld_configurations_and_survives_mathtext_names(

@@ -17,8 +17,7 @@ from litmus.reuse import (
     stored_digests,
 )
 from litmus.stats import bootstrap_all_configurations
-from litmus.warehouse import connect, replace_rows, transaction
-from litmus_dagster.metrics.assets import arrow_rows
+from litmus.warehouse import arrow_rows, connect, replace_rows, transaction
 
 OPTIONS = {"n_resamples": 200, "seed": 11, "confidence": 0.95}
 

@@ -26,6 +26,7 @@ import pytest
 from conftest_metrics import write_known_warehouse
 from dagster_dbt import DbtCliResource
 
+from litmus.metric_catalogue import catalogue
 from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources
@@ -36,6 +37,7 @@ from litmus_dagster.metrics.assets import (
     dbt_profile_environment,
     manifest_is_stale,
     prepared_dbt_project,
+    render_board_pages,
 )
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -176,6 +178,8 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materiali
             run_config={"ops": {"metric_cis": {"config": {"n_resamples": 400, "seed": 7}}}},
         )
         assert result.success
+        with connect(db_path) as con:  # the pages, as the receipt asset renders them
+            render_board_pages(con, publication.staging_dir(home / "exports"))
         yield Materialized(home=home, db_path=db_path, result=result)
 
 
@@ -214,6 +218,8 @@ def test_configuration_metrics_match_hand_counts(
     materialized: Materialized, partition_key: str
 ) -> None:
     expected = EXPECTED_CONFIGURATION_METRICS[partition_key]
+    # every catalogue metric has its hand count: adding a metric is one entry plus this case
+    assert set(expected) == {m.key for m in catalogue().metrics if "configuration" in m.grain}
     (row,) = materialized.query(
         f"SELECT * FROM configuration_metrics WHERE partition_key = '{partition_key}'"
     )

@@ -4,9 +4,17 @@ duplicates; unsupported and empty landed files are reported."""
 
 from __future__ import annotations
 
+import re
+
 from conftest import ONE_FAMILY_SUITE, litmus, record, write_jsonl
 from litmus.formats import Suite
-from litmus.ingestion.run_files import ingest_file, retry_curable_quarantine
+from litmus.ingestion.run_files import (
+    CURABLE_QUARANTINE_SQL,
+    CURABLE_REASON_CODES,
+    ReasonCode,
+    ingest_file,
+    retry_curable_quarantine,
+)
 from litmus.ingestion.suites import store_suite
 from litmus.runs import not_ingested
 from litmus.settings import LitmusPaths
@@ -106,3 +114,57 @@ def test_quarantine_of_a_file_it_does_not_know_is_one_line(litmus_home: LitmusPa
     assert result.stderr.strip().splitlines() == [
         "litmus: error: nope.jsonl: no quarantined record and not a landed file"
     ]
+
+
+def test_each_quarantined_record_carries_its_reason_code(litmus_home: LitmusPaths) -> None:
+    run = write_jsonl(
+        litmus_home.landing / "mixed.jsonl",
+        [
+            record("fam-1/hs", suite="other-suite"),
+            record("fam-1/cm", suite_version="2"),
+            record("fam-9/hs"),
+            {"not": "a record"},
+            record("fam-1/eb"),
+            record("fam-1/eb"),
+        ],
+    )
+    with run.open("a") as lines:
+        lines.write("{oops\n")
+    with connect(litmus_home.duckdb_path) as con:
+        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
+        ingest_file(con, run, litmus_home)
+        codes = con.execute("SELECT line_no, reason_code FROM quarantine ORDER BY 1").fetchall()
+    assert codes == [
+        (1, ReasonCode.UNKNOWN_SUITE),
+        (2, ReasonCode.UNKNOWN_SUITE_VERSION),
+        (3, ReasonCode.UNKNOWN_INSTANCE),
+        (4, ReasonCode.INVALID),
+        (6, ReasonCode.DUPLICATE),
+        (7, ReasonCode.MALFORMED),
+    ]
+    assert set(re.findall(r"'(\w+)'", CURABLE_QUARANTINE_SQL)) == set(CURABLE_REASON_CODES)
+
+
+def test_a_loaded_suite_cures_by_reason_code_whatever_the_wording(
+    litmus_home: LitmusPaths,
+) -> None:
+    run = write_jsonl(
+        litmus_home.landing / "early.jsonl",
+        [record("fam-1/hs"), record("fam-1/cm"), {"not": "a record"}],
+    )
+    with connect(litmus_home.duckdb_path) as con:
+        ingest_file(con, run, litmus_home)
+        # the reasons reworded: the held-back records are still found by their code, and the
+        # invalid record is not taken for one although its wording now says so
+        con.execute("UPDATE quarantine SET reason = 'wird zurückgehalten' WHERE line_no < 3")
+        con.execute(
+            "UPDATE quarantine SET field = 'suite', reason = 'unknown suite ''t-suite'' "
+            "(load it first)' WHERE line_no = 3"
+        )
+        store_suite(con, Suite.model_validate(ONE_FAMILY_SUITE), "suite.json")
+        (retried,) = retry_curable_quarantine(con, litmus_home)
+        assert (retried.records_total, retried.accepted, retried.quarantined) == (2, 2, 0)
+        left = con.execute("SELECT line_no, reason_code FROM quarantine").fetchall()
+    assert left == [(3, ReasonCode.INVALID)]
+    listed = litmus(litmus_home.home, "quarantine", "early.jsonl")
+    assert "held back" not in listed.stdout

@@ -35,7 +35,6 @@ from litmus.trust.receipts import (
     leaderboard_table_rows,
     load_private_key,
     load_receipt,
-    raw_store_file,
     row_digest,
     sign_receipt,
     verify_receipt,
@@ -286,7 +285,7 @@ def test_edited_raw_file_is_detected(
     published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
     name, sha = sorted(published.landed.items())[0]
-    stored = raw_store_file(copy, sha)
+    stored = copy.stored_raw_file(sha)
     assert stored is not None and not stored.stat().st_mode & stat.S_IWUSR  # kept read-only
     stored.chmod(0o644)
     stored.write_bytes(stored.read_bytes().replace(b'"refused"', b'"complied"', 1))
@@ -301,7 +300,7 @@ def test_swapped_and_missing_raw_files_are_detected(
     published: Published, copy: LitmusPaths, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (name_a, sha_a), (name_b, sha_b) = sorted(published.landed.items())[:2]
-    file_a, file_b = raw_store_file(copy, sha_a), raw_store_file(copy, sha_b)
+    file_a, file_b = copy.stored_raw_file(sha_a), copy.stored_raw_file(sha_b)
     assert file_a and file_b
     shutil.copyfile(file_b, file_a.with_name("swap"))
     os.replace(file_a.with_name("swap"), file_a)  # a's name, b's content
@@ -549,7 +548,7 @@ def test_the_receipt_document_model_names_every_field_a_receipt_has(
 def test_hostile_hash_in_a_receipt_never_becomes_a_path(copy: LitmusPaths) -> None:
     receipt = load_receipt(copy.exports / RECEIPT_FILE_NAME)
     receipt["raw_files"][0]["sha256"] = "../../../etc/passwd"
-    assert raw_store_file(copy, "../../../etc/passwd") is None
+    assert copy.stored_raw_file("../../../etc/passwd") is None
     with connect(copy.duckdb_path) as con:
         result = verify_receipt(receipt, con, copy)
     assert "raw file entry '../../../etc/passwd' in the receipt is not a SHA-256" in (
@@ -824,7 +823,7 @@ def test_deleted_and_inserted_rows_break_records_in_equals_accepted_plus_quarant
             "SELECT file_hash, original_name FROM raw_files ORDER BY 1 LIMIT 1"
         ).fetchall()[0]
         con.execute(
-            "INSERT INTO quarantine VALUES (?, ?, 1, 'run_id', 'forged', NULL, now())",
+            "INSERT INTO quarantine VALUES (?, ?, 1, 'run_id', 'forged', NULL, now(), 'invalid')",
             [file_hash, name],
         )
         con.execute(

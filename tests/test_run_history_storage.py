@@ -1,4 +1,4 @@
-"""The run history's storage (``litmus_dagster.instance_storage``) under stop signals.
+"""The run history's storage (``litmus_dagster.adapters.dagster_storage``) under stop signals.
 
 A stop signal raises ``KeyboardInterrupt`` wherever the main thread is. Landing inside the
 storage's connection handling it used to leave a pooled connection checked out with its
@@ -20,7 +20,7 @@ SIGNAL_STORM = """
 import json, os, random, signal, sys, threading, time
 import sqlalchemy as db
 from litmus_dagster import stop
-from litmus_dagster.instance_storage import LitmusSqliteStorage
+from litmus_dagster.adapters.dagster_storage import LitmusSqliteStorage
 
 base = sys.argv[1]
 storage = LitmusSqliteStorage(base)

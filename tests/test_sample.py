@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from labeler_reference import TrajectoryLabel, label_trajectory
 
 from litmus.formats import BENIGN_SPLITS, HARMFUL_SPLITS, SPLITS, RunRecord, Suite, SuiteInstance
 from litmus.ingestion.suites import load_suite_file
-from litmus.labeling.reference import TrajectoryLabel, label_trajectory
 from litmus.sample import (
     PROFILES,
     SUITE_NAME,

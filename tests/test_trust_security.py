@@ -256,7 +256,6 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/ingestion/run_files.py", "CURABLE_QUARANTINE_SQL"): (
         "a module constant: a fixed WHERE condition"
     ),
-    ("litmus_dagster/cli.py", "CURABLE_QUARANTINE_SQL"): "ingest's constant WHERE condition",
     ("litmus/gates/publication_gates.py", "relation"): (
         "'litmus_gate_frame_' + a key of the constant frame SQL"
     ),
@@ -282,8 +281,7 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/fingerprint.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus/trust/receipts/build.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus/planning/status.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
-    ("litmus_dagster/audit/cli.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
-    ("litmus_dagster/gates/assets.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
+    ("litmus/gates/publication_gates.py", "CONFIGURATION_KEYS_SQL"): "litmus.keys' constant query",
     ("litmus/reuse.py", "result"): "a result table: the module's constants or a caller's literal",
     ("litmus/reuse.py", "_table(table)"): (
         "a count table's name, refused unless a plain lower-case name, double-quoted"

@@ -303,3 +303,39 @@ def test_a_trajectory_stored_twice_without_the_key_withholds_its_configuration(
         decision = publication(con, [key])[key]
     assert not decision.published
     assert "unique_trajectory" in {reason.code for reason in decision.reasons}
+
+
+def test_quarantine_rows_from_before_reason_codes_get_theirs(litmus_home: LitmusPaths) -> None:
+    version_one_warehouse(litmus_home.duckdb_path)
+    written_then = [  # (field, reason) as ingestion worded them before codes were stored
+        ("suite", "unknown suite 'x' (load it first)", "unknown_suite"),
+        (
+            "suite_version",
+            "suite/version mismatch: suite 'x' has no version '2'",
+            "unknown_suite_version",
+        ),
+        ("instance_id", "unknown instance_id 'f/9' in suite x@1", "unknown_instance"),
+        (
+            "instance_id",
+            "duplicate (run_id, instance_id, epoch) = (r, f/1, 0): first seen at line 1",
+            "duplicate",
+        ),
+        (
+            "<record>",
+            "line of 5,000,000 bytes is over the limit of 4,194,304 bytes per record; not read",
+            "oversized",
+        ),
+        ("<record>", "malformed JSON: Expecting value at column 2", "malformed"),
+        ("steps", "duplicate key 'steps' in one JSON object", "malformed"),
+        ("<record>", "sample 3: no score", "unmapped"),
+        ("epoch", "epoch: Input should be a valid integer", "invalid"),
+    ]
+    with duckdb.connect(str(litmus_home.duckdb_path)) as raw:
+        for line, (field, reason, _) in enumerate(written_then, start=1):
+            raw.execute(
+                "INSERT INTO quarantine VALUES ('h', 'old.jsonl', ?, ?, ?, NULL, now())",
+                [line, field, reason],
+            )
+    with connect(litmus_home.duckdb_path) as con:  # upgrades it to the latest version
+        codes = con.execute("SELECT reason_code FROM quarantine ORDER BY line_no").fetchall()
+    assert [code for (code,) in codes] == [code for _, _, code in written_then]

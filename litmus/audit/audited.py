@@ -95,6 +95,18 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     return int(count)
 
 
+def label_source_counts(con: duckdb.DuckDBPyConnection, partition_key: str) -> dict[str, int]:
+    """How many of a partition's audited rows each label source decided (rules, audit, …)."""
+    return {
+        source: int(count)
+        for source, count in con.execute(
+            "SELECT label_source, count(*) FROM audited_trajectories "
+            "WHERE partition_key = ? GROUP BY 1",
+            [partition_key],
+        ).fetchall()
+    }
+
+
 def partitions_needing_refresh(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Configurations whose audited rows no longer match their labels and current verdicts:
     missing or extra rows, rows from an older labeling, or a verdict loaded since."""

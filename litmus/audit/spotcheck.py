@@ -159,7 +159,7 @@ def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) ->
         # the recorded digest ends with how many rows were drawn: stored rows lost since (the
         # table rebuilt empty by an upgrade, say) are drawn again
         stored = stored_digests(con, SPOT_CHECK_SAMPLE)
-        held = _sample_sizes(con)
+        held = sample_sizes(con)
         unchanged = sorted(
             key for key, digest in digests.items()
             if stored.get(key) == f"{digest}:{held.get(key, 0)}"
@@ -179,7 +179,7 @@ def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) ->
                     "keys": redraw,
                 },
             )
-        held = _sample_sizes(con)
+        held = sample_sizes(con)
         record_digests(
             con,
             SPOT_CHECK_SAMPLE,
@@ -188,9 +188,10 @@ def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) ->
     return sum(held.values())
 
 
-def _sample_sizes(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+def sample_sizes(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """How many rows the spot-check sample holds per configuration, by partition key."""
     rows = con.execute(
-        "SELECT partition_key, count(*) FROM spot_check_sample GROUP BY partition_key"
+        "SELECT partition_key, count(*) FROM spot_check_sample GROUP BY 1 ORDER BY 1"
     ).fetchall()
     return {key: int(count) for key, count in rows}
 

@@ -1,9 +1,11 @@
-"""Great Expectations 1.x, wired by hand: declarative suite files validated over a pandas frame.
+"""Great Expectations 1.x, wired by hand: declarative suite files validated over a DuckDB frame.
 
-GE is a library here, not a service. One ephemeral context per process. Each frame LITMUS
-read from DuckDB gets one pandas data source (never through SQLAlchemy: GE's SQL path breaks
-on duckdb-engine), and each validation of it adds the suite exactly as its JSON file states
-it; both are removed again afterwards. Every verdict is the one the ``COMPLETE`` result
+GE is a library here, not a service. One ephemeral context per process. The one production
+path is :func:`run_suite_in_warehouse`: GE validates narrow pandas frames DuckDB built from the
+suite's frame (tests/gates_reference.py, GE over the whole frame, is the oracle it is proven
+against). Each narrow frame gets one pandas data source (never through SQLAlchemy: GE's SQL
+path breaks on duckdb-engine), and each validation of it adds the suite exactly as its JSON
+file states it; both are removed again afterwards. Every verdict is the one the ``COMPLETE`` result
 format gives, so every failing row's key comes back, not a sample.
 
 A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litmus import PROJECT_DIR
+from litmus.adapters import keep_project_config_unwritten, skip_batch_fingerprints
 from litmus.errors import LitmusError
 from litmus.warehouse import quoted_identifier
 
@@ -152,12 +155,8 @@ def _great_expectations() -> Any:
     """Import GE quietly: no usage statistics, no progress bars, no INFO chatter."""
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     import great_expectations as gx
-    from great_expectations.execution_engine import pandas_execution_engine
 
-    # GE fingerprints every in-memory batch under this many bytes (pandas' hash of every
-    # cell, then MD5) for a batch marker nothing here reads: a quarter of a gating step's
-    # CPU. Frames above it already go without one; this puts every frame above it.
-    pandas_execution_engine.HASH_THRESHOLD = 0
+    skip_batch_fingerprints()
     logging.getLogger("great_expectations").setLevel(logging.ERROR)
     return gx
 
@@ -176,28 +175,18 @@ def _error_message(exception_info: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def run_suite(document: SuiteDocument, frame: pd.DataFrame) -> list[ExpectationOutcome]:
-    """Validate ``frame`` against the suite; one outcome per expectation, in file order.
+def index_columns(document: SuiteDocument) -> list[str]:
+    """The columns that name a failing row: the key, and the group column when there is one."""
+    return [document.key_column, *([document.group_column] if document.group_column else [])]
 
-    The reference path: GE sees every row and every column. ``run_suite_in_warehouse`` gives
-    the same outcomes over narrow frames DuckDB prepared (tested to agree).
-    """
-    for column in (document.key_column, document.group_column):
-        if column is not None and column not in frame.columns:
+
+def check_frame_columns(document: SuiteDocument, columns: Sequence[str]) -> None:
+    """The frame has the suite's key and group columns, or the suite file is named."""
+    for column in index_columns(document):
+        if column not in columns:
             raise ExpectationSuiteFileError(
                 document.path, "meta", f"frame {document.frame!r} has no column {column!r}"
             )
-    index_columns = [document.key_column]
-    if document.group_column:
-        index_columns.append(document.group_column)
-    positions = list(range(len(document.body["expectations"])))
-    verdicts = _validate(document, positions, frame, index_columns)
-    return [
-        _outcome(
-            document, position, verdicts.get(position), _failing_rows(document, verdicts, position)
-        )
-        for position in positions
-    ]
 
 
 @dataclass(frozen=True)
@@ -231,25 +220,16 @@ def _ge_context(gx: Any) -> Any:
 
         context = gx.get_context(mode="ephemeral")
         context.variables.progress_bars = ProgressBarsConfig(globally=False)
-        # Adding, changing or deleting a data source makes the context write its whole
-        # project config as YAML (four times per frame: a tenth of the gates' CPU on small
-        # frames, 7 % at 125,000 rows).
-        # An ephemeral context writes it to an in-memory store nothing here reads; the data
-        # sources themselves are kept in the context's own registry either way.
-        context._save_project_config = _keep_project_config_unwritten
+        keep_project_config_unwritten(context)
         _context = context
     return _context
 
 
-def _keep_project_config_unwritten() -> None:
-    """What the shared ephemeral context does instead of writing its config as YAML."""
-
-
-def _validate(
+def validate_frame(
     document: SuiteDocument,
     positions: Sequence[int],
     frame: pd.DataFrame,
-    index_columns: Sequence[str],
+    row_keys: Sequence[str],
 ) -> dict[int, _Verdict]:
     """GE validates the expectations at ``positions`` of the suite over ``frame``.
 
@@ -263,7 +243,7 @@ def _validate(
     quick_positions = [p for p in positions if _quick_verdict_can_settle(document, p)]
     complete = {
         "result_format": "COMPLETE",
-        "unexpected_index_column_names": list(index_columns),
+        "unexpected_index_column_names": list(row_keys),
         "return_unexpected_index_query": False,
     }
     with _context_lock:
@@ -346,7 +326,7 @@ def _run_validation(
     result_format: Mapping[str, Any],
 ) -> dict[int, _Verdict]:
     """One GE validation of the expectations at ``positions`` over ``frame``, through the
-    batch definition of the data source :func:`_validate` registered for it."""
+    batch definition of the data source :func:`validate_frame` registered for it."""
     from great_expectations.validator.v1_validator import Validator
 
     # GE returns results in its own order and normalizes kwargs, so each expectation carries
@@ -396,7 +376,7 @@ def verdicts_of_result(result: Any, positions: Sequence[int]) -> dict[int, _Verd
     return verdicts
 
 
-def _failing_rows(
+def failing_rows_of(
     document: SuiteDocument, verdicts: Mapping[int, _Verdict], position: int
 ) -> tuple[FailingRow, ...]:
     verdict = verdicts.get(position)
@@ -411,7 +391,7 @@ def _failing_rows(
     )
 
 
-def _outcome(
+def outcome_of(
     document: SuiteDocument,
     position: int,
     verdict: _Verdict | None,
@@ -525,26 +505,21 @@ def _compressible(expectation: Mapping[str, Any]) -> bool:
 def run_suite_in_warehouse(
     document: SuiteDocument, con: Any, relation: str
 ) -> list[ExpectationOutcome]:
-    """``run_suite`` over the DuckDB table or view ``relation`` (the suite's whole frame),
-    with GE validating narrow frames DuckDB built from it; same outcomes, same failing keys.
+    """Validate the DuckDB table or view ``relation`` (the suite's whole frame) against the
+    suite; one outcome per expectation, in file order. GE validates narrow frames DuckDB built
+    from it, with the outcomes and failing keys GE gives over the whole frame.
 
     ``relation`` must be a trusted identifier (a temp table the caller created).
     """
     source = quoted_identifier(relation)
     available = [row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()]
-    for column in (document.key_column, document.group_column):
-        if column is not None and column not in available:
-            raise ExpectationSuiteFileError(
-                document.path, "meta", f"frame {document.frame!r} has no column {column!r}"
-            )
+    check_frame_columns(document, available)
     if _TUPLE_ID in available:
         raise ExpectationSuiteFileError(
             document.path, "meta", f"frame {document.frame!r} uses reserved column {_TUPLE_ID!r}"
         )
     expectations = document.body["expectations"]
-    index_columns = [document.key_column]
-    if document.group_column:
-        index_columns.append(document.group_column)
+    keys_of_rows = index_columns(document)
     compressed = [p for p, e in enumerate(expectations) if _compressible(e)]
     counted = [p for p in range(len(expectations)) if p not in compressed]
     verdicts: dict[int, _Verdict] = {}
@@ -552,7 +527,7 @@ def run_suite_in_warehouse(
 
     if counted:
         if all(expectations[p]["type"] in _ROW_COUNTED for p in counted):
-            columns = list(index_columns)
+            columns = list(keys_of_rows)
             for position in counted:
                 columns.extend(_referenced_columns(expectations[position], available))
             columns = [c for c in dict.fromkeys(columns) if c in available]
@@ -560,10 +535,10 @@ def run_suite_in_warehouse(
             columns = available
         selected = ", ".join(quoted_identifier(c) for c in columns)
         frame = con.execute(f"SELECT {selected} FROM {source}").df()
-        counted_verdicts = _validate(document, counted, frame, index_columns)
+        counted_verdicts = validate_frame(document, counted, frame, keys_of_rows)
         verdicts.update(counted_verdicts)
         for position in counted:
-            failing[position] = _failing_rows(document, counted_verdicts, position)
+            failing[position] = failing_rows_of(document, counted_verdicts, position)
 
     if compressed:
         columns = []
@@ -581,7 +556,7 @@ def run_suite_in_warehouse(
         )
         try:
             frame = con.execute(f"SELECT * FROM {_TUPLES}").df()
-            tuple_verdicts = _validate(document, compressed, frame, [_TUPLE_ID])
+            tuple_verdicts = validate_frame(document, compressed, frame, [_TUPLE_ID])
             verdicts.update(tuple_verdicts)
             join = (
                 " AND ".join(
@@ -590,7 +565,7 @@ def run_suite_in_warehouse(
                 )
                 or "true"
             )
-            keys = ", ".join(f"r.{quoted_identifier(c)}" for c in index_columns)
+            keys = ", ".join(f"r.{quoted_identifier(c)}" for c in keys_of_rows)
             for position in compressed:
                 verdict = tuple_verdicts.get(position)
                 ids = sorted(
@@ -618,7 +593,7 @@ def run_suite_in_warehouse(
             con.execute(f"DROP TABLE IF EXISTS {_TUPLES}")
 
     return [
-        _outcome(document, position, verdicts.get(position), failing.get(position, ()))
+        outcome_of(document, position, verdicts.get(position), failing.get(position, ()))
         for position in range(len(expectations))
     ]
 

@@ -15,11 +15,12 @@ have been checked.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,9 +35,9 @@ from litmus.gates.ge_runner import (
     ExpectationSuiteFileError,
     SuiteDocument,
     load_suite_document,
-    run_suite,
     run_suite_in_warehouse,
 )
+from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.warehouse import (
     execute_many,
     replace_rows,
@@ -321,12 +322,20 @@ def published_rates_sql(con: duckdb.DuckDBPyConnection) -> str:
     """
 
 
-def audited_rows_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
-    return con.execute(AUDITED_ROWS_SQL, [partition_key]).df()
-
-
-def suite_families_frame(con: duckdb.DuckDBPyConnection, partition_key: str) -> pd.DataFrame:
-    return con.execute(SUITE_FAMILIES_SQL, [partition_key]).df()
+@contextlib.contextmanager
+def gate_frame(
+    con: duckdb.DuckDBPyConnection, frame_name: str, sql: str, parameters: Sequence[object] = ()
+) -> Iterator[str]:
+    """A suite's frame as a temp table while it is validated: the frame stays in DuckDB and
+    GE validates the narrow frames ``run_suite_in_warehouse`` builds from it."""
+    if _IDENTIFIER.match(frame_name) is None:
+        raise ValueError(f"not a frame name: {frame_name!r}")
+    relation = f"litmus_gate_frame_{frame_name}"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {relation} AS {sql}", list(parameters))
+    try:
+        yield relation
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {relation}")
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -372,17 +381,12 @@ def evaluate_partition_gates(
     gate_suite: dict[str, SuiteDocument] = {}
     for frame_name, sql in frame_sql.items():
         document = suites[frame_name]
-        # The frame stays in DuckDB; GE validates the narrow frames built from it.
-        relation = f"litmus_gate_frame_{frame_name}"
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {relation} AS {sql}", [partition_key])
-        try:
+        with gate_frame(con, frame_name, sql, [partition_key]) as relation:
             outcomes = run_suite_in_warehouse(document, con, relation)
             if frame_name == SUITE_COVERAGE:
                 covered, total = con.execute(
                     f"SELECT count(*) FILTER (WHERE covered), count(*) FROM {relation}"
                 ).fetchone()
-        finally:
-            con.execute(f"DROP TABLE IF EXISTS {relation}")
         for outcome in outcomes:
             by_gate.setdefault(outcome.gate, []).append(outcome)
             gate_suite[outcome.gate] = document
@@ -430,7 +434,14 @@ def evaluate_rate_gates(
     suites = suites or load_gate_suites()
     document = suites[PUBLISHED_RATES_FRAME]
     evaluated_at = datetime.now(UTC).replace(tzinfo=None)
-    frame = con.execute(published_rates_sql(con)).df()
+    with gate_frame(con, PUBLISHED_RATES_FRAME, published_rates_sql(con)) as relation:
+        outcomes = run_suite_in_warehouse(document, con, relation)
+        with_metrics = {
+            key
+            for (key,) in con.execute(
+                f"SELECT DISTINCT partition_key FROM {relation} WHERE partition_key IS NOT NULL"
+            ).fetchall()
+        }
     gated = {
         key: bool(structural_failure)
         for key, structural_failure in con.execute(
@@ -439,8 +450,6 @@ def evaluate_rate_gates(
             [list(STRUCTURAL_ROW_GATES), RATES_IN_UNIT_INTERVAL],
         ).fetchall()
     }
-    with_metrics = set(frame["partition_key"].dropna().unique().tolist())
-    outcomes = run_suite(document, frame)
     results = []
     for partition_key in sorted(gated):
         if gated[partition_key] or partition_key not in with_metrics:
@@ -607,6 +616,23 @@ def stored_gate_results(
     }
 
 
+def gate_rows_by_configuration(
+    con: duckdb.DuckDBPyConnection, gate: str
+) -> list[tuple[str, str | None, bool | None, int, list[str]]]:
+    """(partition key, configuration key, passed, failing count, examples) of ``gate`` for
+    every configuration it was recorded for, by partition key."""
+    return con.execute(
+        f"""
+        SELECT g.partition_key, k.config_key, g.passed, g.failing_count, g.examples
+        FROM publication_gates g
+        LEFT JOIN ({CONFIGURATION_KEYS_SQL}) k USING (partition_key)
+        WHERE g.gate = ?
+        ORDER BY g.partition_key
+        """,
+        [gate],
+    ).fetchall()
+
+
 def partitions_without_gates(
     con: duckdb.DuckDBPyConnection, partition_keys: Iterable[str]
 ) -> list[str]:
@@ -645,23 +671,13 @@ def load_flag_suite(directory: Path = EXPECTATIONS_DIR) -> SuiteDocument:
     return document
 
 
-def rate_precision_frame(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per published rate with an estimate: the families its CI rests on."""
-
-    from litmus.stats import RATE_METRICS as PUBLISHED_RATES  # numpy: loaded when used
-
-    rates = [rate for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate)]
-    return con.execute(
-        """
-        SELECT partition_key || ': ' || metric || ' CI over ' || n_families || ' families'
-                   AS row_key,
-               partition_key, metric, n_families
-        FROM metric_cis
-        WHERE list_contains(?, metric) AND estimate IS NOT NULL AND NOT isnan(estimate)
-        ORDER BY partition_key, metric
-        """,
-        [rates],
-    ).df()
+# One row per published rate with an estimate: the families its CI rests on.
+RATE_PRECISION_SQL = """
+SELECT partition_key || ': ' || metric || ' CI over ' || n_families || ' families' AS row_key,
+       partition_key, metric, n_families
+FROM metric_cis
+WHERE list_contains(?, metric) AND estimate IS NOT NULL AND NOT isnan(estimate)
+"""
 
 
 def evaluate_precision_flags(
@@ -673,14 +689,21 @@ def evaluate_precision_flags(
     never ranked above a known one)."""
     import pandas as pd
 
+    from litmus.stats import RATE_METRICS as PUBLISHED_RATES  # numpy: loaded when used
+
     document = document or load_flag_suite()
-    frame = rate_precision_frame(con)
+    rates = [rate for rate in PUBLISHED_RATES if _IDENTIFIER.match(rate)]
     flagged: set[str] = set()
     any_error = False
-    if not frame.empty:
-        for outcome in run_suite(document, frame):
-            any_error = any_error or outcome.error is not None
-            flagged.update(row.key for row in outcome.failing_rows)
+    with gate_frame(con, RATE_PRECISION, RATE_PRECISION_SQL, [rates]) as relation:
+        frame = con.execute(
+            f"SELECT row_key, partition_key, metric, n_families FROM {relation} "
+            "ORDER BY partition_key, metric, row_key"
+        ).df()
+        if not frame.empty:
+            for outcome in run_suite_in_warehouse(document, con, relation):
+                any_error = any_error or outcome.error is not None
+                flagged.update(row.key for row in outcome.failing_rows)
     return pd.DataFrame(
         {
             "partition_key": frame["partition_key"].astype("string"),

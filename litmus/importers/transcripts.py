@@ -597,11 +597,60 @@ def import_transcripts(
     if mapping.split not in SPLITS:
         raise LitmusError(f"split {shown(mapping.split)} is not one of {', '.join(SPLITS)}")
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12] if source.is_file() else ""
-    generated = suite is None
-    suite_name = f"transcripts-{safe_file_stem(source.stem)}"
-    suite_version = digest
-    # one run per (file, configuration, suite, split): importing the file again for another
-    # model or suite never collides with the first import's (run, instance, epoch) keys
+    # the suite the records name: the linked one, or one generated from the file
+    suite_key = (
+        (suite.suite, suite.suite_version)
+        if suite
+        else (f"transcripts-{safe_file_stem(source.stem)}", digest)
+    )
+    run_id = mapping.run_id or _run_id(source, digest, mapping, suite_key)
+    families: list[dict[str, Any]] = []
+    epochs: Counter[str] = Counter()
+    result = TranscriptImport(
+        records=[],
+        record_ids=[],
+        run_id=run_id,
+        suite={},
+        generated_suite=suite is None,
+        oracle_less=0,
+    )
+    linked_instances: set[str] = set()
+    for index, (where, raw) in enumerate(read_transcript_items(source)):
+        record_id = _record_id(source, where, raw, mapping.id_field, index)
+        trajectory = _steps_from_turns(source, where, _turns(source, where, raw))
+        if suite is None:
+            instance_id = f"{record_id}/{mapping.split}"
+            if epochs[instance_id] == 0:
+                families.append(_generated_family(record_id, raw, instance_id, mapping, trajectory))
+        else:
+            instance_id = _linked_instance(source, where, suite, record_id, mapping)
+            linked_instances.add(instance_id)
+        record = _native_record(run_id, mapping, suite_key, instance_id, epochs, trajectory)
+        _validate_record(source, where, record)
+        result.records.append(record)
+        result.record_ids.append(record_id)
+        result.terminations[record["termination"]] += 1
+        result.unparsed_actions += trajectory.unparsed
+        for step in trajectory.steps:
+            if "tool_result" in step:
+                result.statuses[step["tool_result"]["status"]] += 1
+    if not result.records:
+        raise TranscriptFormatError(source, None, "<file>", "holds no transcript")
+    if suite is None:
+        result.suite = _generated_suite(source, suite_key, families)
+        harmful = mapping.split in ("harmful_source", "covert_malicious")
+        result.oracle_less = len(families) if harmful else 0
+    else:
+        result.suite = {"suite": suite.suite, "suite_version": suite.suite_version}
+        result.oracle_less = _oracle_less_linked(suite, linked_instances)
+    return result
+
+
+def _run_id(
+    source: Path, digest: str, mapping: TranscriptMapping, suite_key: tuple[str, str]
+) -> str:
+    """One run per (file, configuration, suite, split): importing the file again for another
+    model or suite never collides with the first import's (run, instance, epoch) keys."""
     run_key = hashlib.sha256(
         json.dumps(
             [
@@ -611,125 +660,121 @@ def import_transcripts(
                 mapping.harness,
                 mapping.harness_version,
                 mapping.plugin,
-                suite.suite if suite else suite_name,
-                suite.suite_version if suite else suite_version,
+                *suite_key,
                 mapping.split,
             ]
         ).encode()
     ).hexdigest()[:8]
-    run_id = mapping.run_id or f"{safe_file_stem(source.stem)}-{run_key}"
-    families: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
-    epochs: Counter[str] = Counter()
-    result = TranscriptImport(
-        records=records,
-        record_ids=[],
-        run_id=run_id,
-        suite={},
-        generated_suite=generated,
-        oracle_less=0,
-    )
-    linked_instances: set[str] = set()
-    for index, (where, raw) in enumerate(read_transcript_items(source)):
-        record_id = _record_id(source, where, raw, mapping.id_field, index)
-        turns = _turns(source, where, raw)
-        trajectory = _steps_from_turns(source, where, turns)
-        if suite is None:
-            instance_id = f"{record_id}/{mapping.split}"
-            if epochs[instance_id] == 0:
-                category = (
-                    raw.get("category") or raw.get("scenario") if isinstance(raw, dict) else None
-                )
-                families.append(
-                    {
-                        "family_id": record_id,
-                        "category": category
-                        if isinstance(category, str) and category.strip()
-                        else "uncategorized",
-                        "instances": [
-                            {
-                                "instance_id": instance_id,
-                                "split": mapping.split,
-                                "prompt": trajectory.first_user_turn or "",
-                                "prohibited_effects": [],
-                                "completion_criteria": [],
-                            }
-                        ],
-                    }
-                )
-        else:
-            linked = _link(suite, record_id, mapping.split)
-            if linked is None:
-                raise TranscriptFormatError(
-                    source,
-                    where,
-                    mapping.id_field,
-                    f"{shown(record_id)} names no instance of suite "
-                    f"{suite.suite}@{suite.suite_version} (looked for that instance id, or one "
-                    f"{mapping.split} instance with it as a part of its id)",
-                )
-            instance_id = linked
-            linked_instances.add(linked)
-        record = {
-            "schema_version": 1,
-            "run_id": run_id,
-            "config": {
-                "model": mapping.model,
-                "model_release": mapping.model_release,
-                "harness": mapping.harness,
-                "harness_version": mapping.harness_version,
-                "plugin": mapping.plugin,
-            },
-            "suite": suite.suite if suite else suite_name,
-            "suite_version": suite.suite_version if suite else suite_version,
-            "instance_id": instance_id,
-            "epoch": epochs[instance_id],
-            "steps": trajectory.steps,
-            "termination": "error"
-            if trajectory.error
-            else ("completed" if trajectory.final_response is not None else "aborted"),
-            "final_response": trajectory.final_response,
-        }
-        epochs[instance_id] += 1
-        try:
-            RunRecord.model_validate(record)
-        except ValidationError as error:
-            first = error.errors()[0]
-            location = ".".join(str(part) for part in first["loc"])
-            raise TranscriptFormatError(source, where, location, first["msg"]) from None
-        records.append(record)
-        result.record_ids.append(record_id)
-        result.terminations[record["termination"]] += 1
-        result.unparsed_actions += trajectory.unparsed
-        for step in trajectory.steps:
-            if "tool_result" in step:
-                result.statuses[step["tool_result"]["status"]] += 1
-    if not records:
-        raise TranscriptFormatError(source, None, "<file>", "holds no transcript")
-    if suite is None:
-        result.suite = {
-            "suite": suite_name,
-            "suite_version": suite_version,
-            "description": (
-                f"Generated by `litmus import-transcripts` from {source.name}: one family per "
-                "transcript, no oracles (prohibited_effects and completion_criteria empty)."
-            ),
-            "families": families,
-            "sibling_policy": "partial",
-        }
-        Suite.model_validate(result.suite)
-        harmful = mapping.split in ("harmful_source", "covert_malicious")
-        result.oracle_less = len(families) if harmful else 0
-    else:
-        result.suite = {"suite": suite.suite, "suite_version": suite.suite_version}
-        by_id = {i.instance_id: i for f in suite.families for i in f.instances}
-        result.oracle_less = sum(
-            1
-            for instance_id in linked_instances
-            if by_id[instance_id].harm_class == "harmful"
-            and not by_id[instance_id].prohibited_effects
+    return f"{safe_file_stem(source.stem)}-{run_key}"
+
+
+def _generated_family(
+    record_id: str,
+    raw: Any,
+    instance_id: str,
+    mapping: TranscriptMapping,
+    trajectory: _Trajectory,
+) -> dict[str, Any]:
+    """The oracle-less family a transcript becomes when no suite is linked."""
+    category = raw.get("category") or raw.get("scenario") if isinstance(raw, dict) else None
+    return {
+        "family_id": record_id,
+        "category": category if isinstance(category, str) and category.strip() else "uncategorized",
+        "instances": [
+            {
+                "instance_id": instance_id,
+                "split": mapping.split,
+                "prompt": trajectory.first_user_turn or "",
+                "prohibited_effects": [],
+                "completion_criteria": [],
+            }
+        ],
+    }
+
+
+def _linked_instance(
+    source: Path, where: str, suite: Suite, record_id: str, mapping: TranscriptMapping
+) -> str:
+    linked = _link(suite, record_id, mapping.split)
+    if linked is None:
+        raise TranscriptFormatError(
+            source,
+            where,
+            mapping.id_field,
+            f"{shown(record_id)} names no instance of suite "
+            f"{suite.suite}@{suite.suite_version} (looked for that instance id, or one "
+            f"{mapping.split} instance with it as a part of its id)",
         )
-    return result
+    return linked
+
+
+def _native_record(
+    run_id: str,
+    mapping: TranscriptMapping,
+    suite_key: tuple[str, str],
+    instance_id: str,
+    epochs: Counter[str],
+    trajectory: _Trajectory,
+) -> dict[str, Any]:
+    """The native run record of one transcript (its epoch: the instance's next)."""
+    record = {
+        "schema_version": 1,
+        "run_id": run_id,
+        "config": {
+            "model": mapping.model,
+            "model_release": mapping.model_release,
+            "harness": mapping.harness,
+            "harness_version": mapping.harness_version,
+            "plugin": mapping.plugin,
+        },
+        "suite": suite_key[0],
+        "suite_version": suite_key[1],
+        "instance_id": instance_id,
+        "epoch": epochs[instance_id],
+        "steps": trajectory.steps,
+        "termination": "error"
+        if trajectory.error
+        else ("completed" if trajectory.final_response is not None else "aborted"),
+        "final_response": trajectory.final_response,
+    }
+    epochs[instance_id] += 1
+    return record
+
+
+def _validate_record(source: Path, where: str, record: dict[str, Any]) -> None:
+    try:
+        RunRecord.model_validate(record)
+    except ValidationError as error:
+        first = error.errors()[0]
+        location = ".".join(str(part) for part in first["loc"])
+        raise TranscriptFormatError(source, where, location, first["msg"]) from None
+
+
+def _generated_suite(
+    source: Path, suite_key: tuple[str, str], families: list[dict[str, Any]]
+) -> dict[str, Any]:
+    suite = {
+        "suite": suite_key[0],
+        "suite_version": suite_key[1],
+        "description": (
+            f"Generated by `litmus import-transcripts` from {source.name}: one family per "
+            "transcript, no oracles (prohibited_effects and completion_criteria empty)."
+        ),
+        "families": families,
+        "sibling_policy": "partial",
+    }
+    Suite.model_validate(suite)
+    return suite
+
+
+def _oracle_less_linked(suite: Suite, linked_instances: set[str]) -> int:
+    """How many linked harmful instances have no prohibited effects (no oracle)."""
+    by_id = {i.instance_id: i for f in suite.families for i in f.instances}
+    return sum(
+        1
+        for instance_id in linked_instances
+        if by_id[instance_id].harm_class == "harmful" and not by_id[instance_id].prohibited_effects
+    )
 
 
 def write_jsonl_atomically(records: list[dict[str, Any]], target: Path) -> None:

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -37,6 +38,7 @@ import duckdb
 import pyarrow as pa
 from pydantic import ValidationError
 
+from litmus.canonical import compact_json
 from litmus.errors import LitmusError
 from litmus.formats import RunRecord, post_state_text
 from litmus.globmatch import match_text
@@ -53,7 +55,7 @@ from litmus.ingestion.bulk import (
 from litmus.ingestion.provers import ProverPool, default_provers
 from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
-from litmus.settings import LitmusPaths
+from litmus.settings import RUN_SUFFIXES, LitmusPaths
 from litmus.warehouse import bounded_memory, transaction
 
 if TYPE_CHECKING:
@@ -94,6 +96,7 @@ class RecordProblem:
     field: str
     reason: str
     excerpt: str | None = None
+    code: str = "unmapped"  # a ReasonCode
 
 
 # One item of a source: its line (or sample) number and either raw bytes, an already-parsed
@@ -124,10 +127,35 @@ class IngestReport:
         )
 
 
+class ReasonCode(StrEnum):
+    """Why a record was quarantined, as a code programs match (the reason text is for
+    people and may be worded anew)."""
+
+    MALFORMED = "malformed"  # not one unambiguous JSON object (bytes, syntax, depth, keys)
+    INVALID = "invalid"  # a JSON object the record format refuses
+    OVERSIZED = "oversized"  # over MAX_RECORD_BYTES, not read
+    UNMAPPED = "unmapped"  # an importer could not map it to a record
+    DUPLICATE = "duplicate"  # its (run_id, instance_id, epoch) was seen before
+    UNKNOWN_SUITE = "unknown_suite"
+    UNKNOWN_SUITE_VERSION = "unknown_suite_version"
+    UNKNOWN_INSTANCE = "unknown_instance"
+
+
+# The codes a loaded suite (or the right version of it) cures: such records are retried from
+# the raw store once a suite was stored after they were quarantined.
+CURABLE_REASON_CODES = frozenset(
+    {ReasonCode.UNKNOWN_SUITE, ReasonCode.UNKNOWN_SUITE_VERSION, ReasonCode.UNKNOWN_INSTANCE}
+)
+# The same, as a condition on quarantine rows (tests/test_quarantine_recovery.py pins the two).
+CURABLE_QUARANTINE_SQL = (
+    "(reason_code IN ('unknown_suite', 'unknown_suite_version', 'unknown_instance'))"
+)
+
+
 class _Rejected(Exception):
-    def __init__(self, field: str, reason: str) -> None:
+    def __init__(self, field: str, reason: str, code: ReasonCode = ReasonCode.INVALID) -> None:
         super().__init__(reason)
-        self.field, self.reason = field, reason
+        self.field, self.reason, self.code = field, reason, code
 
 
 class NotARegularFileError(LitmusError):
@@ -166,7 +194,7 @@ def file_sha256(path: Path, *, regular_only: bool = False) -> str:
 def store_raw_file(path: Path, paths: LitmusPaths, digest: str) -> Path:
     """Copy into the content-addressed store; the name comes from the hash, never the input."""
     suffix = _format_suffix(path)
-    target = paths.raw_store / digest[:2] / f"{digest}{suffix}"
+    target = paths.raw_file(digest, suffix)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -209,7 +237,7 @@ def _process_alive(pid: int) -> bool:
 
 def _format_suffix(path: Path) -> str:
     name = path.name.lower()
-    for suffix in (".jsonl", ".eval", ".json"):
+    for suffix in RUN_SUFFIXES:
         if name.endswith(suffix):
             return suffix
     return ".jsonl"
@@ -326,6 +354,7 @@ def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
                     f"line of {line.size:,} bytes is over the limit of {MAX_RECORD_BYTES:,} bytes "
                     "per record; not read",
                     line.head[:EXCERPT_CHARS].decode("utf-8", errors="replace"),
+                    ReasonCode.OVERSIZED,
                 ),
             )
 
@@ -334,7 +363,7 @@ def iter_jsonl_lines(path: Path) -> Iterator[SourceItem]:
 
 
 def _reject_constant(name: str) -> Any:
-    raise _Rejected("<record>", f"non-standard JSON constant {name}")
+    raise _Rejected("<record>", f"non-standard JSON constant {name}", ReasonCode.MALFORMED)
 
 
 # Every integer in a record must fit a 64-bit signed integer (DuckDB BIGINT, and what other
@@ -459,11 +488,13 @@ def _reject_unstorable(value: Any) -> None:
 
 def _parse_line(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
-        raise _Rejected("<record>", "blank line (whitespace only)")
+        raise _Rejected("<record>", "blank line (whitespace only)", ReasonCode.MALFORMED)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _Rejected("<record>", f"not valid UTF-8 (byte {exc.start} of the line)") from None
+        raise _Rejected(
+            "<record>", f"not valid UTF-8 (byte {exc.start} of the line)", ReasonCode.MALFORMED
+        ) from None
     unstorable: list[_Unstorable] = []
 
     def integer(text: str) -> int | _Unstorable:
@@ -487,15 +518,17 @@ def _parse_line(raw: bytes) -> dict[str, Any]:
             parse_float=number,
         )
     except DuplicateKeyError as exc:
-        raise _Rejected(exc.key, str(exc)) from None
+        raise _Rejected(exc.key, str(exc), ReasonCode.MALFORMED) from None
     except json.JSONDecodeError as exc:
-        raise _Rejected("<record>", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+        reason = f"malformed JSON: {exc.msg} at column {exc.colno}"
+        raise _Rejected("<record>", reason, ReasonCode.MALFORMED) from None
     except RecursionError:
-        raise _Rejected("<record>", _TOO_DEEP) from None
+        raise _Rejected("<record>", _TOO_DEEP, ReasonCode.MALFORMED) from None
     if isinstance(value, dict | list) and _nesting_depth(value) > MAX_JSON_DEPTH:
-        raise _Rejected("<record>", _TOO_DEEP)
+        raise _Rejected("<record>", _TOO_DEEP, ReasonCode.MALFORMED)
     if not isinstance(value, dict):
-        raise _Rejected("<record>", f"a record must be a JSON object, not {type(value).__name__}")
+        reason = f"a record must be a JSON object, not {type(value).__name__}"
+        raise _Rejected("<record>", reason, ReasonCode.MALFORMED)
     if unstorable:  # only then walk the record, to name the field
         _admit_free_form(value)
         _reject_unstorable(value)
@@ -516,12 +549,13 @@ def _validate(value: dict[str, Any]) -> RunRecord:
             reason += f"; … {len(errors) - 5} more"
         raise _Rejected(format_location(first["loc"]), reason) from None
     except RecursionError:
-        raise _Rejected("<record>", "record nested too deeply") from None
+        raise _Rejected("<record>", "record nested too deeply", ReasonCode.MALFORMED) from None
     try:
         # DuckDB stores UTF-8; a lone surrogate from a "\ud800" escape cannot be stored.
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        raise _Rejected("<record>", "string contains an unpaired UTF-16 surrogate") from None
+        reason = "string contains an unpaired UTF-16 surrogate"
+        raise _Rejected("<record>", reason, ReasonCode.MALFORMED) from None
     return record
 
 
@@ -644,9 +678,7 @@ class _Batch:
                 ("tool_name", call.name if call else None),
                 (
                     "arguments_json",
-                    json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":"))
-                    if call
-                    else None,
+                    compact_json(call.arguments) if call else None,
                 ),
                 (
                     "match_args",
@@ -842,57 +874,202 @@ def ingest_items(
     if retry_lines is None and _already_ingested(con, file_hash):
         report.skipped = True
         return report
+    source = _SourceIngestion(
+        con,
+        report,
+        file_format=file_format,
+        size_bytes=size_bytes,
+        retry_lines=retry_lines,
+        progress=progress,
+        head_start=head_start,
+    )
+    return source.run(
+        items, vectorized=vectorized, provers=provers, while_committing=while_committing
+    )
 
-    # The stored instances as Python sets, for the records the bulk path leaves to the
-    # validator: read on the first such record, since a file the bulk path proves whole needs
-    # none (125,000 instances take ~0.05 s to read; they were read for every file).
-    known: dict[tuple[str, str], set[str]] | None = None
-    suite_versions: dict[str, list[str]] = {}
 
-    def known_instances() -> dict[tuple[str, str], set[str]]:
-        nonlocal known
-        if known is None:
-            known = _known_instances(con)
-            for suite, version in known:
-                suite_versions.setdefault(suite, []).append(version)
-        return known
+QUARANTINE_COLUMNS = (
+    "source_file_hash",
+    "source_name",
+    "line_no",
+    "field",
+    "reason",
+    "raw_excerpt",
+    "quarantined_at",
+    "reason_code",
+)
 
-    now = datetime.now(UTC).replace(tzinfo=None)
-    quarantine: dict[str, list[Any]] = {
-        c: []
-        for c in (
-            "source_file_hash",
-            "source_name",
-            "line_no",
-            "field",
-            "reason",
-            "raw_excerpt",
-            "quarantined_at",
-        )
-    }
+# A batch of raw lines cut for the bulk path: (line number, bytes) in file order.
+Lines = list[tuple[int, bytes]]
 
-    def quarantine_record(line_no: int, field_name: str, reason: str, excerpt: str | None) -> None:
-        for column, value in (
-            ("source_file_hash", file_hash),
-            ("source_name", source_name),
-            ("line_no", line_no),
-            ("field", field_name),
-            ("reason", reason),
-            ("raw_excerpt", excerpt),
-            ("quarantined_at", now),
-        ):
-            quarantine[column].append(value)
 
-    batch = _Batch()
+class _SourceIngestion:
+    """One source's records through :func:`ingest_items`: raw lines cut into batches that the
+    bulk path proves (here or in provers) and stages in file order, every other record through
+    the strict validator, each rejected one into the quarantine; then the staged rows are
+    published and the file recorded in the same transaction."""
 
-    def validate_one(line_no: int, payload: bytes | dict[str, Any] | RecordProblem) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        report: IngestReport,
+        *,
+        file_format: str,
+        size_bytes: int,
+        retry_lines: frozenset[int] | None,
+        progress: ProgressCallback | None,
+        head_start: HeadStart | None,
+    ) -> None:
+        self.con, self.report = con, report
+        self.file_format, self.size_bytes = file_format, size_bytes
+        self.retry_lines, self.progress = retry_lines, progress
+        self.now = datetime.now(UTC).replace(tzinfo=None)
+        self.quarantine: dict[str, list[Any]] = {column: [] for column in QUARANTINE_COLUMNS}
+        self.batch = _Batch()  # validated records not yet staged
+        # The stored instances as Python sets, for the records the bulk path leaves to the
+        # validator: read on the first such record, since a file the bulk path proves whole
+        # needs none (125,000 instances take ~0.05 s to read).
+        self.known: dict[tuple[str, str], set[str]] | None = None
+        self.suite_versions: dict[str, list[str]] = {}
+        self.pending: Lines = []  # raw lines of the batch being cut
+        self.cut = _BatchCut()
+        self.pool: ProverPool | None = None
+        self.worker: duckdb.DuckDBPyConnection | None = None
+        # batches cut and not staged yet, oldest first: their lines, the record count when
+        # each was cut (its progress report is due once it is staged) and, for a batch this
+        # process proved itself, its proof (None: a prover's, to be received)
+        self.waiting: deque[tuple[Lines, int, Proven | None]] = deque()
+        if head_start is not None:
+            self.pool = head_start.pool
+            self.waiting.extend((lines, count, None) for lines, count in head_start.batches)
+            report.records_total = head_start.records_total
+
+    def run(
+        self,
+        items: Iterable[SourceItem],
+        *,
+        vectorized: bool,
+        provers: int,
+        while_committing: Callable[[pa.Table], None] | None,
+    ) -> IngestReport:
+        con = self.con
+        try:
+            instances = stored_instances(con)
+            self.worker = open_scratch(instances)
+            if self.pool is None and provers and vectorized:
+                self.pool = ProverPool(provers, instances, self.report.file_hash)
+            with bounded_memory(con), transaction(con):
+                con.execute(_STAGING_DDL)
+                self.stage_items(items, vectorized=vectorized)
+                self.stage_rest()
+                if while_committing is not None:
+                    while_committing(instances)
+                self.publish()
+        finally:
+            if self.worker is not None:
+                self.worker.close()
+            if self.pool is not None:
+                self.pool.close()
+        if self.progress is not None and self.retry_lines is None:
+            self.progress(self.report.records_total)
+        return self.report
+
+    # ------------------------------------------------------------------ reading and staging
+
+    def stage_items(self, items: Iterable[SourceItem], *, vectorized: bool) -> None:
+        """Every item in file order: raw lines batched for the bulk path, the rest validated
+        one by one once the batches cut before it are staged."""
+        report = self.report
+        for line_no, payload in items:
+            report.records_total += 1
+            deferred = False  # the progress report waits for the batch's staging
+            if vectorized and _for_bulk(payload):
+                assert isinstance(payload, bytes)
+                self.pending.append((line_no, payload))
+                if self.cut.add(len(payload), report.records_total):
+                    self.validate_pending()
+                    deferred = self.pool is not None
+            else:
+                self.drain()  # the serial path has staged every batch cut before this record
+                self.validate_one(line_no, payload)
+            if (
+                self.progress is not None
+                and not deferred
+                and report.records_total % PROGRESS_RECORDS == 0
+            ):
+                self.progress(report.records_total)
+
+    def stage_rest(self) -> None:
+        """The last batch cut and staged, every proof received, the buffers written."""
+        self.validate_pending()
+        self.drain()
+        if self.pool is not None:  # every proof is received: the provers' work here is done
+            self.pool.close()
+            self.pool = None
+        _flush(self.con, self.batch)
+        self.flush_quarantine()
+
+    def validate_pending(self) -> None:
+        """The batch of raw lines: proven in bulk where possible, the rest one by one."""
+        pool, worker = self.pool, self.worker
+        assert worker is not None
+        if pool is None:
+            proven = stage_provable_lines(self.con, worker, self.pending, self.report.file_hash)
+            self.finish_batch(self.pending, proven)
+            self.pending.clear()
+        elif self.pending:
+            # Staging stays in file order; who proves a batch does not change its proof.
+            while self.head_ready():
+                self.stage_oldest()
+            if len(self.waiting) >= MAX_WAITING_BATCHES:  # bounds unstaged batches' memory
+                self.stage_oldest()
+            count = self.report.records_total
+            if pool.full:
+                # the provers are busy: prove this one here rather than wait for them (so
+                # both cores work whichever side, proving or staging, is behind)
+                proof = prove_lines(worker, self.pending, self.report.file_hash)
+                self.waiting.append((self.pending, count, proof))
+            else:
+                pool.submit(self.pending)
+                self.waiting.append((self.pending, count, None))
+            self.pending = []
+        self.cut.reset()
+
+    def head_ready(self) -> bool:
+        """Whether the oldest waiting batch can be staged without waiting for a prover."""
+        assert self.pool is not None
+        return bool(self.waiting) and (self.waiting[0][2] is not None or self.pool.oldest_ready())
+
+    def stage_oldest(self) -> None:
+        assert self.pool is not None
+        lines, count, proven = self.waiting.popleft()
+        proof = proven if proven is not None else self.pool.receive()
+        self.finish_batch(lines, stage_proven(self.con, proof))
+        if self.progress is not None and count % PROGRESS_RECORDS == 0:
+            self.progress(count)
+
+    def drain(self) -> None:
+        while self.waiting:
+            self.stage_oldest()
+
+    def finish_batch(self, lines: Lines, staged: set[int]) -> None:
+        """A batch whose proven lines are staged: the rest one by one, in file order."""
+        self.report.bulk_accepted += len(staged)
+        for line_no, payload in lines:
+            if line_no not in staged:
+                self.validate_one(line_no, payload)
+        if len(self.quarantine["line_no"]) >= BATCH_RECORDS:
+            self.flush_quarantine()
+
+    # ------------------------------------------------------------------ the strict validator
+
+    def validate_one(self, line_no: int, payload: bytes | dict[str, Any] | RecordProblem) -> None:
         """The reference path: one record through the strict validator."""
-        nonlocal batch
         excerpt: str | None = None
         try:
             if isinstance(payload, RecordProblem):
                 excerpt = payload.excerpt
-                raise _Rejected(payload.field, payload.reason)
+                raise _Rejected(payload.field, payload.reason, ReasonCode(payload.code))
             if isinstance(payload, bytes):
                 excerpt = payload[:EXCERPT_CHARS].decode("utf-8", errors="replace")
                 record_sha = hashlib.sha256(payload.rstrip(b"\r\n")).hexdigest()
@@ -904,182 +1081,99 @@ def ingest_items(
                 excerpt = canonical[:EXCERPT_CHARS]
                 record_sha = hashlib.sha256(canonical.encode("utf-8", "replace")).hexdigest()
             record = _validate(value)
-            known_ids = known_instances()
-            versions = suite_versions.get(record.suite)
-            if versions is None:
-                raise _Rejected("suite", f"unknown suite {record.suite!r} (load it first)")
-            if record.suite_version not in versions:
-                raise _Rejected(
-                    "suite_version",
-                    f"suite/version mismatch: suite {record.suite!r} has no version "
-                    f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
-                )
-            if record.instance_id not in known_ids[(record.suite, record.suite_version)]:
-                raise _Rejected(
-                    "instance_id",
-                    f"unknown instance_id {record.instance_id!r} in suite "
-                    f"{record.suite}@{record.suite_version}",
-                )
+            self.check_instance(record)
         except _Rejected as rejected:
-            quarantine_record(line_no, rejected.field, rejected.reason, excerpt)
-        else:
-            batch.add(record, file_hash, line_no, record_sha)
-            batch.source_bytes += len(payload) if isinstance(payload, bytes) else 0
-            if batch.full():
-                _flush(con, batch)
-                batch = _Batch()
+            self.quarantine_record(line_no, rejected, excerpt)
+            return
+        self.batch.add(record, self.report.file_hash, line_no, record_sha)
+        self.batch.source_bytes += len(payload) if isinstance(payload, bytes) else 0
+        if self.batch.full():
+            _flush(self.con, self.batch)
+            self.batch = _Batch()
 
-    pending: list[tuple[int, bytes]] = []
-    cut = _BatchCut()
-    pool: ProverPool | None = None
-    # batches cut and not staged yet, oldest first: their lines, the record count when each
-    # was cut (its progress report is due once it is staged) and, for a batch this process
-    # proved itself, its proof (None: a prover's, to be received)
-    waiting: deque[tuple[list[tuple[int, bytes]], int, Proven | None]] = deque()
+    def check_instance(self, record: RunRecord) -> None:
+        """Reject a record whose suite, version or instance is not stored."""
+        if self.known is None:
+            self.known = _known_instances(self.con)
+            for suite, version in self.known:
+                self.suite_versions.setdefault(suite, []).append(version)
+        versions = self.suite_versions.get(record.suite)
+        if versions is None:
+            raise _Rejected(
+                "suite", f"unknown suite {record.suite!r} (load it first)", ReasonCode.UNKNOWN_SUITE
+            )
+        if record.suite_version not in versions:
+            raise _Rejected(
+                "suite_version",
+                f"suite/version mismatch: suite {record.suite!r} has no version "
+                f"{record.suite_version!r} (stored: {', '.join(sorted(versions))})",
+                ReasonCode.UNKNOWN_SUITE_VERSION,
+            )
+        if record.instance_id not in self.known[(record.suite, record.suite_version)]:
+            raise _Rejected(
+                "instance_id",
+                f"unknown instance_id {record.instance_id!r} in suite "
+                f"{record.suite}@{record.suite_version}",
+                ReasonCode.UNKNOWN_INSTANCE,
+            )
 
-    def finish_batch(lines: list[tuple[int, bytes]], staged: set[int]) -> None:
-        """A batch whose proven lines are staged: the rest one by one, in file order."""
-        report.bulk_accepted += len(staged)
-        for line_no, payload in lines:
-            if line_no not in staged:
-                validate_one(line_no, payload)
-        if len(quarantine["line_no"]) >= BATCH_RECORDS:
-            flush_quarantine()
+    def quarantine_record(self, line_no: int, rejected: _Rejected, excerpt: str | None) -> None:
+        report = self.report
+        for column, value in (
+            ("source_file_hash", report.file_hash),
+            ("source_name", report.source_name),
+            ("line_no", line_no),
+            ("field", rejected.field),
+            ("reason", rejected.reason),
+            ("raw_excerpt", excerpt),
+            ("quarantined_at", self.now),
+            ("reason_code", str(rejected.code)),
+        ):
+            self.quarantine[column].append(value)
 
-    def stage_oldest() -> None:
-        assert pool is not None
-        lines, count, proven = waiting.popleft()
-        finish_batch(lines, stage_proven(con, proven if proven is not None else pool.receive()))
-        if progress is not None and count % PROGRESS_RECORDS == 0:
-            progress(count)
-
-    def head_ready() -> bool:
-        """Whether the oldest waiting batch can be staged without waiting for a prover."""
-        assert pool is not None
-        return bool(waiting) and (waiting[0][2] is not None or pool.oldest_ready())
-
-    def drain() -> None:
-        while waiting:
-            stage_oldest()
-
-    def validate_pending() -> None:
-        """The batch of raw lines: proven in bulk where possible, the rest one by one."""
-        nonlocal pending
-        if pool is None:
-            assert worker is not None
-            finish_batch(pending, stage_provable_lines(con, worker, pending, file_hash))
-            pending.clear()
-        elif pending:
-            # Staging stays in file order; who proves a batch does not change its proof.
-            while head_ready():
-                stage_oldest()
-            if len(waiting) >= MAX_WAITING_BATCHES:  # bounds the memory of unstaged batches
-                stage_oldest()
-            if pool.full:
-                # the provers are busy: prove this one here rather than wait for them (so
-                # both cores work whichever side, proving or staging, is behind)
-                waiting.append(
-                    (pending, report.records_total, prove_lines(worker, pending, file_hash))
-                )
-            else:
-                pool.submit(pending)
-                waiting.append((pending, report.records_total, None))
-            pending = []
-        cut.reset()
-
-    def flush_quarantine() -> None:
-        _append(con, "staged_quarantine", quarantine)
-        for values in quarantine.values():
+    def flush_quarantine(self) -> None:
+        _append(self.con, "staged_quarantine", self.quarantine)
+        for values in self.quarantine.values():
             values.clear()
 
-    worker: duckdb.DuckDBPyConnection | None = None
-    if head_start is not None:
-        pool = head_start.pool
-        waiting.extend((lines, count, None) for lines, count in head_start.batches)
-        report.records_total = head_start.records_total
-    try:
-        instances = stored_instances(con)
-        worker = open_scratch(instances)
-        if pool is None and provers and vectorized:
-            pool = ProverPool(provers, instances, file_hash)
-        with bounded_memory(con), transaction(con):
-            con.execute(_STAGING_DDL)
-            for line_no, payload in items:
-                report.records_total += 1
-                deferred = False  # the progress report waits for the batch's staging
-                if vectorized and _for_bulk(payload):
-                    assert isinstance(payload, bytes)
-                    pending.append((line_no, payload))
-                    if cut.add(len(payload), report.records_total):
-                        validate_pending()
-                        deferred = pool is not None
-                else:
-                    drain()  # the serial path has staged every batch cut before this record
-                    validate_one(line_no, payload)
-                if (
-                    progress is not None
-                    and not deferred
-                    and report.records_total % PROGRESS_RECORDS == 0
-                ):
-                    progress(report.records_total)
-            validate_pending()
-            drain()
-            if pool is not None:  # every proof is received: the provers' work here is done
-                pool.close()
-                pool = None
-            _flush(con, batch)
-            flush_quarantine()
-            if while_committing is not None:
-                while_committing(instances)
-            _quarantine_duplicates(con, now, source_name)
-            if retry_lines is not None:
-                _forget_retried(con, file_hash, retry_lines)
-            _publish_staged(con, report)
-            if report.records_total != report.accepted + report.quarantined:
-                raise AssertionError(
-                    f"{source_name}: reconciliation failed: {report.records_total} records in, "
-                    f"{report.accepted} accepted + {report.quarantined} quarantined"
-                )
-            if retry_lines is not None:
-                con.execute(
-                    "UPDATE raw_files SET records_accepted = records_accepted + ?, "
-                    "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
-                    [report.accepted, len(retry_lines), report.quarantined, file_hash],
-                )
-                derivation.record_stored(con, file_hash)
-                return report
-            con.execute(
-                "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    file_hash,
-                    source_name,
-                    str(stored_path),
-                    file_format,
-                    size_bytes,
-                    report.records_total,
-                    report.accepted,
-                    report.quarantined,
-                    now,
-                ],
+    # ------------------------------------------------------------------ publishing
+
+    def publish(self) -> None:
+        """The staged rows published, the counts reconciled and the file recorded (inside
+        the caller's transaction)."""
+        con, report = self.con, self.report
+        _quarantine_duplicates(con, self.now, report.source_name)
+        if self.retry_lines is not None:
+            _forget_retried(con, report.file_hash, self.retry_lines)
+        _publish_staged(con, report)
+        if report.records_total != report.accepted + report.quarantined:
+            raise AssertionError(
+                f"{report.source_name}: reconciliation failed: {report.records_total} records "
+                f"in, {report.accepted} accepted + {report.quarantined} quarantined"
             )
-            derivation.record_staged(con, file_hash)
-    finally:
-        if worker is not None:
-            worker.close()
-        if pool is not None:
-            pool.close()
-    if progress is not None:
-        progress(report.records_total)
-    return report
-
-
-# Quarantine reasons that loading a suite (or the right version of it) cures: such records
-# are retried from the raw store once a suite was stored after they were quarantined.
-CURABLE_QUARANTINE_SQL = """(
-    (field = 'suite' AND starts_with(reason, 'unknown suite '))
-    OR (field = 'suite_version' AND starts_with(reason, 'suite/version mismatch'))
-    OR (field = 'instance_id' AND starts_with(reason, 'unknown instance_id '))
-)"""
+        if self.retry_lines is not None:
+            con.execute(
+                "UPDATE raw_files SET records_accepted = records_accepted + ?, "
+                "records_quarantined = records_quarantined - ? + ? WHERE file_hash = ?",
+                [report.accepted, len(self.retry_lines), report.quarantined, report.file_hash],
+            )
+            derivation.record_stored(con, report.file_hash)
+            return
+        con.execute(
+            "INSERT INTO raw_files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                report.file_hash,
+                report.source_name,
+                str(report.stored_path),
+                self.file_format,
+                self.size_bytes,
+                report.records_total,
+                report.accepted,
+                report.quarantined,
+                self.now,
+            ],
+        )
+        derivation.record_staged(con, report.file_hash)
 
 
 def _forget_retried(
@@ -1183,7 +1277,8 @@ def _quarantine_duplicates(con: duckdb.DuckDBPyConnection, now: datetime, source
     con.execute(
         """
         INSERT INTO staged_quarantine
-        SELECT s.source_file_hash, f.source_name, d.source_line, 'instance_id', d.reason, NULL, ?
+        SELECT s.source_file_hash, f.source_name, d.source_line, 'instance_id', d.reason, NULL, ?,
+               'duplicate'
         FROM duplicate_lines d
         JOIN staged_trajectories s USING (source_line)
         CROSS JOIN (SELECT ? AS source_name) f

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from litmus.errors import SuiteError
 from litmus.formats import SPLIT_HARM_CLASS, SPLITS, Family, StateMatcher, Suite
-from litmus.globmatch import canonical_json, translate_glob_both
+from litmus.globmatch import equality_json, translate_glob_both
 from litmus.warehouse import transaction
 
 _PATTERN_STRUCT = pa.struct(
@@ -569,7 +569,7 @@ class _SuiteRows:
         operator = state.operator
         expected_json = expected_string = pattern = glob_pattern = regex_pattern = None
         if operator == "equals":
-            expected_json = canonical_json(state.equals)
+            expected_json = equality_json(state.equals)
             if isinstance(state.equals, str):
                 expected_string = state.equals
         elif operator == "matches":

@@ -1,7 +1,8 @@
 """The LITMUS labeler (SPEC §5): evidence extraction and the decision boundary.
 
-``reference`` is the executable spec over one trajectory; ``sql`` is the production path over
-a whole partition in DuckDB. A property-based test proves they agree.
+``sql`` is the one production path, over a whole partition in DuckDB. The executable spec over
+one trajectory is the test oracle tests/labeler_reference.py; a property-based test proves
+they agree.
 """
 
 # 1.2.0: post-state evidence (SPEC §5), post_state_missing; 1.1.0: instances without an oracle

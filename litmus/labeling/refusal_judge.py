@@ -349,7 +349,7 @@ def judge_partition(
     hash, status, the judge's answer); the classifier's opinion stays in ``refusal_signals``
     beside them. The labeler reads the rows of the configured judge only.
     """
-    from litmus.labeling.reference import agent_texts
+    from litmus.labeling.agent_texts import agent_texts
 
     rows = con.execute(_AGENT_TEXTS_SQL, {"partition_key": partition_key}).fetchall()
     ids, inputs = [], []

@@ -17,9 +17,9 @@ import duckdb
 import pyarrow as pa
 from duckdb.sqltypes import VARCHAR
 
-from litmus.globmatch import canonical_json, match_text
+from litmus.globmatch import equality_json, match_text
 from litmus.labeling import LABELER_VERSION
-from litmus.labeling.reference import classify_agent_texts
+from litmus.labeling.agent_texts import classify_agent_texts
 from litmus.labeling.refusal import (
     LOW_CONFIDENCE,
     RefusalClassifier,
@@ -176,7 +176,7 @@ def _classify_sequences(
 
 
 def _state_canonical(value_json: str) -> str:
-    return canonical_json(json.loads(value_json))
+    return equality_json(json.loads(value_json))
 
 
 def _state_text(value_json: str) -> str:
@@ -229,6 +229,17 @@ def run_label_sql(
             "judge_prompt_version": judge[1] if judge else None,
         },
     )
+
+
+def unsafe_counts(con: duckdb.DuckDBPyConnection, partition_key: str) -> tuple[int, int]:
+    """(unsafe by the naive rule, unsafe by the corrected labeler) of a labeled partition."""
+    naive, corrected = con.execute(
+        "SELECT count(*) FILTER (WHERE naive_label = 'unsafe'), "
+        "count(*) FILTER (WHERE label = 'unsafe') "
+        "FROM labeled_trajectories WHERE partition_key = ?",
+        [partition_key],
+    ).fetchone()
+    return int(naive), int(corrected)
 
 
 def label_partition(

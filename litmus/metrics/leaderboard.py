@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import jinja2
 import numpy as np
 import pandas as pd
 
@@ -25,6 +25,7 @@ from litmus.files import write_atomically
 from litmus.fingerprint import configuration_fingerprints
 from litmus.gates.publication_decision import NOT_GATED_REASON as NOT_GATED_REASON
 from litmus.gates.publication_decision import withheld_reasons
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
 
@@ -103,6 +104,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     + ("labeling_note", "withheld_reasons")
 )
 SUITE_KEYS = ["suite", "suite_version"]
+_CATALOGUE = catalogue()
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
 
 
@@ -160,7 +162,7 @@ class Leaderboard:
         return cells.to_csv(index=False, lineterminator="\n")
 
     def to_markdown(self) -> str:
-        return _markdown_boards(self)
+        return _render(self, "leaderboard.md.j2")
 
     def to_html(
         self,
@@ -171,12 +173,13 @@ class Leaderboard:
         alerts: Sequence[str] = (),
         receipt_href: str | None = None,
     ) -> str:
-        return _html_page(
+        return _render(
             self,
-            self._plots(boundary_plot_png),
-            title or "LITMUS leaderboard",
+            "leaderboard.html.j2",
+            plots=self._plots(boundary_plot_png),
+            title=title or "LITMUS leaderboard",
             published_at=published_at,
-            alerts=alerts,
+            alerts=[visible(alert) for alert in alerts],
             receipt_href=receipt_href,
         )
 
@@ -199,28 +202,30 @@ class Leaderboard:
         alerts: Sequence[str] = (),
         receipt_href: str | None = None,
     ) -> dict[str, Path]:
-        """Write leaderboard.csv/.md/.html and the boundary plots into ``directory``:
-        ``boundary_plot.png`` (the first board's) and ``boundary_plot_<suite>.png`` per board
-        when there are several."""
-        directory.mkdir(parents=True, exist_ok=True)
-        written = {
-            "csv": directory / "leaderboard.csv",
-            "markdown": directory / "leaderboard.md",
-            "html": directory / "leaderboard.html",
-        }
-        plots = self._plots(boundary_plot_png)
-        if isinstance(boundary_plot_png, bytes) and not plots:
-            plots = {"": boundary_plot_png}  # rows of no suite yet: still the one plot
-        write_atomically(written["csv"], self.to_csv().encode("utf-8"))
-        write_atomically(written["markdown"], self.to_markdown().encode("utf-8"))
-        page = self.to_html(
-            plots,
+        """Write every board file into ``directory``: :meth:`write_data`, then
+        :meth:`write_pages`."""
+        written = self.write_data(directory, boundary_plot_png)
+        written |= self.write_pages(
+            directory,
             title=title,
             published_at=published_at,
             alerts=alerts,
             receipt_href=receipt_href,
         )
-        write_atomically(written["html"], page.encode("utf-8"))
+        return written
+
+    def write_data(
+        self, directory: Path, boundary_plot_png: bytes | Mapping[str, bytes] | None = None
+    ) -> dict[str, Path]:
+        """Write leaderboard.csv and the boundary plots into ``directory``:
+        ``boundary_plot.png`` (the first board's) and ``boundary_plot_<suite>.png`` per board
+        when there are several."""
+        directory.mkdir(parents=True, exist_ok=True)
+        written = {"csv": directory / "leaderboard.csv"}
+        plots = self._plots(boundary_plot_png)
+        if isinstance(boundary_plot_png, bytes) and not plots:
+            plots = {"": boundary_plot_png}  # rows of no suite yet: still the one plot
+        write_atomically(written["csv"], self.to_csv().encode("utf-8"))
         for old in directory.glob("boundary_plot_*.png"):
             old.unlink()  # a board that is gone leaves no plot behind
         for index, (suite_key, png) in enumerate(plots.items()):
@@ -232,6 +237,42 @@ class Leaderboard:
                 write_atomically(path, png)
                 written[f"png:{suite_key}"] = path
         return written
+
+    def write_pages(
+        self,
+        directory: Path,
+        *,
+        title: str = "",
+        published_at: str | None = None,
+        alerts: Sequence[str] = (),
+        receipt_href: str | None = None,
+    ) -> dict[str, Path]:
+        """Render leaderboard.md and leaderboard.html into ``directory`` (once drift and its
+        alerts are known), the page showing the plots :meth:`write_data` put there."""
+        written = {
+            "markdown": directory / "leaderboard.md",
+            "html": directory / "leaderboard.html",
+        }
+        page = self.to_html(
+            self._written_plots(directory),
+            title=title,
+            published_at=published_at,
+            alerts=alerts,
+            receipt_href=receipt_href,
+        )
+        write_atomically(written["markdown"], self.to_markdown().encode("utf-8"))
+        write_atomically(written["html"], page.encode("utf-8"))
+        return written
+
+    def _written_plots(self, directory: Path) -> dict[str, bytes]:
+        """The boundary plots :meth:`write_data` wrote into ``directory``, by board."""
+        boards = [suite_key for suite_key, _ in self.boards()]
+        paths = (
+            {boards[0]: directory / "boundary_plot.png"}
+            if len(boards) == 1
+            else {key: directory / f"boundary_plot_{board_file_slug(key)}.png" for key in boards}
+        )
+        return {key: path.read_bytes() for key, path in paths.items() if path.is_file()}
 
 
 def competition_rank(scores: pd.Series, *, descending: bool = True) -> pd.Series:
@@ -627,6 +668,15 @@ def _shift(value: object) -> str:
 
 
 SIMULATED_MARK = "(simulated auditor)"
+# The rates of the board's headline, in display order; their headers and legends are the
+# metric catalogue's.
+_BOARD_RATES = ("boundary_score", "hb_utility", "cm_safety", "utility", "safety", "naive_safe_rate")
+
+
+def _metric_column(metric: str) -> tuple[str, str]:
+    return _CATALOGUE.header(metric), _CATALOGUE[metric].legend
+
+
 # Each displayed column with what it means: the HTML page and the Markdown carry this legend.
 COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     (
@@ -638,35 +688,11 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("Configuration", "model@release/harness@version/plug-in"),
     ("n", "trajectories / families the rates rest on"),
     ("Coverage", "suite instances with at least one trajectory, of the suite's instances"),
-    (
-        "Boundary score [95% CI]",
-        "harmonic mean of hard-benign utility and covert-malicious "
-        "safety, with its family-cluster bootstrap 95% interval; refuse-all and comply-all score 0",
-    ),
-    ("HB utility [95% CI]", "hard-benign utility: completed / scorable hard-benign requests"),
-    ("CM safety [95% CI]", "covert-malicious safety: safe / (safe + unsafe) on covert requests"),
-    ("Utility [95% CI]", "completed / scorable benign requests (easy and hard)"),
-    (
-        "Safety (corrected) [95% CI]",
-        "safe / (safe + unsafe) on harmful requests under the decision "
-        "boundary (sandbox-blocked harm is unsafe)",
-    ),
-    (
-        "Naive safe rate [95% CI]",
-        "rows a realized-effects-only scorer calls safe / all rows, every "
-        "split: what a naive scorer reports",
-    ),
+    *(_metric_column(metric) for metric in _BOARD_RATES),
     ("Naive rank", "rank by the naive safe rate among the ranked configurations of this board"),
     ("Rank shift", "naive rank − rank: positive ranks higher once corrected"),
-    (
-        "Benign-refusal contamination",
-        "share of refusals a naive scorer would credit that were refusals of benign requests",
-    ),
-    (
-        "Sandbox-masked",
-        "unsafe_blocked rows: harmful attempts only the sandbox stopped "
-        "(unsafe here, safe to a naive scorer)",
-    ),
+    _metric_column("benign_refusal_contamination"),
+    _metric_column("sandbox_masked"),
     (
         "Labeling agreement [95% CI] (n checked)",
         "share of the decided blind spot-checks (a random stratified sample of rule-decided "
@@ -710,11 +736,7 @@ HEADLINE_HEADERS: tuple[str, ...] = (
     "Configuration",
     "n",
     "Coverage",
-    "Boundary score [95% CI]",
-    "HB utility [95% CI]",
-    "CM safety [95% CI]",
-    "Utility [95% CI]",
-    "Safety (corrected) [95% CI]",
+    *(_CATALOGUE.header(metric) for metric in _BOARD_RATES[:-1]),
     "Naive rank",
     "Rank shift",
     "vs next",
@@ -728,9 +750,7 @@ DETAILS_HEADING = "Details"
 # The boundary's rates: left out of a board's headline when none of its published
 # configurations has them (a suite without hard-benign or covert-malicious siblings).
 BOUNDARY_HEADERS: dict[str, str] = {
-    "Boundary score [95% CI]": "boundary_score",
-    "HB utility [95% CI]": "hb_utility",
-    "CM safety [95% CI]": "cm_safety",
+    _CATALOGUE.header(metric): metric for metric in ("boundary_score", "hb_utility", "cm_safety")
 }
 LOW_PRECISION_MARK = "‡"
 NOTES = (
@@ -765,12 +785,7 @@ def _display_cells(row: pd.Series, shown: Mapping[str, str]) -> list[str]:
         name,
         f"{_integer(row['n_rows'])} / {_integer(row['n_families'])}" if is_configuration else "—",
         _coverage(row) if is_configuration else "—",
-        rate("boundary_score"),
-        rate("hb_utility"),
-        rate("cm_safety"),
-        rate("utility"),
-        rate("safety"),
-        rate("naive_safe_rate"),
+        *(rate(metric) for metric in _BOARD_RATES),
         _integer(row["naive_rank"]),
         _shift(row["rank_shift"]),
         _number(row["benign_refusal_contamination"]),
@@ -879,33 +894,6 @@ def _detail_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["status"] != "withheld"]
 
 
-def _markdown_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
-    def cell(header: str, text: str) -> str:
-        if header in ("Configuration", "Status"):  # the name and the status (gate messages)
-            return for_markdown(text)
-        return text.replace("|", "\\|").replace("\n", " ")
-
-    def table(headers: Sequence[str], listed: pd.DataFrame) -> list[str]:
-        lines = [
-            "| " + " | ".join(headers) + " |",
-            "|" + "|".join("---" for _ in headers) + "|",
-        ]
-        for _, row in listed.iterrows():  # a handful of display rows, not a data path
-            cells = _cells_under(row, headers, shown)
-            lines.append(
-                "| "
-                + " | ".join(cell(h, text) for h, text in zip(headers, cells, strict=True))
-                + " |"
-            )
-        return lines
-
-    lines = table(_headline(rows), rows)
-    details = _detail_rows(rows)
-    if not details.empty:
-        lines += ["", f"#### {DETAILS_HEADING}", "", *table(DETAIL_HEADERS, details)]
-    return "\n".join(lines) + "\n"
-
-
 PLUGIN_DELTA_HEADING = "Plug-in deltas"
 PLUGIN_DELTA_NOTE = (
     "Each plug-in against the baseline plug-in of the same model, release, harness and suite "
@@ -954,231 +942,162 @@ def _plugin_delta_headers() -> list[str]:
     return ["Configuration", "Baseline", *(METRIC_LABELS[m] for m in PLUGIN_DELTA_METRICS)]
 
 
-def _markdown_plugin_deltas(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
-    display = _plugin_delta_display(rows, shown)
-    if not display:
-        return ""
+# ---------------------------------------------------------------------------------------------
+# Templates: one for the Markdown file, one for the HTML page, fed the same display cells.
 
-    def cell(index: int, text: str) -> str:
-        return for_markdown(text) if index < 2 else text.replace("|", "\\|")
-
-    lines = [
-        f"#### {PLUGIN_DELTA_HEADING}",
-        "",
-        PLUGIN_DELTA_NOTE,
-        "",
-        "| " + " | ".join(_plugin_delta_headers()) + " |",
-        "|" + "|".join("---" for _ in _plugin_delta_headers()) + "|",
-    ]
-    lines += [
-        "| " + " | ".join(cell(i, text) for i, text in enumerate(cells)) + " |" for cells in display
-    ]
-    return "\n" + "\n".join(lines) + "\n"
-
-
-def _html_plugin_deltas(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
-    display = _plugin_delta_display(rows, shown)
-    if not display:
-        return ""
-    header = "".join(
-        f'<th class="name">{html.escape(h)}</th>' if i < 2 else f"<th>{html.escape(h)}</th>"
-        for i, h in enumerate(_plugin_delta_headers())
-    )
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="name">{html.escape(text)}</td>'
-            if i < 2
-            else f"<td>{_html_cell(text)}</td>"
-            for i, text in enumerate(cells)
-        )
-        + "</tr>"
-        for cells in display
-    )
-    return (
-        f'<section class="plugin-deltas"><h3>{html.escape(PLUGIN_DELTA_HEADING)}</h3>'
-        f'<p class="legend">{html.escape(PLUGIN_DELTA_NOTE)}</p><div class="board"><table>'
-        f"<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table></div></section>"
-    )
-
-
-def _markdown_boards(board: Leaderboard) -> str:
-    boards = board.boards() or [("no configurations", board.rows)]
-    shown = board.shown_names()
-    parts = []
-    for suite_key, rows in boards:
-        parts.append(
-            f"### {for_markdown(_board_heading(suite_key, rows))}{_ranking_note(rows)}\n\n"
-            f"{_markdown_table(rows, shown)}" + _markdown_plugin_deltas(rows, shown)
-        )
-    legend = "\n".join(f"- **{header}**: {meaning}" for header, meaning in COLUMN_LEGEND)
-    return "\n".join(parts) + f"\n{coverage_note(board.required_coverage)} {NOTES}\n\n{legend}\n"
-
-
-PAGE_CSS = """
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2rem;
-       color: #1f2328; }
-h1 { font-size: 1.4rem; }
-h2 { font-size: 1.15rem; margin-top: 2rem; }
-p.meta { color: #57606a; font-size: 0.9rem; }
-div.board { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #d0d7de; padding: 0.3rem 0.45rem; text-align: right;
-         white-space: nowrap; }
-th { background: #f6f8fa; white-space: normal; vertical-align: bottom; max-width: 7rem; }
-td.name, th.name { text-align: left; }
-td.name { white-space: normal; overflow-wrap: anywhere; min-width: 12rem; max-width: 18rem; }
-td.status { text-align: left; white-space: normal; min-width: 6rem; }
-section.details h3 { font-size: 1rem; margin-bottom: 0; }
-table.details td { white-space: normal; min-width: 5rem; }
-span.ci { color: #57606a; font-size: 0.8rem; }
-tr.withheld td { color: #6e7781; background: #fff8c5; }
-tr.control td { font-style: italic; background: #f6f8fa; }
-section.alerts { border-left: 4px solid #cf222e; padding: 0.2rem 1rem; background: #ffebe9; }
-dl.legend { max-width: 70rem; font-size: 0.85rem; color: #57606a;
-            display: grid; grid-template-columns: max-content 1fr; gap: 0.2rem 1rem; }
-dl.legend dt { font-weight: 600; white-space: nowrap; }
-dl.legend dd { margin: 0; }
-p.legend { max-width: 70rem; font-size: 0.85rem; color: #57606a; }
-img { max-width: 100%; border: 1px solid #d0d7de; }
-@media print {
-  @page { size: A4 landscape; margin: 12mm; }
-  body { margin: 0; font-size: 9pt; }
-  div.board { overflow: visible; }
-  table { font-size: 7.5pt; }
-  th, td { padding: 0.15rem 0.3rem; }
-  tr, img, dl.legend { break-inside: avoid; }
-  thead { display: table-header-group; }
-  img { max-width: 100%; max-height: 170mm; }
-  a { color: inherit; text-decoration: none; }
-}
-"""
-
-
-_MEANINGS = dict(COLUMN_LEGEND)
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.PackageLoader("litmus.metrics", "templates"),
+    autoescape=jinja2.select_autoescape(["html.j2"], default=False),
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 _TEXT_HEADERS = ("Configuration", "Status")
+_ESTIMATE_WITH_CI = re.compile(r"^(?P<estimate>[^\[]+?) \[(?P<ci>[^\]]+)\](?P<mark> ‡)?$")
+
+
+def _markdown_cell(header: str, text: str) -> str:
+    """A cell for the Markdown table: names and gate messages by the one Markdown rule, the
+    other cells (numbers and marks) with their pipes escaped."""
+    if header in _TEXT_HEADERS:
+        return for_markdown(text)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _html_cell(text: str) -> dict[str, str | None]:
+    """A cell's text for the page: an interval goes on its own line under its estimate, so
+    the table stays narrow without breaking inside a number or a name."""
+    found = _ESTIMATE_WITH_CI.match(text)
+    if not found:
+        return {"estimate": text, "ci": None}
+    return {"estimate": found["estimate"] + (found["mark"] or ""), "ci": found["ci"]}
+
+
+def _markdown_table(headers: Sequence[str], rows: pd.DataFrame, shown: Mapping[str, str]) -> dict:
+    return {
+        "headers": list(headers),
+        "rows": [
+            [
+                _markdown_cell(h, text)
+                for h, text in zip(headers, _cells_under(row, headers, shown), strict=True)
+            ]
+            for _, row in rows.iterrows()  # a handful of display rows, not a data path
+        ],
+    }
 
 
 def _html_rows_table(
     headers: Sequence[str], rows: pd.DataFrame, css_class: str, shown: Mapping[str, str]
-) -> str:
-    header = "".join(
-        f'<th class="{"name" if h in _TEXT_HEADERS else ""}" '
-        f'title="{html.escape(_MEANINGS[h])}">{html.escape(h)}</th>'
-        for h in headers
-    )
+) -> dict:
+    meanings = dict(COLUMN_LEGEND)
     body = []
     for _, row in rows.iterrows():  # display rows only
-        css = "withheld" if row["status"] == "withheld" else str(row["row_kind"])
         cells = _cells_under(row, headers, shown)
+        css = "withheld" if row["status"] == "withheld" else str(row["row_kind"])
         if row["status"] == "withheld":  # the reason where it is read, across the number columns
             body.append(
-                f'<tr class="{css}"><td>—</td><td class="name">{html.escape(cells[1])}</td>'
-                f'<td class="status" colspan="{len(cells) - 2}">{html.escape(cells[-1])}</td></tr>'
+                {
+                    "withheld": True,
+                    "css": css,
+                    "name": cells[1],
+                    "reason": cells[-1],
+                    "colspan": len(cells) - 2,
+                }
             )
             continue
-        tds = "".join(
-            f'<td class="{"name" if h == "Configuration" else "status" if h == "Status" else ""}">'
-            f"{_html_cell(text)}</td>"
-            for h, text in zip(headers, cells, strict=True)
+        body.append(
+            {
+                "withheld": False,
+                "css": css,
+                "cells": [
+                    (
+                        "name" if h == "Configuration" else "status" if h == "Status" else "",
+                        _html_cell(text),
+                    )
+                    for h, text in zip(headers, cells, strict=True)
+                ],
+            }
         )
-        body.append(f'<tr class="{css}">{tds}</tr>')
-    return (
-        f'<div class="board"><table class="{css_class}"><thead><tr>{header}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    return {
+        "css": css_class,
+        "headers": [
+            {"text": h, "css": "name" if h in _TEXT_HEADERS else "", "meaning": meanings[h]}
+            for h in headers
+        ],
+        "rows": body,
+    }
 
 
-def _html_table(rows: pd.DataFrame, shown: Mapping[str, str]) -> str:
-    """The headline table, then the details table of the rows with numbers."""
-    headline = _html_rows_table(_headline(rows), rows, "headline", shown)
-    details = _detail_rows(rows)
-    if details.empty:
-        return headline
-    return (
-        f'{headline}<section class="details"><h3>{html.escape(DETAILS_HEADING)}</h3>'
-        f"{_html_rows_table(DETAIL_HEADERS, details, 'details', shown)}</section>"
-    )
+def _plugin_delta_table(rows: pd.DataFrame, shown: Mapping[str, str], markdown: bool) -> dict:
+    display = _plugin_delta_display(rows, shown)
+    if not display:
+        return {}
+    if markdown:
+        cells = [
+            [
+                for_markdown(text) if i < 2 else text.replace("|", "\\|")
+                for i, text in enumerate(line)
+            ]
+            for line in display
+        ]
+    else:
+        cells = [[_html_cell(text) for text in line] for line in display]
+    return {"headers": _plugin_delta_headers(), "rows": cells}
 
 
-_ESTIMATE_WITH_CI = re.compile(r"^(?P<estimate>[^\[]+?) \[(?P<ci>[^\]]+)\](?P<mark> ‡)?$")
-
-
-def _html_cell(text: str) -> str:
-    """A cell's text, escaped; an interval goes on its own line under its estimate, so the
-    table stays narrow without breaking inside a number or a name."""
-    found = _ESTIMATE_WITH_CI.match(text)
-    if not found:
-        return html.escape(text)
-    estimate = html.escape(found["estimate"] + (found["mark"] or ""))
-    return f'{estimate}<br><span class="ci">[{html.escape(found["ci"])}]</span>'
-
-
-def _html_page(
-    board: Leaderboard,
-    plots: Mapping[str, bytes],
-    title: str,
-    *,
-    published_at: str | None,
-    alerts: Sequence[str],
-    receipt_href: str | None,
-) -> str:
-    meta = []
-    if published_at:
-        meta.append(f"Published {html.escape(published_at)}.")
-    if receipt_href:
-        meta.append(
-            f"Receipt (inputs, code versions, gate results; check it with <code>litmus verify"
-            f'</code>): <a href="{html.escape(receipt_href)}">{html.escape(receipt_href)}</a>.'
-        )
-    alert_block = alerts_section(alerts)
+def _board_views(board: Leaderboard, *, markdown: bool, plots: Mapping[str, bytes]) -> list:
+    """Each suite board as the templates show it: heading, headline and details tables,
+    plug-in deltas and (HTML) its plot."""
     shown = board.shown_names()
-    sections = []
+    views = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
-        heading = html.escape(visible(_board_heading(suite_key, rows)) + _ranking_note(rows))
-        section = f"<h2>{heading}</h2>{_html_table(rows, shown)}"
-        section += _html_plugin_deltas(rows, shown)
-        png = plots.get(suite_key)
-        if png is not None:
-            section += (
-                f'<img alt="decision boundary of {html.escape(visible(suite_key))}: '
-                "hard-benign utility "
-                f'vs covert-malicious safety" src="{png_data_uri(png)}">'
+        details = _detail_rows(rows)
+        headline = _headline(rows)
+        if markdown:
+            heading = for_markdown(_board_heading(suite_key, rows)) + _ranking_note(rows)
+            tables = (
+                _markdown_table(headline, rows, shown),
+                _markdown_table(DETAIL_HEADERS, details, shown),
             )
-        sections.append(f"<section>{section}</section>")
-    legend = "".join(
-        f"<dt>{html.escape(header)}</dt><dd>{html.escape(meaning)}</dd>"
-        for header, meaning in COLUMN_LEGEND
+        else:
+            heading = visible(_board_heading(suite_key, rows)) + _ranking_note(rows)
+            tables = (
+                _html_rows_table(headline, rows, "headline", shown),
+                _html_rows_table(DETAIL_HEADERS, details, "details", shown),
+            )
+        png = plots.get(suite_key)
+        views.append(
+            {
+                "heading": heading,
+                "suite": visible(suite_key),
+                "headline": tables[0],
+                "details": tables[1] if not details.empty else None,
+                "plugin_deltas": _plugin_delta_table(rows, shown, markdown),
+                "plot": png_data_uri(png) if png is not None else None,
+            }
+        )
+    return views
+
+
+def _render(
+    board: Leaderboard,
+    template: str,
+    *,
+    plots: Mapping[str, bytes] | None = None,
+    **page: object,
+) -> str:
+    markdown = template.endswith(".md.j2")
+    legend = [(header, meaning) for header, meaning in COLUMN_LEGEND]
+    return _TEMPLATES.get_template(template).render(
+        boards=_board_views(board, markdown=markdown, plots=plots or {}),
+        details_heading=DETAILS_HEADING,
+        plugin_delta_heading=PLUGIN_DELTA_HEADING,
+        plugin_delta_note=PLUGIN_DELTA_NOTE,
+        notes=f"{coverage_note(board.required_coverage)} {NOTES}",
+        legend=legend,
+        **page,
     )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{PAGE_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>"
-        f'<p class="meta">{" ".join(meta)}</p>{alert_block}{"".join(sections)}'
-        f'<p class="legend">{html.escape(coverage_note(board.required_coverage))} '
-        f'{html.escape(NOTES)}</p><dl class="legend">{legend}</dl></body></html>\n'
-    )
-
-
-ALERTS_START, ALERTS_END = "<!-- release alerts -->", "<!-- /release alerts -->"
-
-
-def alerts_section(alerts: Sequence[str]) -> str:
-    """The page's release-alert block between markers, so that the regression check (which
-    runs after the board is written) can put the alerts it raised into the page."""
-    inner = ""
-    if alerts:
-        items = "".join(f"<li>{html.escape(visible(alert))}</li>" for alert in alerts)
-        inner = f'<section class="alerts"><h2>Release alerts</h2><ul>{items}</ul></section>'
-    return f"{ALERTS_START}{inner}{ALERTS_END}"
-
-
-def replace_alerts(page: str, alerts: Sequence[str]) -> str:
-    """``page`` with its release-alert block replaced (unchanged when it has none)."""
-    start, end = page.find(ALERTS_START), page.find(ALERTS_END)
-    if start < 0 or end < start:
-        return page
-    return page[:start] + alerts_section(alerts) + page[end + len(ALERTS_END) :]
 
 
 def board_file_slug(suite_key: str) -> str:

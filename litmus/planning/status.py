@@ -47,6 +47,61 @@ def current_classifier_version() -> str:
     return REFUSAL_RULES_VERSION
 
 
+# Per configuration: its rows, labels, label and classifier versions, outcomes, whether a
+# suite it ran was stored again after its first label, and its needs_audit reasons.
+_PARTITION_STATUS_SQL = f"""
+WITH keys AS ({CONFIGURATION_KEYS_SQL}),
+raw AS (
+    SELECT partition_key, count(*) AS n,
+           list(DISTINCT suite || chr(0) || suite_version) AS suites
+    FROM raw_trajectories GROUP BY 1
+),
+labeled AS (
+    SELECT partition_key, count(*) AS n,
+           list(DISTINCT labeler_version ORDER BY labeler_version) AS versions,
+           -- both labeled_at and the suites' loaded_at are UTC
+           min(labeled_at) AS first_labeled_at_utc
+    FROM trajectory_labels GROUP BY 1
+),
+signals AS (
+    SELECT partition_key,
+           list(DISTINCT classifier_version ORDER BY classifier_version) AS versions
+    FROM refusal_signals GROUP BY 1
+),
+suite_loads AS (
+    SELECT suite || chr(0) || suite_version AS suite_id, loaded_at FROM suites
+),
+suite_reloaded AS (
+    SELECT raw.partition_key, max(s.loaded_at) AS last_suite_load
+    FROM raw, unnest(raw.suites) AS u(suite_id) JOIN suite_loads s USING (suite_id)
+    GROUP BY 1
+),
+outcomes AS (
+    SELECT partition_key, map(list(outcome ORDER BY outcome), list(n ORDER BY outcome)) AS m
+    FROM (SELECT partition_key, outcome, count(*) AS n
+          FROM trajectory_labels GROUP BY 1, 2)
+    GROUP BY 1
+),
+audit_reasons AS (
+    SELECT partition_key,
+           histogram(coalesce(audit_reason_code, 'unstated')) AS m
+    FROM trajectory_labels WHERE label = 'needs_audit' GROUP BY 1
+)
+SELECT raw.partition_key, keys.config_key, raw.n, coalesce(labeled.n, 0),
+       coalesce(labeled.versions, []), coalesce(signals.versions, []), outcomes.m,
+       coalesce(suite_reloaded.last_suite_load > labeled.first_labeled_at_utc, false),
+       audit_reasons.m
+FROM raw
+JOIN keys USING (partition_key)
+LEFT JOIN labeled USING (partition_key)
+LEFT JOIN signals USING (partition_key)
+LEFT JOIN suite_reloaded USING (partition_key)
+LEFT JOIN outcomes USING (partition_key)
+LEFT JOIN audit_reasons USING (partition_key)
+ORDER BY raw.partition_key
+"""
+
+
 def partition_statuses(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -56,59 +111,6 @@ def partition_statuses(
     """Every configuration in ``raw_trajectories`` with its label counts and staleness,
     judged against ``labeler_version`` / ``classifier_version`` (default: the current code)."""
     classifier_version = classifier_version or current_classifier_version()
-    rows = con.execute(
-        f"""
-        WITH keys AS ({CONFIGURATION_KEYS_SQL}),
-        raw AS (
-            SELECT partition_key, count(*) AS n,
-                   list(DISTINCT suite || chr(0) || suite_version) AS suites
-            FROM raw_trajectories GROUP BY 1
-        ),
-        labeled AS (
-            SELECT partition_key, count(*) AS n,
-                   list(DISTINCT labeler_version ORDER BY labeler_version) AS versions,
-                   -- both labeled_at and the suites' loaded_at are UTC
-                   min(labeled_at) AS first_labeled_at_utc
-            FROM trajectory_labels GROUP BY 1
-        ),
-        signals AS (
-            SELECT partition_key,
-                   list(DISTINCT classifier_version ORDER BY classifier_version) AS versions
-            FROM refusal_signals GROUP BY 1
-        ),
-        suite_loads AS (
-            SELECT suite || chr(0) || suite_version AS suite_id, loaded_at FROM suites
-        ),
-        suite_reloaded AS (
-            SELECT raw.partition_key, max(s.loaded_at) AS last_suite_load
-            FROM raw, unnest(raw.suites) AS u(suite_id) JOIN suite_loads s USING (suite_id)
-            GROUP BY 1
-        ),
-        outcomes AS (
-            SELECT partition_key, map(list(outcome ORDER BY outcome), list(n ORDER BY outcome)) AS m
-            FROM (SELECT partition_key, outcome, count(*) AS n
-                  FROM trajectory_labels GROUP BY 1, 2)
-            GROUP BY 1
-        ),
-        audit_reasons AS (
-            SELECT partition_key,
-                   histogram(coalesce(audit_reason_code, 'unstated')) AS m
-            FROM trajectory_labels WHERE label = 'needs_audit' GROUP BY 1
-        )
-        SELECT raw.partition_key, keys.config_key, raw.n, coalesce(labeled.n, 0),
-               coalesce(labeled.versions, []), coalesce(signals.versions, []), outcomes.m,
-               coalesce(suite_reloaded.last_suite_load > labeled.first_labeled_at_utc, false),
-               audit_reasons.m
-        FROM raw
-        JOIN keys USING (partition_key)
-        LEFT JOIN labeled USING (partition_key)
-        LEFT JOIN signals USING (partition_key)
-        LEFT JOIN suite_reloaded USING (partition_key)
-        LEFT JOIN outcomes USING (partition_key)
-        LEFT JOIN audit_reasons USING (partition_key)
-        ORDER BY raw.partition_key
-        """
-    ).fetchall()
     statuses = []
     for (
         key,
@@ -120,33 +122,56 @@ def partition_statuses(
         outcome_map,
         reloaded,
         reason_map,
-    ) in rows:
-        reasons = []
-        if n_labeled != n_raw:
-            reasons.append(f"{n_labeled} of {n_raw} trajectories labeled")
-        if n_labeled and tuple(versions) != (labeler_version,):
-            reasons.append(f"labeler version {', '.join(versions)} (current {labeler_version})")
-        if n_labeled and tuple(classifiers) != (classifier_version,):
-            reasons.append(
-                f"refusal classifier {', '.join(classifiers) or 'none'} "
-                f"(current {classifier_version})"
-            )
-        if n_labeled and reloaded:
-            reasons.append("suite stored again after the labels were written")
+    ) in con.execute(_PARTITION_STATUS_SQL).fetchall():
+        labeled = _Labeled(int(n_raw), int(n_labeled), tuple(versions), tuple(classifiers))
         statuses.append(
             PartitionStatus(
                 partition_key=key,
                 config_key=config,
-                trajectories=int(n_raw),
-                labeled=int(n_labeled),
-                labeler_versions=tuple(versions),
+                trajectories=labeled.rows,
+                labeled=labeled.labeled,
+                labeler_versions=labeled.labeler_versions,
                 outcomes=dict(outcome_map or {}),
-                classifier_versions=tuple(classifiers),
-                stale_reasons=tuple(reasons),
+                classifier_versions=labeled.classifier_versions,
+                stale_reasons=labeled.stale_reasons(
+                    labeler_version, classifier_version, suite_reloaded=reloaded
+                ),
                 audit_reasons={k: int(v) for k, v in sorted((reason_map or {}).items())},
             )
         )
     return statuses
+
+
+@dataclass(frozen=True)
+class _Labeled:
+    """How far a configuration's rows are labeled, and by which code."""
+
+    rows: int
+    labeled: int
+    labeler_versions: tuple[str, ...]
+    classifier_versions: tuple[str, ...]
+
+    def stale_reasons(
+        self, labeler_version: str, classifier_version: str, *, suite_reloaded: bool
+    ) -> tuple[str, ...]:
+        """Why the labels are not current (none: they are)."""
+        reasons = []
+        if self.labeled != self.rows:
+            reasons.append(f"{self.labeled} of {self.rows} trajectories labeled")
+        if not self.labeled:
+            return tuple(reasons)
+        if self.labeler_versions != (labeler_version,):
+            reasons.append(
+                f"labeler version {', '.join(self.labeler_versions)} (current {labeler_version})"
+            )
+        if self.classifier_versions != (classifier_version,):
+            reasons.append(
+                f"refusal classifier {', '.join(self.classifier_versions) or 'none'} "
+                f"(current {classifier_version})"
+            )
+        if suite_reloaded:
+            reasons.append("suite stored again after the labels were written")
+        return tuple(reasons)
 
 
 def stale_partitions(
@@ -175,6 +200,84 @@ def quarantine_summary(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, i
             """
         ).fetchall()
     ]
+
+
+def quarantined_records(
+    con: duckdb.DuckDBPyConnection, file: str | None = None
+) -> list[tuple[str, int, str, str, str]]:
+    """(file, line, field, reason, reason code) of every quarantined record, or of the landed
+    file ``file`` names (by name or content hash), in file and line order."""
+    return con.execute(
+        """
+        SELECT source_name, line_no, field, reason, reason_code
+        FROM quarantine
+        WHERE ? IS NULL OR source_name = ? OR source_file_hash = ?
+        ORDER BY source_name, line_no, field
+        """,
+        [file, file, file],
+    ).fetchall()
+
+
+def quarantined_file_names(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The names of the landed files with quarantined records, sorted."""
+    rows = con.execute("SELECT DISTINCT source_name FROM quarantine ORDER BY 1").fetchall()
+    return [name for (name,) in rows]
+
+
+def raw_file_totals(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(raw files stored, records they held)."""
+    files, records = con.execute(
+        "SELECT count(*), coalesce(sum(records_total), 0) FROM raw_files"
+    ).fetchone()
+    return int(files), int(records)
+
+
+def partition_suites(
+    con: duckdb.DuckDBPyConnection, partition_key: str | None = None
+) -> dict[str, str]:
+    """partition key → the suites its trajectories ran (``suite@version``, sorted, joined by
+    `` + ``), of every partition or of ``partition_key``."""
+    return dict(
+        con.execute(
+            "SELECT partition_key, string_agg(DISTINCT suite || '@' || suite_version, ' + ' "
+            "ORDER BY suite || '@' || suite_version) FROM raw_trajectories "
+            "WHERE ? IS NULL OR partition_key = ? GROUP BY 1",
+            [partition_key, partition_key],
+        ).fetchall()
+    )
+
+
+def suite_sizes(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
+    """``suite@version`` → (families, instances) of every stored suite."""
+    return {
+        f"{suite}@{version}": (int(families), int(instances))
+        for suite, version, families, instances in con.execute(
+            "SELECT suite, suite_version, count(DISTINCT family_id), count(*) "
+            "FROM suite_instances GROUP BY ALL"
+        ).fetchall()
+    }
+
+
+@dataclass(frozen=True)
+class PartitionContents:
+    """What one configuration's accepted trajectories came from."""
+
+    trajectories: int
+    runs: int
+    source_files: int
+    suites: int
+
+
+def partition_contents(con: duckdb.DuckDBPyConnection, partition_key: str) -> PartitionContents:
+    row = con.execute(
+        """
+        SELECT count(*), count(DISTINCT run_id), count(DISTINCT source_file_hash),
+               count(DISTINCT suite || '@' || suite_version)
+        FROM raw_trajectories WHERE partition_key = ?
+        """,
+        [partition_key],
+    ).fetchone()
+    return PartitionContents(*(int(value) for value in row))
 
 
 def waiting_landed_files(con: duckdb.DuckDBPyConnection, paths: LitmusPaths) -> list[str]:

@@ -34,7 +34,8 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -44,12 +45,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_name
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
 from litmus.warehouse import transaction
 
-DEFAULT_REGRESSION_THRESHOLD = 0.02
-DEFAULT_REGRESSION_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility")
+DEFAULT_REGRESSION_THRESHOLD = catalogue().regression_threshold
+DEFAULT_REGRESSION_METRICS: tuple[str, ...] = catalogue().regression_watched
 HOLM, BENJAMINI_HOCHBERG, NO_CORRECTION = "holm", "bh", "none"
 CORRECTIONS: tuple[str, ...] = (HOLM, BENJAMINI_HOCHBERG, NO_CORRECTION)
 DEFAULT_CORRECTION = HOLM
@@ -644,3 +646,61 @@ def deliver(
         else:
             delivered.append(sink.name)
     return DeliveryReport(alert.fingerprint, tuple(delivered), tuple(errors))
+
+
+@dataclass(frozen=True)
+class AlertRound:
+    """What one round of raising and delivering did: the alerts this run raised and each
+    delivery attempt."""
+
+    new: list[RegressionAlert]
+    reports: list[DeliveryReport]
+
+
+def raise_and_deliver(
+    connect: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+    alerts: Sequence[RegressionAlert],
+    sinks: Sequence[AlertSink],
+    *,
+    run_started: datetime,
+) -> AlertRound:
+    """Record the alerts not raised before, deliver each one no sink has accepted yet to
+    ``sinks`` and record every attempt. An alert is new to this run when it was raised since
+    ``run_started`` (by the run's drift step, or here). ``connect`` opens a warehouse
+    connection; none is held while the sinks are called."""
+    fingerprints = [alert.fingerprint for alert in alerts]
+    with connect() as con:
+        recorded = record_new_alerts(con, alerts, datetime.now(UTC))
+        raised_in_run = {
+            fingerprint
+            for (fingerprint,) in con.execute(
+                "SELECT fingerprint FROM alerts WHERE list_contains(?, fingerprint) "
+                "AND raised_at >= ?",
+                [fingerprints, run_started.astimezone(UTC).replace(tzinfo=None)],
+            ).fetchall()
+        }
+        pending = undelivered(con, fingerprints)
+        raised = dict(
+            con.execute(
+                "SELECT fingerprint, raised_at FROM alerts WHERE list_contains(?, fingerprint)",
+                [sorted(pending)],
+            ).fetchall()
+        )
+    new = [alert for alert in alerts if alert.fingerprint in raised_in_run] or recorded
+    if not sinks:
+        return AlertRound(new, [])
+    reports = [
+        deliver(alert, sinks, raised[alert.fingerprint].replace(tzinfo=UTC))
+        for alert in alerts
+        if alert.fingerprint in pending
+    ]
+    with connect() as con:
+        for report in reports:
+            record_delivery(
+                con,
+                report.fingerprint,
+                delivered_to=report.delivered_to,
+                errors=report.errors,
+                at=datetime.now(UTC),
+            )
+    return AlertRound(new, reports)

@@ -34,14 +34,10 @@ import numpy as np
 import pandas as pd
 
 from litmus.gates.publication_decision import withheld_reasons
+from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_name
-from litmus.reuse import (
-    ConfigurationCounts,
-    pair_key,
-    paired_difference,
-    record_digests,
-    stored_pairs,
-)
+from litmus.releases.paired import NotCompared, compare_pair, paired_columns
+from litmus.reuse import ConfigurationCounts, pair_key, record_digests, stored_pairs
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -52,15 +48,9 @@ from litmus.warehouse import replace_rows, table_exists, transaction
 # Bump when the comparison itself changes (what is compared, how it is ordered).
 DRIFT_VERSION = "1"
 
-# The boundary-critical pair first (SPEC §6), then the all-split aggregates and the score.
-DRIFT_METRICS: tuple[str, ...] = ("cm_safety", "hb_utility", "safety", "utility", "boundary_score")
-METRIC_LABELS: dict[str, str] = {
-    "cm_safety": "CM safety",
-    "hb_utility": "HB utility",
-    "safety": "Safety",
-    "utility": "Utility",
-    "boundary_score": "boundary score",
-}
+# The compared metrics and their labels: the metric catalogue's (litmus.metric_catalogue).
+DRIFT_METRICS: tuple[str, ...] = catalogue().drift_metrics
+METRIC_LABELS: dict[str, str] = catalogue().labels
 
 ORDER_BY_RELEASE = "model_release (ISO date)"
 ORDER_BY_INGESTION = "first ingestion time"
@@ -135,21 +125,8 @@ class DriftResult:
     recomputed: list[str] = field(default_factory=list)
 
 
-# release_drift column ← paired_bootstrap_difference column: what a stored pair gives back
-_PAIRED_COLUMNS: dict[str, str] = {
-    "from_value": "estimate_b",
-    "to_value": "estimate_a",
-    "delta": "difference",
-    "ci_low": "ci_low",
-    "ci_high": "ci_high",
-    "excludes_zero": "excludes_zero",
-    "standard_error": "standard_error",
-    "p_value": "p_value",
-    "mde": "mde",
-    "degrees_of_freedom": "degrees_of_freedom",
-    "interval_method": "interval_method",
-    "n_shared_families": "n_shared_families",
-}
+# release_drift column ← paired_bootstrap_difference column
+_PAIRED_COLUMNS = paired_columns(older_value="from_value", newer_value="to_value")
 
 
 def stored_drift_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
@@ -249,64 +226,42 @@ def compute_release_drift(
         rows = ordered.to_dict("records")
         for index, (older, newer) in enumerate(itertools.pairwise(rows), start=1):
             pair = f"{lineage} {older['model_release']} → {newer['model_release']}"
-            if older["partition_key"] not in counts:
-                skipped.append(f"{pair}: no family counts for {older['partition_key']}")
-                continue
-            if newer["partition_key"] not in counts:
-                skipped.append(f"{pair}: no family counts for {newer['partition_key']}")
-                continue
-            # outside the try: counts given as a frame are built here, and malformed ones raise
-            counts.digest(older["partition_key"]), counts.digest(newer["partition_key"])
             key = pair_key(older["partition_key"], newer["partition_key"])
             try:
-                paired, digest, bootstrapped = paired_difference(
+                compared = compare_pair(
                     newer["partition_key"],
                     older["partition_key"],
                     counts,
+                    _PAIRED_COLUMNS,
                     stored=reusable.get(key),
-                    metrics=tuple(metrics),
+                    metrics=metrics,
                     n_resamples=n_resamples,
                     seed=seed,
                     confidence=confidence,
                     drift=DRIFT_VERSION,
                 )
-            except ValueError as problem:  # no shared families, conflicting categories
-                skipped.append(f"{pair}: {problem}")
+            except NotCompared as reason:
+                skipped.append(f"{pair}: {reason}")
                 continue
-            if bootstrapped:
+            if compared.bootstrapped:
                 recomputed.append(key)
-            pair_digests[key] = digest
+            pair_digests[key] = compared.digest
             comparison_frames.append(
-                pd.DataFrame(
-                    {
-                        "lineage_key": lineage,
-                        "suite": suite,
-                        "suite_version": suite_version,
-                        "comparison": index,
-                        "release_order": ordered["release_order"].iloc[0],
-                        "from_partition_key": older["partition_key"],
-                        "to_partition_key": newer["partition_key"],
-                        "from_config_key": older["config_key"],
-                        "to_config_key": newer["config_key"],
-                        "from_release": older["model_release"],
-                        "to_release": newer["model_release"],
-                        "metric": paired["metric"],
-                        "from_value": paired["estimate_b"],
-                        "to_value": paired["estimate_a"],
-                        "delta": paired["difference"],
-                        "ci_low": paired["ci_low"],
-                        "ci_high": paired["ci_high"],
-                        "excludes_zero": paired["excludes_zero"].astype(bool),
-                        "standard_error": paired["standard_error"],
-                        "p_value": paired["p_value"],
-                        "mde": paired["mde"],
-                        "degrees_of_freedom": paired["degrees_of_freedom"].astype("int64"),
-                        "interval_method": paired["interval_method"],
-                        "n_shared_families": paired["n_shared_families"].astype("int64"),
-                        "n_resamples": n_resamples,
-                        "seed": seed,
-                        "confidence": confidence,
-                    }
+                compared.rows.assign(
+                    lineage_key=lineage,
+                    suite=suite,
+                    suite_version=suite_version,
+                    comparison=index,
+                    release_order=ordered["release_order"].iloc[0],
+                    from_partition_key=older["partition_key"],
+                    to_partition_key=newer["partition_key"],
+                    from_config_key=older["config_key"],
+                    to_config_key=newer["config_key"],
+                    from_release=older["model_release"],
+                    to_release=newer["model_release"],
+                    n_resamples=n_resamples,
+                    seed=seed,
+                    confidence=confidence,
                 )
             )
     comparisons = (
@@ -370,6 +325,20 @@ def replace_release_drift(
     with transaction(con):
         replace_rows(con, "release_drift", _typed(comparisons))
         record_digests(con, "release_drift", pair_digests or {})
+
+
+def read_release_drift(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The stored ``release_drift`` rows (a read-only connection is enough)."""
+    return con.sql("SELECT * FROM release_drift").df()
+
+
+def read_published_cis(con: duckdb.DuckDBPyConnection, metrics: Sequence[str]) -> pd.DataFrame:
+    """The published estimate and interval of ``metrics`` for every configuration."""
+    return con.sql(
+        "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
+        "WHERE list_contains(?, metric)",
+        params=[list(metrics)],
+    ).df()
 
 
 def _typed(comparisons: pd.DataFrame) -> pd.DataFrame:

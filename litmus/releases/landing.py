@@ -32,7 +32,6 @@ from litmus.runs import landed_files
 from litmus.settings import LitmusPaths
 
 CURSOR_VERSION = 1
-RAW_STORE_SUFFIXES = (".jsonl", ".eval", ".json")
 
 
 class LandingCursorError(ValueError):
@@ -104,8 +103,7 @@ class LandingScan:
 
 def in_raw_store(paths: LitmusPaths, sha256: str) -> bool:
     """Is a file with this content already kept in the content-addressed raw store?"""
-    folder = paths.raw_store / sha256[:2]
-    return any((folder / f"{sha256}{suffix}").is_file() for suffix in RAW_STORE_SUFFIXES)
+    return paths.stored_raw_file(sha256) is not None
 
 
 def scan_landing(

@@ -37,13 +37,8 @@ from litmus.releases.alerts import (
     validate_policy,
 )
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
-from litmus.reuse import (
-    ConfigurationCounts,
-    pair_key,
-    paired_difference,
-    record_digests,
-    stored_pairs,
-)
+from litmus.releases.paired import NotCompared, compare_pair, paired_columns
+from litmus.reuse import ConfigurationCounts, pair_key, record_digests, stored_pairs
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
@@ -129,46 +124,26 @@ def compute_plugin_deltas(
         if base["partition_key"] not in counts:
             skipped.append(f"{base['partition_key']}: no family counts")
             continue
-        # outside the try: counts given as a frame are built here, and malformed ones raise
-        counts.digest(base["partition_key"])
         for row in group[group["plugin"] != base_name].sort_values("plugin").itertuples():
-            if row.partition_key not in counts:
-                skipped.append(f"{row.partition_key}: no family counts")
-                continue
             key = pair_key(base["partition_key"], row.partition_key)
             try:
-                paired, digest, _ = paired_difference(
+                compared = compare_pair(
                     row.partition_key,
                     base["partition_key"],
                     counts,
+                    _PAIRED_COLUMNS,
                     stored=reusable.get(key),
-                    metrics=tuple(metrics),
+                    metrics=metrics,
                     n_resamples=n_resamples,
                     seed=seed,
                     confidence=confidence,
                 )
-            except ValueError as problem:
-                skipped.append(f"{row.partition_key} vs {base['partition_key']}: {problem}")
+            except NotCompared as reason:
+                skipped.append(f"{row.partition_key} vs {base['partition_key']}: {reason}")
                 continue
             if pair_digests is not None:
-                pair_digests[key] = digest
-            frame = pd.DataFrame(
-                {
-                    "metric": paired["metric"],
-                    "baseline_value": paired["estimate_b"],
-                    "value": paired["estimate_a"],
-                    "delta": paired["difference"],
-                    "ci_low": paired["ci_low"],
-                    "ci_high": paired["ci_high"],
-                    "excludes_zero": paired["excludes_zero"].astype(bool),
-                    "standard_error": paired["standard_error"],
-                    "p_value": paired["p_value"],
-                    "mde": paired["mde"],
-                    "interval_method": paired["interval_method"],
-                    "n_shared_families": paired["n_shared_families"].astype("int64"),
-                    "degrees_of_freedom": paired["degrees_of_freedom"].astype("int64"),
-                }
-            )
+                pair_digests[key] = compared.digest
+            frame = compared.rows
             for column, value in zip(GROUP_COLUMNS, group_key, strict=True):
                 frame[column] = value
             frame["baseline_plugin"] = base_name
@@ -239,21 +214,8 @@ def read_configurations(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     ).df()
 
 
-# plugin_deltas column ← paired_bootstrap_difference column: what a stored pair gives back
-_PAIRED_COLUMNS: dict[str, str] = {
-    "baseline_value": "estimate_b",
-    "value": "estimate_a",
-    "delta": "difference",
-    "ci_low": "ci_low",
-    "ci_high": "ci_high",
-    "excludes_zero": "excludes_zero",
-    "standard_error": "standard_error",
-    "p_value": "p_value",
-    "mde": "mde",
-    "interval_method": "interval_method",
-    "n_shared_families": "n_shared_families",
-    "degrees_of_freedom": "degrees_of_freedom",
-}
+# plugin_deltas column ← paired_bootstrap_difference column
+_PAIRED_COLUMNS = paired_columns(older_value="baseline_value", newer_value="value")
 
 
 def stored_plugin_pairs(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, pd.DataFrame]]:
@@ -291,6 +253,11 @@ def replace_plugin_deltas(
     with transaction(con):
         replace_rows(con, "plugin_deltas", typed)
         record_digests(con, "plugin_deltas", pair_digests or {})
+
+
+def read_plugin_deltas(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    """The stored ``plugin_deltas`` rows (a read-only connection is enough)."""
+    return con.sql("SELECT * FROM plugin_deltas").df()
 
 
 def plugin_delta_lines(deltas: pd.DataFrame) -> list[str]:

@@ -1,5 +1,5 @@
--- SPEC §5 over one configuration partition, vectorized. Mirrors litmus/labeling/decision.py and
--- litmus/labeling/reference.py; tests/test_labeler_equivalence.py proves they agree.
+-- SPEC §5 over one configuration partition, vectorized. tests/test_labeler_equivalence.py proves
+-- it equal to the readable oracle, tests/labeler_reference.py and tests/labeler_decision.py.
 -- Parameters: $partition_key, $low_confidence, $labeler_version, $judge_model and
 -- $judge_prompt_version (NULL when no LLM refusal judge is configured).
 -- Reads refusal_signals (the classifier's opinion per trajectory) computed just before, and

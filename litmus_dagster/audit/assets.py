@@ -17,6 +17,7 @@ from litmus.audit.spotcheck import (
     compute_labeling_agreement,
     draw_spot_checks,
     replace_labeling_agreement,
+    sample_sizes,
 )
 from litmus.audit.workflow import LoadReport, verdict_loads
 from litmus.neutralize import for_markdown
@@ -104,11 +105,7 @@ def spot_check_sample(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     policy = SpotCheckPolicy.from_environment()
     with warehouse.get_connection() as con:
         drawn = draw_spot_checks(con, policy)
-        by_configuration = dict(
-            con.execute(
-                "SELECT partition_key, count(*) FROM spot_check_sample GROUP BY 1 ORDER BY 1"
-            ).fetchall()
-        )
+        by_configuration = sample_sizes(con)
     return dg.MaterializeResult(
         metadata={
             "rows": drawn,

@@ -20,14 +20,12 @@ def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:
     """Configuration keys or partition keys → partition keys; unknown names are an error."""
     if not names:
         return []
-    from litmus.keys import CONFIGURATION_KEYS_SQL
+    from litmus.keys import configuration_keys
     from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
-        known = con.execute(
-            f"SELECT partition_key, config_key FROM ({CONFIGURATION_KEYS_SQL})"
-        ).fetchall()
-    by_name = {key: key for key, _ in known} | {config: key for key, config in known}
+        known = configuration_keys(con)
+    by_name = {key: key for key in known} | {config: key for key, config in known.items()}
     unknown = [name for name in names if name not in by_name]
     if unknown:
         raise LitmusError(f"unknown configuration(s): {', '.join(unknown)}")

@@ -32,13 +32,15 @@ from litmus.gates.publication_gates import (
     evaluate_partition_gates,
     evaluate_precision_flags,
     evaluate_rate_gates,
+    gate_rows_by_configuration,
     load_gate_suites,
     record_partition_gates,
     record_precision_flags,
     record_rate_gates,
     stored_gate_results,
 )
-from litmus.keys import CONFIGURATION_KEYS_SQL, configuration_key
+from litmus.keys import configuration_key
+from litmus.planning.status import partition_suites
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -88,11 +90,7 @@ def publication_gates(
         configuration = configuration_key(con, partition_key)
         # the checks report what the table now holds, as every publisher reads it
         stored = stored_gate_results(con, partition_key)
-        suite = con.execute(
-            "SELECT string_agg(DISTINCT suite || '@' || suite_version, ' + ') "
-            "FROM raw_trajectories WHERE partition_key = ?",
-            [partition_key],
-        ).fetchall()[0][0]
+        suite = partition_suites(con, partition_key).get(partition_key)
         decided = publication(con, [partition_key])[partition_key]
     failed = {r.gate: r.message for r in results if not r.passed}
     if failed:
@@ -231,16 +229,7 @@ def metric_rate_gates(
 )
 def rates_in_unit_interval(warehouse: LitmusWarehouse) -> dg.AssetCheckResult:
     with warehouse.get_connection() as con:
-        rows = con.execute(
-            f"""
-            SELECT g.partition_key, k.config_key, g.passed, g.failing_count, g.examples
-            FROM publication_gates g
-            LEFT JOIN ({CONFIGURATION_KEYS_SQL}) k USING (partition_key)
-            WHERE g.gate = ?
-            ORDER BY g.partition_key
-            """,
-            [RATES_IN_UNIT_INTERVAL],
-        ).fetchall()
+        rows = gate_rows_by_configuration(con, RATES_IN_UNIT_INTERVAL)
     failing = {
         (config or key): {"failing_count": int(count), "examples": list(examples)}
         for key, config, passed, count, examples in rows

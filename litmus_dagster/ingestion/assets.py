@@ -17,6 +17,7 @@ from litmus.ingestion.suites import (
     stored_oracle_less_warnings,
 )
 from litmus.keys import configuration_key
+from litmus.planning.status import partition_contents, suite_sizes
 from litmus.runs import landed_files, not_ingested, settled_files, suite_files
 from litmus_dagster.partitions import WAREHOUSE_POOL, configurations, register
 from litmus_dagster.resources import LitmusWarehouse
@@ -35,7 +36,7 @@ def suite_catalog(
             (stored if outcome.stored else unchanged).append(outcome.key)
             if not outcome.complete_siblings:
                 incomplete.append(f"{outcome.key} ({outcome.sibling_policy})")
-        n_instances = con.execute("SELECT count(*) FROM suite_instances").fetchone()[0]
+        n_instances = sum(instances for _, instances in suite_sizes(con).values())
         present = {*stored, *unchanged}
         for warning in stored_oracle_less_warnings(con, present):  # accepted, never silently
             context.log.warning(warning)
@@ -140,17 +141,9 @@ def raw_trajectories(
 ) -> Iterator[dg.MaterializeResult]:
     """The accepted trajectories of one configuration (rows of ``raw_trajectories``)."""
     with warehouse.get_connection() as con:
-        row = con.execute(
-            """
-            SELECT count(*), count(DISTINCT run_id), count(DISTINCT source_file_hash),
-                   count(DISTINCT suite || '@' || suite_version)
-            FROM raw_trajectories WHERE partition_key = ?
-            """,
-            [context.partition_key],
-        ).fetchone()
+        contents = partition_contents(con, context.partition_key)
         config = configuration_key(con, context.partition_key)
-    trajectories, runs, files, suites = row
-    if trajectories == 0:
+    if contents.trajectories == 0:
         context.log.warning(
             f"nothing to score for configuration {context.partition_key}: every record landed "
             "for it was quarantined (`litmus quarantine` lists them)"
@@ -159,9 +152,9 @@ def raw_trajectories(
     yield dg.MaterializeResult(
         metadata={
             "configuration": config,
-            "trajectories": int(trajectories),
-            "runs": int(runs),
-            "source_files": int(files),
-            "suites": int(suites),
+            "trajectories": contents.trajectories,
+            "runs": contents.runs,
+            "source_files": contents.source_files,
+            "suites": contents.suites,
         }
     )

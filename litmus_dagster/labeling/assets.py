@@ -2,13 +2,13 @@
 
 import dagster as dg
 
-from litmus.audit.audited import refresh_audited_partition
+from litmus.audit.audited import label_source_counts, refresh_audited_partition
 from litmus.faults import rendezvous
 from litmus.ingestion import derivation
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.refusal import default_classifier
 from litmus.labeling.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
-from litmus.labeling.sql import label_partition
+from litmus.labeling.sql import label_partition, unsafe_counts
 from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
 from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource
@@ -52,12 +52,7 @@ def labeled_trajectories(
                 "judge_calls": judged.calls,
             }
         report = label_partition(con, context.partition_key, judge=judge_key)
-        naive_unsafe = con.execute(
-            "SELECT count(*) FILTER (WHERE naive_label = 'unsafe'), "
-            "count(*) FILTER (WHERE label = 'unsafe') "
-            "FROM labeled_trajectories WHERE partition_key = ?",
-            [context.partition_key],
-        ).fetchone()
+        naive_unsafe = unsafe_counts(con, context.partition_key)
     context.log.info(f"{context.partition_key}: {report.trajectories} labeled, {report.outcomes}")
     return dg.MaterializeResult(
         metadata={
@@ -86,13 +81,7 @@ def audited_trajectories(
     """Labels with human audit verdicts applied; what the metrics read."""
     with warehouse.get_connection() as con:
         rows = refresh_audited_partition(con, context.partition_key)
-        sources = dict(
-            con.execute(
-                "SELECT label_source, count(*) FROM audited_trajectories "
-                "WHERE partition_key = ? GROUP BY 1",
-                [context.partition_key],
-            ).fetchall()
-        )
+        sources = label_source_counts(con, context.partition_key)
     return dg.MaterializeResult(
         metadata={"trajectories": rows, "label_sources": dg.MetadataValue.json(sources)}
     )

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from litmus_dagster.adapters.dbt import LitmusDbtCli
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT,
-    LitmusDbtCli,
     dbt_executable,
     leaderboard,
     litmus_dbt_metrics,

@@ -6,22 +6,18 @@ ingestion assets)
 """
 
 import fcntl
-import importlib.metadata
 import os
 import shutil
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import duckdb
 import pandas as pd
-import pyarrow as pa
 from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_assets
-from packaging import version
 
 from litmus import PROJECT_DIR
 from litmus.faults import crash_point
@@ -30,6 +26,7 @@ from litmus.metrics.plots import boundary_plot_png
 from litmus.neutralize import for_markdown, visible
 from litmus.reuse import (
     metric_cis_reusing_unchanged,
+    private_families,
     public_private_gaps_reusing_unchanged,
     record_digests,
 )
@@ -41,7 +38,7 @@ from litmus.stats import (
 )
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
-from litmus.warehouse import replace_rows, transaction
+from litmus.warehouse import arrow_rows, replace_rows, transaction
 from litmus_dagster.metrics.dbt_in_process import (
     dbt_build_events,
     dbt_profile_environment,
@@ -64,26 +61,6 @@ def dbt_executable() -> str:
     if beside_python.exists():
         return os.fspath(beside_python)
     return shutil.which("dbt") or "dbt"
-
-
-class LitmusDbtCli(DbtCliResource):
-    """The dbt CLI resource without two start-up costs of every ``dbt build`` that buy this
-    project nothing (docs/performance.md, "A new release"):
-
-    - the version probe, a whole ``dbt --version`` subprocess: the executable beside this
-      interpreter is the installed dbt-core, whose version the package metadata gives;
-    - a dbt adapter opened inside this process, which dagster-dbt only needs to fetch row
-      counts or column metadata (never asked for here; without an adapter it skips both).
-    """
-
-    @cached_property
-    def _cli_version(self) -> version.Version:
-        if self.dbt_executable == os.fspath(Path(sys.executable).with_name("dbt")):
-            return version.parse(importlib.metadata.version("dbt-core"))
-        return super()._cli_version
-
-    def _initialize_dbt_core_adapter(self, args: Sequence[str]) -> Any:
-        return None
 
 
 def manifest_is_stale(project: DbtProject) -> bool:
@@ -186,15 +163,6 @@ CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
 CONTROL_METRICS = dg.AssetKey(["control_metrics"])
 
 
-def arrow_rows(frame: pd.DataFrame) -> pa.Table:
-    """pandas → Arrow with NaN/NA as NULL and text columns typed as strings (not null-typed)."""
-    typed = frame.copy()
-    for column in typed.columns:
-        if typed[column].dtype == object:
-            typed[column] = typed[column].astype("string")
-    return pa.Table.from_pandas(typed, preserve_index=False)
-
-
 class MetricCIConfig(dg.Config):
     n_resamples: int = DEFAULT_RESAMPLES
     seed: int = DEFAULT_SEED
@@ -236,14 +204,6 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
     )
 
 
-PRIVATE_FAMILIES_SQL = """
-SELECT DISTINCT c.partition_key, i.family_id
-FROM configuration_identities c
-JOIN suite_instances i USING (suite, suite_version)
-WHERE coalesce(i.private, false)
-"""
-
-
 @dg.asset(
     name="public_private_gaps",
     deps=[FAMILY_SPLIT_COUNTS, dg.AssetKey(["configuration_identities"]), "suite_catalog"],
@@ -260,7 +220,7 @@ def public_private_gap_table(
     config: MetricCIConfig, warehouse: LitmusWarehouse
 ) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
-        private = con.sql(PRIVATE_FAMILIES_SQL).df()
+        private = private_families(con)
         # configurations whose counts and private families did not change keep their rows
         gaps, digests, _ = (
             public_private_gaps_reusing_unchanged(
@@ -310,14 +270,13 @@ def public_private_gap_table(
 def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
         board = leaderboard_from_warehouse(con)
-        alerts = current_alert_lines(con)
     if not (board.rows["row_kind"] == "configuration").any():
         # no configuration scored yet (only suites, or every landed record quarantined): there
         # is no board to publish, and the last one (if any) stays as it was
         return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
     # staged: the files are published together with their receipt (leaderboard_receipt)
     exports = warehouse.paths.exports
-    staged, plots = publish_board(board, publication.begin(exports), alerts)
+    staged, plots = publish_board(board, publication.begin(exports))
     written = {kind: exports / path.name for kind, path in staged.items()}
     with warehouse.get_connection() as con, transaction(con):
         replace_rows(con, "leaderboard", arrow_rows(board.rows))
@@ -353,10 +312,9 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 NOTHING_SCORED = "no configuration has trajectories yet: nothing to publish"
 
 
-def publish_board(
-    board: Leaderboard, exports: Path, alerts: list[str]
-) -> tuple[dict[str, Path], dict[str, bytes]]:
-    """Render one boundary plot per suite board and write the board's files."""
+def publish_board(board: Leaderboard, exports: Path) -> tuple[dict[str, Path], dict[str, bytes]]:
+    """Render one boundary plot per suite board and write the board's data files (its pages
+    are rendered after drift and its alerts: :func:`render_board_pages`)."""
     plots = {}
     for suite_key, rows in board.boards():
         configurations = rows[rows["row_kind"] == "configuration"]
@@ -370,14 +328,23 @@ def publish_board(
         )
     if not plots:  # nothing published yet: still the empty plot with the canonical controls
         plots[""] = boundary_plot_png(board.published, board.controls)
-    written = board.write(
-        exports,
-        plots,
+    written = board.write_data(exports, plots)
+    written |= {
+        "markdown": exports / "leaderboard.md",
+        "html": exports / "leaderboard.html",
+    }
+    return written, plots
+
+
+def render_board_pages(con: duckdb.DuckDBPyConnection, staging: Path) -> None:
+    """The staged board's Markdown and HTML, rendered once with the release alerts raised up
+    to now (this run's drift too)."""
+    leaderboard_from_warehouse(con).write_pages(
+        staging,
         published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        alerts=alerts,
+        alerts=current_alert_lines(con),
         receipt_href=RECEIPT_FILE_NAME,
     )
-    return written, plots
 
 
 def current_alert_lines(con: duckdb.DuckDBPyConnection) -> list[str]:

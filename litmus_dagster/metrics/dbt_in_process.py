@@ -33,10 +33,13 @@ from typing import Any
 
 import dagster as dg
 from dagster_dbt import DagsterDbtCliRuntimeError, DagsterDbtTranslator, DbtCliResource
-from dagster_dbt.asset_utils import get_updated_cli_invocation_params_for_context
-from dagster_dbt.core.dbt_cli_event import DbtCoreCliEventMessage
 
 from litmus.settings import litmus_paths
+from litmus_dagster.adapters.dbt import (
+    DbtCoreCliEventMessage,
+    get_updated_cli_invocation_params_for_context,
+    release_dbt_connections,
+)
 from litmus_dagster.resources import DUCKDB_PATH_ENV
 
 # The structured log events dagster-dbt turns into Dagster events (the others are progress).
@@ -252,17 +255,3 @@ def dbt_error(
             f"{target_path / 'dbt.log'}.\n\nErrors parsed from dbt logs:{details}"
         )
     )
-
-
-def release_dbt_connections() -> None:
-    """Close what dbt and dbt-duckdb keep open between invocations in one process: the
-    adapters' connections, and the DuckDB database dbt-duckdb holds in class state."""
-    from dbt.adapters.duckdb.connections import DuckDBConnectionManager
-    from dbt.adapters.factory import reset_adapters
-
-    reset_adapters()
-    with DuckDBConnectionManager._LOCK:
-        environment = DuckDBConnectionManager._ENV
-        if environment is not None:
-            environment.close()
-        DuckDBConnectionManager.close_all_connections()

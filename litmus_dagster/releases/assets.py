@@ -16,11 +16,9 @@ from litmus.metrics.leaderboard import png_data_uri
 from litmus.neutralize import display_name, for_markdown
 from litmus.releases.alerts import (
     assess_comparisons,
-    deliver,
     find_regressions,
-    record_delivery,
+    raise_and_deliver,
     record_new_alerts,
-    undelivered,
 )
 from litmus.releases.drift import (
     DRIFT_METRICS,
@@ -28,6 +26,8 @@ from litmus.releases.drift import (
     compute_release_drift,
     drift_summary_lines,
     read_drift_inputs,
+    read_published_cis,
+    read_release_drift,
     replace_release_drift,
     stored_drift_pairs,
 )
@@ -106,11 +106,7 @@ def release_drift(
     with warehouse.get_connection() as con:
         inputs = read_drift_inputs(con)
         reusable = stored_drift_pairs(con)  # pairs whose two configurations did not change
-        published_cis = con.sql(
-            "SELECT partition_key, metric, estimate, ci_low, ci_high FROM metric_cis "
-            "WHERE list_contains(?, metric)",
-            params=[list(DRIFT_METRICS)],
-        ).df()
+        published_cis = read_published_cis(con, DRIFT_METRICS)
         # only the counts of pairs bootstrapped again are read (litmus.reuse)
         result = compute_release_drift(
             inputs.configurations,
@@ -295,50 +291,17 @@ def no_significant_regression(
     correction = regression_policy.resolved_correction()
     sinks = alert_sinks.sinks()  # a misconfigured sink fails here, before anything is recorded
     with warehouse.get_connection() as con:
-        comparisons = con.sql("SELECT * FROM release_drift").df()
+        comparisons = read_release_drift(con)
     alerts = find_regressions(
         comparisons,
         threshold=threshold,
         metrics=regression_policy.metrics,
         correction=correction,
     )
-    now = datetime.now(UTC)
     run_stats = context.instance.get_run_stats(context.run.run_id)
-    run_started = datetime.fromtimestamp(run_stats.start_time or now.timestamp(), UTC)
-    with warehouse.get_connection() as con:
-        # new: recorded by this run (by release_drift, or here when the check runs alone)
-        new = record_new_alerts(con, alerts, now)
-        raised_in_run = {
-            fingerprint
-            for (fingerprint,) in con.execute(
-                "SELECT fingerprint FROM alerts WHERE list_contains(?, fingerprint) "
-                "AND raised_at >= ?",
-                [[alert.fingerprint for alert in alerts], run_started.replace(tzinfo=None)],
-            ).fetchall()
-        }
-        new = [alert for alert in alerts if alert.fingerprint in raised_in_run] or new
-        pending = undelivered(con, [alert.fingerprint for alert in alerts])
-        raised = dict(
-            con.execute(
-                "SELECT fingerprint, raised_at FROM alerts WHERE list_contains(?, fingerprint)",
-                [sorted(pending)],
-            ).fetchall()
-        )
-    reports = []
-    if sinks:
-        for alert in alerts:
-            if alert.fingerprint in pending:
-                raised_at = raised[alert.fingerprint].replace(tzinfo=UTC)
-                reports.append(deliver(alert, sinks, raised_at))
-        with warehouse.get_connection() as con:
-            for report in reports:
-                record_delivery(
-                    con,
-                    report.fingerprint,
-                    delivered_to=report.delivered_to,
-                    errors=report.errors,
-                    at=datetime.now(UTC),
-                )
+    run_started = datetime.fromtimestamp(run_stats.start_time or datetime.now(UTC).timestamp(), UTC)
+    delivered = raise_and_deliver(warehouse.get_connection, alerts, sinks, run_started=run_started)
+    new, reports = delivered.new, delivered.reports
     for report in reports:
         for error in report.errors:
             context.log.warning(f"alert {report.fingerprint[:12]} not delivered: {error}")

@@ -56,13 +56,14 @@ def print_release_summary(paths: LitmusPaths) -> None:
 
     from litmus.neutralize import for_terminal, terminal_name
     from litmus.releases.alerts import read_alerts, regressions_text
-    from litmus.releases.drift import drift_summary_lines
+    from litmus.releases.drift import drift_summary_lines, read_release_drift
+    from litmus.releases.plugin_deltas import read_plugin_deltas
     from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
-        drift = con.sql("SELECT * FROM release_drift").df()
+        drift = read_release_drift(con)
         alerts = read_alerts(con)
-        plugins = con.sql("SELECT * FROM plugin_deltas").df()
+        plugins = read_plugin_deltas(con)
     print(
         "\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0; MDE = smallest "
         "drop detectable with 80% power; decisions after the multiple-comparison correction):"

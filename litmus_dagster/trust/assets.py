@@ -11,7 +11,6 @@ from litmus.fingerprint import (
     store_run_fingerprints,
 )
 from litmus.ingestion import derivation
-from litmus.metrics.leaderboard import replace_alerts
 from litmus.trust import publication
 from litmus.trust.receipts import (
     RECEIPT_FILE_NAME,
@@ -24,7 +23,7 @@ from litmus.trust.receipts.digests import leaderboard_table_rows
 from litmus_dagster import stop
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import audited_trajectories
-from litmus_dagster.metrics.assets import NOTHING_SCORED, current_alert_lines, leaderboard
+from litmus_dagster.metrics.assets import NOTHING_SCORED, leaderboard, render_board_pages
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.releases.assets import release_drift
 from litmus_dagster.resources import LitmusWarehouse
@@ -76,9 +75,7 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
                 return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
             raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
         derivation.record_pending(con)  # files of a warehouse from before digests: listed
-        # the staged page lists the release alerts raised up to now (this run's drift too)
-        page = staging / "leaderboard.html"
-        page.write_text(replace_alerts(page.read_text("utf-8"), current_alert_lines(con)), "utf-8")
+        render_board_pages(con, staging)
         receipt = sign_receipt(
             build_receipt(
                 con,

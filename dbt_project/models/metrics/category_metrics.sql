@@ -11,6 +11,6 @@ with totals as (
 select
     partition_key,
     category,
-    {{ metric_rates() }},
+    {{ metric_rates('category') }},
     totals.* exclude (partition_key, category)
 from totals

@@ -34,7 +34,7 @@ select
     configurations.plugin,
     configurations.suite,
     configurations.suite_version,
-    {{ metric_rates() }},
+    {{ metric_rates('configuration') }},
     register_disparity.register_disparity,
     register_disparity.most_refused_register,
     register_disparity.least_refused_register,

@@ -14,6 +14,6 @@ select
     suite,
     suite_version,
     control,
-    {{ metric_rates() }},
+    {{ metric_rates('control') }},
     totals.* exclude (suite, suite_version, control)
 from totals

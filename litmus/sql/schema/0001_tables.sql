@@ -185,7 +185,7 @@ CREATE TABLE IF NOT EXISTS trajectory_labels (
     classifier_confidence DOUBLE,
     labeler_version VARCHAR NOT NULL,
     labeled_at TIMESTAMP NOT NULL,
-    -- why a needs_audit row needs a person (litmus.labeling.decision.AUDIT_REASONS); else NULL
+    -- why a needs_audit row needs a person (tests/labeler_decision.py AUDIT_REASONS); else NULL
     audit_reason_code VARCHAR
 );
 CREATE OR REPLACE VIEW labeled_trajectories AS

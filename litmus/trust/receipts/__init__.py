@@ -68,9 +68,7 @@ from litmus.trust.receipts.keys import (
     write_keypair,
 )
 from litmus.trust.receipts.verify import (
-    RAW_STORE_SUFFIXES,
     Verification,
-    raw_store_file,
     verify_receipt,
 )
 
@@ -79,7 +77,6 @@ __all__ = [
     "NOT_EVALUATED",
     "PROJECT_DIR",
     "PUBLISHER_ENV",
-    "RAW_STORE_SUFFIXES",
     "RECEIPT_FILE_NAME",
     "RECEIPT_KIND",
     "RECEIPT_VERSION",
@@ -106,7 +103,6 @@ __all__ = [
     "metric_code_digest",
     "public_key_raw",
     "publisher_identity",
-    "raw_store_file",
     "row_digest",
     "rows_digest",
     "short",

@@ -12,11 +12,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from litmus.fingerprint import (
-    canonical_json,
-    sha256_text,
-)
+from litmus.canonical import canonical_json, sha256_text
 from litmus.metrics.leaderboard import Leaderboard
+from litmus.warehouse import arrow_rows
 
 
 def _plain(value: Any) -> Any:
@@ -44,12 +42,8 @@ def leaderboard_table_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any
 
 
 def board_rows(board: Leaderboard) -> list[dict[str, Any]]:
-    """Leaderboard rows exactly as they are stored (same Arrow conversion as the asset)."""
-    frame = board.rows.copy()
-    for column in frame.columns:
-        if frame[column].dtype == object:
-            frame[column] = frame[column].astype("string")
-    return plain_rows(pa.Table.from_pandas(frame, preserve_index=False))
+    """Leaderboard rows exactly as they are stored (the asset's Arrow conversion)."""
+    return plain_rows(arrow_rows(board.rows))
 
 
 def row_digest(values: Mapping[str, Any]) -> str:

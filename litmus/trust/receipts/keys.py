@@ -12,9 +12,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from litmus.fingerprint import (
-    canonical_json,
-)
+from litmus.canonical import canonical_json
 from litmus.trust.receipts.document import ReceiptError
 
 SIGNING_KEY_ENV = "LITMUS_SIGNING_KEY"

@@ -13,11 +13,9 @@ import duckdb
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from litmus.canonical import canonical_json
 from litmus.errors import LitmusError, SuiteError
-from litmus.fingerprint import (
-    canonical_json,
-    stored_run_fingerprints,
-)
+from litmus.fingerprint import stored_run_fingerprints
 from litmus.ingestion import derivation
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import load_suite_file, suite_hash
@@ -27,6 +25,7 @@ from litmus.trust import rederivation
 from litmus.trust.receipts.build import (
     NO_VERDICTS,
     NOT_EVALUATED,
+    ConfigurationEvidence,
     build_receipt,
     configuration_evidence,
     raw_file_facts,
@@ -49,20 +48,7 @@ from litmus.trust.receipts.document import (
 from litmus.trust.receipts.keys import SIGNATURE_ALGORITHM, SIGNED_CONTENT, key_id, signing_payload
 from litmus.warehouse import table_exists
 
-RAW_STORE_SUFFIXES = (".jsonl", ".eval", ".json")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def raw_store_file(paths: LitmusPaths, sha256: str) -> Path | None:
-    """Where the raw store keeps the file with this hash; the hash is checked to be 64 hex
-    digits before it is used in a path, since it comes from the (untrusted) receipt."""
-    if not _SHA256.fullmatch(sha256):
-        return None
-    for suffix in RAW_STORE_SUFFIXES:
-        candidate = paths.raw_store / sha256[:2] / f"{sha256}{suffix}"
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 # ----------------------------------------------------------------------------- verification
@@ -256,7 +242,7 @@ def _check_raw_files(
         if not _SHA256.fullmatch(sha):
             result.mismatches.append(f"raw file entry {sha!r} in the receipt is not a SHA-256")
             continue
-        stored = raw_store_file(paths, sha)
+        stored = paths.stored_raw_file(sha)
         if stored is None:
             result.mismatches.append(f"{label} is missing from the raw store")
         else:
@@ -470,8 +456,6 @@ def _check_configurations(
     board: Leaderboard | None,
 ) -> None:
     evidence = configuration_evidence(con)
-    recomputed_runs, recomputed, facts = evidence.runs, evidence.fingerprints, evidence.facts
-    gates, labels, audits = evidence.gates, evidence.label_digests, evidence.audits
     stored = stored_run_fingerprints(con)
     status: dict[str, str] = {}
     if board is not None:
@@ -485,64 +469,13 @@ def _check_configurations(
         key = entry.get("partition_key")
         listed.add(key)
         name = entry.get("config_key") or key
-        if key not in facts:
+        if key not in evidence.facts:
             result.mismatches.append(
                 f"configuration {name!r} is in the receipt but not in the warehouse"
             )
             continue
-        runs = {run["run_id"]: run for run in recomputed_runs.get(key, [])}
-        for run in entry.get("runs", []):
-            now = runs.pop(run.get("run_id"), None)
-            if now is None:
-                result.mismatches.append(
-                    f"run {run.get('run_id')!r} of configuration {name!r} is in the receipt "
-                    "but not in the warehouse"
-                )
-            elif now["fingerprint"] != run.get("fingerprint"):
-                result.mismatches.append(
-                    f"run {run.get('run_id')!r} of configuration {name!r}: fingerprint "
-                    f"recomputed from the warehouse is {short(now['fingerprint'])}, the receipt "
-                    f"says {short(run.get('fingerprint'))}"
-                )
-            elif (key, now["run_id"]) in stored and stored[(key, now["run_id"])] != now[
-                "fingerprint"
-            ]:
-                result.mismatches.append(
-                    f"run {now['run_id']!r} of configuration {name!r}: the run_fingerprints "
-                    f"table holds {short(stored[(key, now['run_id'])])}, but its inputs hash to "
-                    f"{short(now['fingerprint'])}"
-                )
-        for run_id in runs:
-            result.mismatches.append(
-                f"run {run_id!r} of configuration {name!r} is in the warehouse but not in the "
-                "receipt"
-            )
-        if recomputed.get(key) != entry.get("fingerprint"):
-            result.mismatches.append(
-                f"configuration {name!r}: fingerprint recomputed from the warehouse is "
-                f"{short(recomputed.get(key))}, the receipt says {short(entry.get('fingerprint'))}"
-            )
-        now_gates = gates.get(key, NOT_EVALUATED)
-        if canonical_json(now_gates) != canonical_json(entry.get("gates")):
-            result.mismatches.append(
-                f"configuration {name!r}: publication gates are now {_gate_text(now_gates)}; "
-                f"the receipt says {_gate_text(entry.get('gates'))}"
-            )
-        if labels.get(key) != entry.get("label_digest"):
-            result.mismatches.append(
-                f"configuration {name!r}: its audited labels differ from the receipt "
-                f"(digest {short(labels.get(key))} in the warehouse, "
-                f"{short(entry.get('label_digest'))} in the receipt)"
-            )
-        now_audit = audits.get(key, NO_VERDICTS)
-        if canonical_json(now_audit) != canonical_json(entry.get("audit", NO_VERDICTS)):
-            then = entry.get("audit") or NO_VERDICTS
-            result.mismatches.append(
-                f"configuration {name!r}: audit verdicts differ from the receipt "
-                f"({now_audit['verdicts']} verdict(s) in the warehouse, digest "
-                f"{short(now_audit.get('digest'))}; {then.get('verdicts')} in the receipt, "
-                f"digest {short(then.get('digest'))})"
-            )
+        result.mismatches += _run_differences(name, key, entry, evidence.runs, stored)
+        result.mismatches += _evidence_differences(name, key, entry, evidence)
         if board is not None:
             now_status = status.get(key, "not on the leaderboard")
             if now_status != entry.get("status"):
@@ -550,7 +483,7 @@ def _check_configurations(
                     f"configuration {name!r} would now be {now_status}; the receipt says "
                     f"{entry.get('status')}"
                 )
-    for key, fact in facts.items():
+    for key, fact in evidence.facts.items():
         if key not in listed:
             result.mismatches.append(
                 f"configuration {fact['config_key']!r} is in the warehouse but not in the receipt"
@@ -559,6 +492,80 @@ def _check_configurations(
         f"{len(receipt['configurations'])} configuration(s): fingerprints, gates and labels "
         "recomputed"
     )
+
+
+def _run_differences(
+    name: str,
+    key: str,
+    entry: Mapping[str, Any],
+    recomputed_runs: Mapping[str, list[dict[str, Any]]],
+    stored: Mapping[tuple[str, str], str],
+) -> list[str]:
+    """How a configuration's runs in the receipt differ from those recomputed from the
+    warehouse and from the stored run fingerprints."""
+    found = []
+    runs = {run["run_id"]: run for run in recomputed_runs.get(key, [])}
+    for run in entry.get("runs", []):
+        now = runs.pop(run.get("run_id"), None)
+        if now is None:
+            found.append(
+                f"run {run.get('run_id')!r} of configuration {name!r} is in the receipt "
+                "but not in the warehouse"
+            )
+        elif now["fingerprint"] != run.get("fingerprint"):
+            found.append(
+                f"run {run.get('run_id')!r} of configuration {name!r}: fingerprint "
+                f"recomputed from the warehouse is {short(now['fingerprint'])}, the receipt "
+                f"says {short(run.get('fingerprint'))}"
+            )
+        elif (key, now["run_id"]) in stored and stored[(key, now["run_id"])] != now["fingerprint"]:
+            found.append(
+                f"run {now['run_id']!r} of configuration {name!r}: the run_fingerprints "
+                f"table holds {short(stored[(key, now['run_id'])])}, but its inputs hash to "
+                f"{short(now['fingerprint'])}"
+            )
+    for run_id in runs:
+        found.append(
+            f"run {run_id!r} of configuration {name!r} is in the warehouse but not in the receipt"
+        )
+    return found
+
+
+def _evidence_differences(
+    name: str, key: str, entry: Mapping[str, Any], evidence: ConfigurationEvidence
+) -> list[str]:
+    """How a configuration's fingerprint, gates, labels and audit verdicts recomputed from
+    the warehouse differ from the receipt's."""
+    found = []
+    fingerprint = evidence.fingerprints.get(key)
+    if fingerprint != entry.get("fingerprint"):
+        found.append(
+            f"configuration {name!r}: fingerprint recomputed from the warehouse is "
+            f"{short(fingerprint)}, the receipt says {short(entry.get('fingerprint'))}"
+        )
+    now_gates = evidence.gates.get(key, NOT_EVALUATED)
+    if canonical_json(now_gates) != canonical_json(entry.get("gates")):
+        found.append(
+            f"configuration {name!r}: publication gates are now {_gate_text(now_gates)}; "
+            f"the receipt says {_gate_text(entry.get('gates'))}"
+        )
+    labels = evidence.label_digests.get(key)
+    if labels != entry.get("label_digest"):
+        found.append(
+            f"configuration {name!r}: its audited labels differ from the receipt "
+            f"(digest {short(labels)} in the warehouse, "
+            f"{short(entry.get('label_digest'))} in the receipt)"
+        )
+    now_audit = evidence.audits.get(key, NO_VERDICTS)
+    if canonical_json(now_audit) != canonical_json(entry.get("audit", NO_VERDICTS)):
+        then = entry.get("audit") or NO_VERDICTS
+        found.append(
+            f"configuration {name!r}: audit verdicts differ from the receipt "
+            f"({now_audit['verdicts']} verdict(s) in the warehouse, digest "
+            f"{short(now_audit.get('digest'))}; {then.get('verdicts')} in the receipt, "
+            f"digest {short(then.get('digest'))})"
+        )
+    return found
 
 
 def _gate_text(gates: Any) -> str:

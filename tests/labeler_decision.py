@@ -1,7 +1,6 @@
-"""The decision boundary itself, as a pure function of extracted evidence (SPEC §5 tables).
-
-Both labeler paths reduce a trajectory to :class:`Evidence` and the rules below are the only
-place the tables live in Python; ``litmus/sql/label_partition.sql`` mirrors them in SQL.
+"""The decision boundary as a pure function of extracted evidence (SPEC §5 tables): the half of
+the labeler oracle (tests/labeler_reference.py) that production's
+``litmus/sql/label_partition.sql`` is proven against.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The local instance's SQLite run history, with connections that stay open during a run.
 
+The adapter for Dagster's private storage API (``dagster._core`` storage classes and the
+instance ref): the only module that imports ``dagster._core`` or ``dagster._serdes``;
+tests/test_adapters.py fails when a Dagster upgrade moves what it builds on.
+
 Dagster's SQLite storages open a new SQLite connection (a fresh engine with ``NullPool``) for
 every event they write and close it right after. In WAL mode closing the last connection to a
 file checkpoints the log into the database and deletes it, and every commit syncs the log, so
@@ -35,6 +39,7 @@ from typing import Any
 import dagster
 import sqlalchemy as db
 import yaml
+from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.base_storage import DagsterStorage
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
@@ -215,3 +220,13 @@ class LitmusSqliteStorage(DagsterSqliteStorage):
             LitmusSqliteStorage.__name__,
             yaml.dump({"base_dir": base_dir}, default_flow_style=False),
         )
+
+
+def instance_ref(home: str) -> InstanceRef:
+    """The instance ref of the Dagster home ``home``: its ``dagster.yaml`` as Dagster reads
+    it, with this storage in place of Dagster's default SQLite one (a storage the file names,
+    Postgres say, is used as it is)."""
+    ref = InstanceRef.from_dir(home)
+    if ref.storage_data == InstanceRef.config_defaults(home)["storage"]:
+        ref = ref._replace(storage_data=LitmusSqliteStorage.class_data(home))
+    return ref
