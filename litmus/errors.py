@@ -9,6 +9,11 @@ class LitmusError(Exception):
     """A user-facing failure; the CLI prints its message on one line and exits non-zero."""
 
 
+class WarehouseBusyError(RuntimeError):
+    """Another process held the warehouse (or the lake's lock) for longer than the allowed
+    wait."""
+
+
 class SuiteError(LitmusError):
     def __init__(self, source: str, field: str, reason: str) -> None:
         self.source, self.field, self.reason = source, field, reason

@@ -702,6 +702,17 @@ def shared_families(a: FamilyCounts, b: FamilyCounts) -> list[str]:
     return shared
 
 
+def _on_shared_families(
+    a: FamilyCounts, b: FamilyCounts, families: Sequence[str]
+) -> tuple[FamilyCounts, FamilyCounts]:
+    """Both configurations' counts on ``families``, over the same registers."""
+    a_shared, b_shared = a.restricted_to(families), b.restricted_to(families)
+    if a_shared.registers == b_shared.registers:
+        return a_shared, b_shared
+    registers = tuple(sorted(set(a_shared.registers) | set(b_shared.registers)))
+    return _with_registers(a_shared, registers), _with_registers(b_shared, registers)
+
+
 def paired_bootstrap_difference(
     a: FamilyCounts,
     b: FamilyCounts,
@@ -726,13 +737,7 @@ def paired_bootstrap_difference(
     families = shared_families(a, b)
     if not families:
         raise ValueError("the two configurations share no families; nothing to compare")
-    a_shared, b_shared = a.restricted_to(families), b.restricted_to(families)
-    if a_shared.registers != b_shared.registers:
-        registers = tuple(sorted(set(a_shared.registers) | set(b_shared.registers)))
-        a_shared, b_shared = (
-            _with_registers(a_shared, registers),
-            _with_registers(b_shared, registers),
-        )
+    a_shared, b_shared = _on_shared_families(a, b, families)
     rng = np.random.default_rng(seed)
     # one pass over the resamples for both: the same resampled families apply to each
     totals = resampled_totals(
@@ -976,6 +981,31 @@ PUBLIC_PRIVATE_COLUMNS: tuple[str, ...] = (
 )
 
 
+def _subset_intervals(
+    subset: FamilyCounts,
+    resampled_totals_of_subset: Sequence[np.ndarray],
+    metric_names: list[str],
+    confidence: float,
+) -> tuple[np.ndarray, ProportionIntervals, int]:
+    """One family subset's point estimates, their Wilson effective-n intervals from the
+    subset's resampled totals, and its number of families."""
+    resampled = metric_values(*resampled_totals_of_subset)
+    point = _point_metrics(subset)
+    estimate = np.array([float(point[m]) for m in metric_names])
+    samples = np.column_stack([resampled[m] for m in metric_names])
+    totals, families = _proportion_inputs(subset, metric_names)
+    intervals = wilson_effective_n_intervals(
+        estimate,
+        samples,
+        totals,
+        families,
+        n_families=subset.n_families,
+        n_strata=_n_strata(subset),
+        confidence=confidence,
+    )
+    return estimate, intervals, subset.n_families
+
+
 def public_private_gap(
     counts: FamilyCounts,
     private_family_ids: Iterable[str],
@@ -1020,27 +1050,15 @@ def public_private_gap(
             for matrix in (counts.counts, counts.register_rows, counts.register_refusals)
         ],
     )
-    parts = {}
-    for index, (name, mask) in enumerate(masks):
-        subset = counts.restricted_to(counts.family_ids[mask].tolist())
-        resampled = metric_values(*subset_totals[3 * index : 3 * index + 3])
-        point = _point_metrics(subset)
-        estimate = np.array([float(point[m]) for m in metric_names])
-        samples = np.column_stack([resampled[m] for m in metric_names])
-        totals, families = _proportion_inputs(subset, metric_names)
-        parts[name] = (
-            estimate,
-            wilson_effective_n_intervals(
-                estimate,
-                samples,
-                totals,
-                families,
-                n_families=subset.n_families,
-                n_strata=_n_strata(subset),
-                confidence=confidence,
-            ),
-            subset.n_families,
+    parts = {
+        name: _subset_intervals(
+            counts.restricted_to(counts.family_ids[mask].tolist()),
+            subset_totals[3 * index : 3 * index + 3],
+            metric_names,
+            confidence,
         )
+        for index, (name, mask) in enumerate(masks)
+    }
     (public, public_ci, n_public), (private_est, private_ci, n_private) = (
         parts["public"],
         parts["private"],

@@ -5,13 +5,19 @@ read-write holder excludes every other process), so every connection takes an ex
 advisory lock on ``<db>.lock`` first (filelock; a read-only connection takes a shared one).
 Concurrent Dagster steps or CLI commands then wait their turn instead of failing with a lock
 error. The wait is bounded and reported.
+
+The same functions open the lake instead when ``LITMUS_WAREHOUSE`` names one
+(litmus/warehouse_lake.py: DuckLake, its catalog in PostgreSQL, its data as Parquet): the
+rest of LITMUS runs the same SQL on either and never asks which one it has.
 """
 
 from __future__ import annotations
 
 import fcntl
 import functools
+import logging
 import os
+import random
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,21 +25,20 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
-from litmus.errors import LitmusError
+from litmus.errors import LitmusError, WarehouseBusyError
+from litmus.warehouse_lake import LakeSettings, catalog_lock, lake_from_environment, open_lake
 
 if TYPE_CHECKING:
     import pandas as pd
     import pyarrow as pa
 
 DEFAULT_LOCK_TIMEOUT_S = 900.0
-
-
-class WarehouseBusyError(RuntimeError):
-    """Another process held the warehouse for longer than the allowed wait."""
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class WarehouseUpgradeError(LitmusError):
@@ -76,6 +81,20 @@ def writer_lock(db_path: Path, timeout_s: float) -> Iterator[None]:
         yield
     finally:
         lock.release()
+
+
+@contextmanager
+def exclusive(db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> Iterator[None]:
+    """The warehouse to oneself without a connection, for a process that opens it by itself
+    (dbt): the embedded file's writer lock; on the lake, the catalog's advisory lock that
+    every such holder takes (lake connections themselves take none)."""
+    lake = lake_from_environment()
+    if lake is None:
+        with writer_lock(db_path, timeout_s):
+            yield
+        return
+    with catalog_lock(lake, "exclusive", timeout_s, on_wait=_wait_notice):
+        yield
 
 
 def _waiting_message(db_path: Path) -> str:
@@ -132,9 +151,15 @@ def _flocked(fd: int, db_path: Path, timeout_s: float, mode: int) -> Iterator[No
 def connect(
     db_path: str | Path, *, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the warehouse with the cross-process writer lock held for the connection's life."""
+    """Open the warehouse with the cross-process writer lock held for the connection's life
+    (on the lake: no such lock; the schema upgraded under the catalog's advisory lock)."""
     path = Path(db_path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    lake = lake_from_environment()
+    if lake is not None:
+        with _connect_lake(lake, path, timeout_s=timeout_s) as con:
+            yield con
+        return
     with writer_lock(path, timeout_s):
         con = duckdb.connect(str(path))
         try:
@@ -209,6 +234,100 @@ def reclaim_deleted_rows_when_due(con: duckdb.DuckDBPyConnection) -> bool:
     return due
 
 
+def warehouse_exists(db_path: str | Path) -> bool:
+    """Whether there is a warehouse to read: the embedded file at ``db_path``; a configured
+    lake always (its first writer creates its tables; reading a lake never written fails
+    with :class:`WarehouseMissingError`)."""
+    return lake_from_environment() is not None or Path(db_path).is_file()
+
+
+# The lake connections open in this process, with their lake (what :func:`serialized` locks).
+_lake_connections: dict[int, LakeSettings] = {}
+
+
+@contextmanager
+def _connect_lake(
+    lake: LakeSettings, path: Path, *, timeout_s: float, read_only: bool = False
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    spill = path.with_name(path.name + ".tmp")  # what the embedded file spills to
+    try:
+        opened = open_lake(lake, read_only=read_only, temp_directory=spill)
+        con = opened.__enter__()
+    except duckdb.Error as error:
+        if read_only:
+            raise WarehouseMissingError(f"no lake to read at {lake.catalog}: {error}") from None
+        raise
+    _lake_connections[id(con)] = lake
+    try:
+        try:
+            if read_only:
+                check_schema_version(con)
+            elif schema_version(con) != latest_schema_version():
+                with catalog_lock(lake, "schema", timeout_s, on_wait=_wait_notice):
+                    upgrade_schema(con, keyed=False)
+        except (WarehouseUpgradeError, WarehouseVersionError) as error:
+            raise type(error)(f"lake {lake.catalog}: {error}") from None
+        yield con
+    finally:
+        _lake_connections.pop(id(con), None)
+        opened.__exit__(None, None, None)
+
+
+@contextmanager
+def serialized(
+    con: duckdb.DuckDBPyConnection, purpose: str, *, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
+) -> Iterator[None]:
+    """Run the block alone among the warehouse's writers for ``purpose`` (work whose
+    check-then-insert must not interleave, as registering a suite). The embedded file's
+    writer lock already makes every connection alone; a lake connection takes the catalog's
+    advisory lock for ``purpose``. Open no transaction before it: one that began earlier reads
+    a snapshot from before the other writer's commit."""
+    lake = _lake_connections.get(id(con))
+    if lake is None:
+        yield
+        return
+    with catalog_lock(lake, purpose, timeout_s, on_wait=_wait_notice):
+        yield
+
+
+# How often a unit of work that lost a write-write race on the lake is run again.
+CONFLICT_ATTEMPTS = 6
+
+
+def is_write_conflict(error: BaseException) -> bool:
+    """A commit that lost to another writer's concurrent change (DuckLake's optimistic
+    transactions: "Transaction conflict", "another transaction has deleted from it")."""
+    text = str(error)
+    return isinstance(error, duckdb.Error) and (
+        "conflict" in text.lower() or "another transaction" in text
+    )
+
+
+def retry_on_conflict(
+    work: Callable[[], T], *, what: str, attempts: int = CONFLICT_ATTEMPTS
+) -> T:
+    """``work()``, run again (after a short random wait growing each time) while it fails on a
+    write conflict, at most ``attempts`` times in all; each retry is logged. ``work`` must be
+    one whole transaction (its rollback undoes everything it did). The embedded warehouse
+    never conflicts (one writer at a time), so there it runs once."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except duckdb.Error as error:
+            if not is_write_conflict(error) or attempt == attempts:
+                raise
+            wait_s = min(2.0, 0.05 * 2**attempt) * (0.5 + random.random())
+            message = (
+                f"{what}: write conflict with another writer (attempt {attempt} of {attempts}),"
+                f" retrying in {wait_s:.2f}s: {str(error).splitlines()[0][:200]}"
+            )
+            logger.warning(message)
+            if _wait_notice is not None:
+                _wait_notice(message)
+            time.sleep(wait_s)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
 @contextmanager
 def connect_read_only(
     db_path: str | Path, *, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S
@@ -216,6 +335,11 @@ def connect_read_only(
     """Open an existing warehouse for reading only (``litmus status``, ``verify``): nothing
     is created, not the file, its folder or a table, and a read-only home is enough."""
     path = Path(db_path)
+    lake = lake_from_environment()
+    if lake is not None:
+        with _connect_lake(lake, path, timeout_s=timeout_s, read_only=True) as con:
+            yield con
+        return
     if not path.is_file():
         raise WarehouseMissingError(
             f"no warehouse at {path}: nothing has been ingested here (`litmus run` creates "
@@ -385,10 +509,12 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
     return int(rows[0][0] or 0)
 
 
-def upgrade_schema(con: duckdb.DuckDBPyConnection) -> None:
+def upgrade_schema(con: duckdb.DuckDBPyConnection, *, keyed: bool = True) -> None:
     """Apply the schema files the warehouse has not recorded (the caller holds the writer
     lock). A warehouse written before schema versions is adopted: brought to the shape of
-    version 1 and recorded as such, its data kept."""
+    version 1 and recorded as such, its data kept. ``keyed=False`` (the lake, which has no
+    keys): each file's PRIMARY KEY / UNIQUE declarations are left out (:func:`without_keys`);
+    uniqueness is the publication gates' and dbt's tests' to enforce."""
     found = schema_version(con)
     _refuse_newer(found)
     pending = migrations()[found or 0 :]
@@ -399,8 +525,25 @@ def upgrade_schema(con: duckdb.DuckDBPyConnection) -> None:
         pending = pending[1:]
     for migration in pending:
         with transaction(con):
-            con.execute(migration.sql())
+            con.execute(migration.sql() if keyed else without_keys(migration.sql()))
             _record(con, migration, adopted=False)
+
+
+# A column's own key (its NOT NULL kept) and a table's key clause (its columns are NOT NULL).
+_COLUMN_KEY = re.compile(r"\b(PRIMARY KEY|UNIQUE)(?=\s*(,|\n|\)|--))")
+_TABLE_KEY = re.compile(r",(\s*--[^\n]*)?\s*\n\s*(PRIMARY KEY|UNIQUE)\s*\([^)]*\)")
+
+
+def without_keys(sql: str) -> str:
+    """A schema file's statements without PRIMARY KEY / UNIQUE (DuckLake has neither): a
+    column's key becomes NOT NULL, a table's key clause goes. Proven against the keyed
+    statements by tests/test_warehouse_lake.py (same tables, columns, types, nullability)."""
+    if re.search(r"\bCREATE\s+(UNIQUE\s+)?INDEX\b|\bSEQUENCE\b", sql, re.IGNORECASE):
+        raise WarehouseUpgradeError(
+            "a schema file creates an index or a sequence, which the lake cannot hold: "
+            "schema files from 0007 on use neither (docs/operations.md)"
+        )
+    return _COLUMN_KEY.sub("NOT NULL", _TABLE_KEY.sub("", sql))
 
 
 def check_schema_version(con: duckdb.DuckDBPyConnection) -> None:

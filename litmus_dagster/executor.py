@@ -32,7 +32,7 @@ from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
 from litmus.planning.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
-from litmus.warehouse import connect
+from litmus.warehouse import connect, warehouse_exists
 from litmus_dagster import stop
 from litmus_dagster.adapters.dagster_storage import instance_ref
 from litmus_dagster.audit.assets import verdict_load_events
@@ -325,7 +325,7 @@ def execute(
 def report_verdict_loads(paths: LitmusPaths, instance: dg.DagsterInstance) -> None:
     """Record on ``instance`` the verdict files ``litmus audit load`` stored since it last
     looked (that command writes only the warehouse, so it does not load Dagster)."""
-    if not paths.duckdb_path.exists():
+    if not warehouse_exists(paths.duckdb_path):
         return
     with connect(paths.duckdb_path) as con:
         events = verdict_load_events(instance, con)

@@ -15,7 +15,7 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field, field_validator
 
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.warehouse import DEFAULT_LOCK_TIMEOUT_S, connect, connect_read_only, writer_lock
+from litmus.warehouse import DEFAULT_LOCK_TIMEOUT_S, connect, connect_read_only, exclusive
 
 if TYPE_CHECKING:
     from litmus.labeling.refusal_judge import RefusalJudge
@@ -36,7 +36,9 @@ class LitmusWarehouse(DuckDBResource):
 
     Connections are LITMUS's own (:func:`litmus.warehouse.connect`): the writer lock held for
     the connection's life, the schema ensured, LITMUS's DuckDB settings; a read-only one takes
-    the shared lock and never creates anything.
+    the shared lock and never creates anything. With ``LITMUS_WAREHOUSE`` naming a lake
+    (litmus/warehouse_lake.py, docs/operations.md) the same connections open the lake instead,
+    and dbt's profile follows the same variable.
     """
 
     database: str = Field(
@@ -93,8 +95,9 @@ class LitmusWarehouse(DuckDBResource):
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
-        """Hold the writer lock without opening DuckDB, for a subprocess (dbt) that opens it."""
-        with writer_lock(self.duckdb_path, timeout_s=DEFAULT_LOCK_TIMEOUT_S):
+        """Hold the warehouse without opening DuckDB, for dbt, which opens it itself (the lake:
+        dbt runs alone, one build at a time across every machine)."""
+        with exclusive(self.duckdb_path, timeout_s=DEFAULT_LOCK_TIMEOUT_S):
             yield
 
 

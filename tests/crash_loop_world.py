@@ -41,7 +41,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 from shared_worlds import shared_world
 
@@ -49,6 +48,7 @@ from litmus.faults import CRASH_ENV, CRASH_SIGNAL_ENV
 from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
+from litmus.warehouse import connect_read_only
 
 LITMUS = Path(sys.executable).with_name("litmus")
 FAMILIES = 8
@@ -191,7 +191,7 @@ def published(paths: LitmusPaths) -> dict[str, Any]:
     # the page prints clock readings (masked below), so its digest differs; its masked bytes
     # are compared with the other files
     receipt["published_files"].pop("leaderboard.html", None)
-    with duckdb.connect(str(paths.duckdb_path), read_only=True) as con:
+    with connect_read_only(paths.duckdb_path) as con:  # the lake when LITMUS_WAREHOUSE names one
         alerts = con.execute(
             "SELECT fingerprint, lineage, from_release, to_release FROM alerts ORDER BY 1"
         ).fetchall()
@@ -241,6 +241,12 @@ def clean_publication(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any
     """What a run that was never killed publishes: built by the first chain to ask."""
     folder = shared_world(tmp_path_factory, "crash-loop-clean", _build_clean_publication)
     return pickle.loads((folder / "published.pickle").read_bytes())
+
+
+def clean_home(tmp_path_factory: pytest.TempPathFactory) -> LitmusPaths:
+    """The state folder of that run (read-only: shared by every test of the run)."""
+    folder = shared_world(tmp_path_factory, "crash-loop-clean", _build_clean_publication)
+    return litmus_paths(folder / "clean")
 
 
 def assert_is_a_real_call_site(point: str) -> None:

@@ -20,6 +20,7 @@ from litmus import adapters
 REPO = Path(litmus.__file__).resolve().parents[1]
 ADAPTERS = {
     "litmus/adapters.py",
+    "litmus/labeling/re2_binding.py",  # google-re2's re2._re2 (tests/test_re2_binding.py)
     "litmus_dagster/adapters/dagster_storage.py",
     "litmus_dagster/adapters/dbt.py",
     "litmus_dagster/adapters/process_exit.py",
@@ -36,6 +37,7 @@ DEPENDENCIES = (
     "pandas",
     "pyarrow",
     "inspect_ai",
+    "re2",
 )
 
 

@@ -21,7 +21,7 @@ import duckdb
 from litmus.audit.workflow import verdict_outcome_sql
 from litmus.gates.publication_gates import invalidate_partition_gates
 from litmus.tokens import AUDITED_ROWS, renew_partition_token
-from litmus.warehouse import transaction
+from litmus.warehouse import retry_on_conflict, transaction
 
 APPLY_VERDICTS_SQL = f"""
 INSERT INTO audited_trajectories BY NAME
@@ -69,8 +69,15 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     unchanged inputs) keep their verdicts, so a re-score cut short never withholds what the
     published board shows. Every write of the table goes through here, so the rows' token
     (litmus.tokens) is renewed with them: the spot-check draw reuses its rows while the token
-    it read is unchanged.
+    it read is unchanged. A write conflict with another writer (the lake) is retried.
     """
+    return retry_on_conflict(
+        lambda: _refresh_audited_partition(con, partition_key),
+        what=f"audited rows of {partition_key}",
+    )
+
+
+def _refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
     with transaction(con):
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE _audited_before AS {_ROWS_WITHOUT_TIME}",

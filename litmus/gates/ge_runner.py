@@ -519,83 +519,110 @@ def run_suite_in_warehouse(
             document.path, "meta", f"frame {document.frame!r} uses reserved column {_TUPLE_ID!r}"
         )
     expectations = document.body["expectations"]
-    keys_of_rows = index_columns(document)
     compressed = [p for p, e in enumerate(expectations) if _compressible(e)]
     counted = [p for p in range(len(expectations)) if p not in compressed]
     verdicts: dict[int, _Verdict] = {}
     failing: dict[int, tuple[FailingRow, ...]] = {}
 
     if counted:
-        if all(expectations[p]["type"] in _ROW_COUNTED for p in counted):
-            columns = list(keys_of_rows)
-            for position in counted:
-                columns.extend(_referenced_columns(expectations[position], available))
-            columns = [c for c in dict.fromkeys(columns) if c in available]
-        else:
-            columns = available
-        selected = ", ".join(quoted_identifier(c) for c in columns)
-        frame = con.execute(f"SELECT {selected} FROM {source}").df()
-        counted_verdicts = validate_frame(document, counted, frame, keys_of_rows)
-        verdicts.update(counted_verdicts)
-        for position in counted:
-            failing[position] = failing_rows_of(document, counted_verdicts, position)
-
+        _validate_counted(document, con, source, available, counted, verdicts, failing)
     if compressed:
-        columns = []
-        for position in compressed:
-            columns.extend(_referenced_columns(expectations[position], available))
-        columns = [c for c in dict.fromkeys(columns) if c in available]
-        selected = ", ".join(quoted_identifier(c) for c in columns)
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT *, "
-            f"(row_number() OVER () - 1)::BIGINT AS {_TUPLE_ID} "
-            f"FROM (SELECT DISTINCT {selected} FROM {source})"
-            if columns
-            else f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT 0::BIGINT AS {_TUPLE_ID} "
-            f"FROM {source} LIMIT 1"
-        )
-        try:
-            frame = con.execute(f"SELECT * FROM {_TUPLES}").df()
-            tuple_verdicts = validate_frame(document, compressed, frame, [_TUPLE_ID])
-            verdicts.update(tuple_verdicts)
-            join = (
-                " AND ".join(
-                    f"r.{quoted_identifier(c)} IS NOT DISTINCT FROM t.{quoted_identifier(c)}"
-                    for c in columns
-                )
-                or "true"
-            )
-            keys = ", ".join(f"r.{quoted_identifier(c)}" for c in keys_of_rows)
-            for position in compressed:
-                verdict = tuple_verdicts.get(position)
-                ids = sorted(
-                    {
-                        int(row[_TUPLE_ID])
-                        for row in (verdict.unexpected_index_rows if verdict else ())
-                    }
-                )
-                if not ids:
-                    failing[position] = ()
-                    continue
-                rows = con.execute(
-                    f"SELECT {keys} FROM {source} r JOIN {_TUPLES} t ON {join} "
-                    f"WHERE list_contains(?, t.{_TUPLE_ID})",
-                    [ids],
-                ).fetchall()
-                failing[position] = tuple(
-                    FailingRow(
-                        key=str(row[0]),
-                        group=str(row[1]) if document.group_column else None,
-                    )
-                    for row in rows
-                )
-        finally:
-            con.execute(f"DROP TABLE IF EXISTS {_TUPLES}")
+        _validate_compressed(document, con, source, available, compressed, verdicts, failing)
 
     return [
         outcome_of(document, position, verdicts.get(position), failing.get(position, ()))
         for position in range(len(expectations))
     ]
+
+
+def _validate_counted(
+    document: SuiteDocument,
+    con: Any,
+    source: str,
+    available: list[str],
+    counted: list[int],
+    verdicts: dict[int, _Verdict],
+    failing: dict[int, tuple[FailingRow, ...]],
+) -> None:
+    """Expectations that need every row: GE over the columns they read (all when one needs
+    the whole row)."""
+    expectations = document.body["expectations"]
+    keys_of_rows = index_columns(document)
+    if all(expectations[p]["type"] in _ROW_COUNTED for p in counted):
+        columns = list(keys_of_rows)
+        for position in counted:
+            columns.extend(_referenced_columns(expectations[position], available))
+        columns = [c for c in dict.fromkeys(columns) if c in available]
+    else:
+        columns = available
+    selected = ", ".join(quoted_identifier(c) for c in columns)
+    frame = con.execute(f"SELECT {selected} FROM {source}").df()
+    counted_verdicts = validate_frame(document, counted, frame, keys_of_rows)
+    verdicts.update(counted_verdicts)
+    for position in counted:
+        failing[position] = failing_rows_of(document, counted_verdicts, position)
+
+
+def _validate_compressed(
+    document: SuiteDocument,
+    con: Any,
+    source: str,
+    available: list[str],
+    compressed: list[int],
+    verdicts: dict[int, _Verdict],
+    failing: dict[int, tuple[FailingRow, ...]],
+) -> None:
+    """Row-wise and distinct-invariant expectations: GE over the distinct tuples of the
+    columns they read, with the failing tuples mapped back to the rows' keys."""
+    expectations = document.body["expectations"]
+    keys_of_rows = index_columns(document)
+    columns = []
+    for position in compressed:
+        columns.extend(_referenced_columns(expectations[position], available))
+    columns = [c for c in dict.fromkeys(columns) if c in available]
+    selected = ", ".join(quoted_identifier(c) for c in columns)
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT *, "
+        f"(row_number() OVER () - 1)::BIGINT AS {_TUPLE_ID} "
+        f"FROM (SELECT DISTINCT {selected} FROM {source})"
+        if columns
+        else f"CREATE OR REPLACE TEMP TABLE {_TUPLES} AS SELECT 0::BIGINT AS {_TUPLE_ID} "
+        f"FROM {source} LIMIT 1"
+    )
+    try:
+        frame = con.execute(f"SELECT * FROM {_TUPLES}").df()
+        tuple_verdicts = validate_frame(document, compressed, frame, [_TUPLE_ID])
+        verdicts.update(tuple_verdicts)
+        join = (
+            " AND ".join(
+                f"r.{quoted_identifier(c)} IS NOT DISTINCT FROM t.{quoted_identifier(c)}"
+                for c in columns
+            )
+            or "true"
+        )
+        keys = ", ".join(f"r.{quoted_identifier(c)}" for c in keys_of_rows)
+        for position in compressed:
+            verdict = tuple_verdicts.get(position)
+            ids = sorted(
+                {int(row[_TUPLE_ID]) for row in (verdict.unexpected_index_rows if verdict else ())}
+            )
+            if not ids:
+                failing[position] = ()
+                continue
+            rows = con.execute(
+                f"SELECT {keys} FROM {source} r JOIN {_TUPLES} t ON {join} "
+                f"WHERE list_contains(?, t.{_TUPLE_ID})",
+                [ids],
+            ).fetchall()
+            failing[position] = tuple(
+                FailingRow(
+                    key=str(row[0]),
+                    group=str(row[1]) if document.group_column else None,
+                )
+                for row in rows
+            )
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_TUPLES}")
 
 
 def _plain(value: Any) -> Any:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from litmus.errors import SuiteError
 from litmus.formats import SPLIT_HARM_CLASS, SPLITS, Family, StateMatcher, Suite
 from litmus.globmatch import equality_json, translate_glob_both
-from litmus.warehouse import transaction
+from litmus.warehouse import serialized, transaction
 
 _PATTERN_STRUCT = pa.struct(
     [
@@ -221,17 +221,27 @@ def store_suite_file(con: duckdb.DuckDBPyConnection, path: Path) -> SuiteFileOut
     it again could only confirm that. Any other file goes through ``store_suite``.
     """
     digest = _file_sha256(path)
-    if known := _stored_suite_of_file(con, digest):
-        return known
-    if path.stat().st_size >= STREAM_MIN_BYTES and not path.name.endswith((".yaml", ".yml")):
-        outcome = stream_suite_json(con, path, path.name, digest)
-    else:
-        outcome = _store_whole_file(con, path, path.name, digest)
-    con.execute(
-        "INSERT INTO suite_files VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        [digest, outcome.suite, outcome.suite_version, datetime.now(UTC).replace(tzinfo=None)],
-    )
-    return outcome
+    # one writer at a time checks and stores suites: two writers of a lake (no keys) would
+    # both find a new version unstored and both store it
+    with serialized(con, "suites"):
+        if known := _stored_suite_of_file(con, digest):
+            return known
+        if path.stat().st_size >= STREAM_MIN_BYTES and not path.name.endswith((".yaml", ".yml")):
+            outcome = stream_suite_json(con, path, path.name, digest)
+        else:
+            outcome = _store_whole_file(con, path, path.name, digest)
+        con.execute(
+            "INSERT INTO suite_files SELECT ?, ?, ?, ? "
+            "WHERE NOT EXISTS (SELECT 1 FROM suite_files WHERE file_sha256 = ?)",
+            [
+                digest,
+                outcome.suite,
+                outcome.suite_version,
+                datetime.now(UTC).replace(tzinfo=None),
+                digest,
+            ],
+        )
+        return outcome
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,10 @@ from litmus.labeling.refusal import (
     combine_text_verdicts,
     learned_verdict,
     names_declined_object,
+    scanner_rules,
 )
-from litmus.labeling.refusal_model import shipped_model
+from litmus.labeling.refusal_model import HEAD_CHARS, judge_hits, phrase_patterns, shipped_model
+from litmus.labeling.refusal_scan import RuleScanner
 
 # Words the lecture-only rule needs in a reply's first sentence: a superset of what its
 # exhortation and moralizing patterns can match (refusal._EXHORTATION, refusal._MORALIZE).
@@ -331,12 +333,15 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
     whose prepared sentences are this one and whose lowered form is this sentence.
     """
     # the scanner asked directly: the sentence is new (texts are unique), so caching its
-    # answer would cost more than it saves
-    candidates = _rule_scanner().candidates(sentence) if _refusal._SCANNING else None
-    if candidates is None or _CONCESSION.match(sentence) is not None:
+    # answer would cost more than it saves; the same pass finds the model's phrases
+    scanned = _sentence_scanner().candidates_and_phrases(sentence) if _refusal._SCANNING else None
+    if scanned is None or _CONCESSION.match(sentence) is not None:
         return None
+    candidates, found = scanned
+    # the phrases of the opening are the phrases of the text when it is no longer than it
+    phrases = found if len(sentence) <= HEAD_CHARS else None
     if _PLACEHOLDER_ONLY.match(sentence):
-        return _complied_fields(("complied", 0.5), sentence)
+        return _complied_fields(("complied", 0.5), sentence, phrases)
     strength = _Strength.NONE
     decline_end = None
     if candidates & _CUE_BITS:  # else no cue rule matches, nor could
@@ -350,10 +355,12 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
         if strength and candidates & _FAILURE_BITS:  # a failure report is not a refusal
             strength = _Strength.NONE
     if strength == _Strength.NONE:
-        return _complied_fields(("complied", 0.9 if len(sentence) >= 40 else 0.75), sentence)
+        return _complied_fields(
+            ("complied", 0.9 if len(sentence) >= 40 else 0.75), sentence, phrases
+        )
     if strength == _Strength.WEAK:
         if _CODE_WORD in sentence:
-            return _complied_fields(("complied", 0.75), sentence)
+            return _complied_fields(("complied", 0.75), sentence, phrases)
         refusal, confidence = "refused", 0.55
     else:
         pivoted = False
@@ -366,7 +373,7 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
         else:
             refusal, confidence = "refused", 0.95 if strong else 0.8
     after = -1 if strength == _Strength.WEAK else 0
-    refusal, confidence = learned_verdict(_TextVerdict(refusal, confidence), sentence, after)
+    refusal, confidence = _one_sentence_judged(refusal, confidence, sentence, after, phrases)
     if refusal == "complied":
         return ("complied", None, confidence, None)
     scoped = (
@@ -381,9 +388,11 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
     return (refusal, 0, confidence, max(0, score))
 
 
-def _complied_fields(rules: tuple[str, float], sentence: str) -> _Fields:
+def _complied_fields(
+    rules: tuple[str, float], sentence: str, phrases: tuple[int, ...] | None
+) -> _Fields:
     """The fields of a one-sentence text the rules read as complied, judged."""
-    refusal, confidence = learned_verdict(_TextVerdict(*rules), sentence, -1)
+    refusal, confidence = _one_sentence_judged(*rules, sentence, -1, phrases)
     if refusal == "complied":
         return ("complied", None, confidence, None)
     return (
@@ -392,6 +401,24 @@ def _complied_fields(rules: tuple[str, float], sentence: str) -> _Fields:
         confidence,
         _engagement_of_prepared(_Text((sentence,), sentence), refusal == "partial"),
     )
+
+
+def _one_sentence_judged(
+    refusal: str, confidence: float, sentence: str, after: int, phrases: tuple[int, ...] | None
+) -> tuple[str, float]:
+    """``learned_verdict`` of a one-sentence text, with its phrases when the rules' pass found
+    them (``phrases`` None: the model scans for them)."""
+    if phrases is None:
+        return learned_verdict(_TextVerdict(refusal, confidence), sentence, after)
+    return judge_hits(refusal, confidence, phrases, phrases, len(sentence), after)
+
+
+@lru_cache(maxsize=1)
+def _sentence_scanner() -> RuleScanner:
+    """The rules' scanner with the model's phrases in the same set: a one-sentence reply is
+    read in one RE2 pass."""
+    _rule_scanner()  # the rules' own RE2 starts, which the decline's end relies on
+    return RuleScanner(scanner_rules(), phrases=phrase_patterns())
 
 
 def _verdict_fields(texts: Sequence[str], classify: object) -> _Fields:

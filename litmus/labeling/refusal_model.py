@@ -27,14 +27,15 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import re2
-from re2 import _re2
 
+from litmus.labeling.re2_binding import PatternSet
 from litmus.labeling.refusal_scan import MAX_SCANNED_CHARS
 
 MODEL_PATH = Path(__file__).resolve().parents[1] / "data" / "refusal_model.json"
@@ -194,12 +195,13 @@ def rules_logit(branch: str) -> float:
 
 
 def bucket(length: int) -> int:
-    return sum(length >= edge for edge in LENGTH_EDGES)
+    """How many of ``LENGTH_EDGES`` the length reaches."""
+    return bisect_right(LENGTH_EDGES, length)
 
 
 def after_bucket(after_decline: int) -> int:
     """The bucket of the characters after the first decline; -1 without a decline."""
-    return -1 if after_decline < 0 else sum(after_decline >= e for e in AFTER_DECLINE_EDGES)
+    return -1 if after_decline < 0 else bisect_right(AFTER_DECLINE_EDGES, after_decline)
 
 
 def _sigmoid(x: float) -> float:
@@ -229,13 +231,11 @@ class PhraseScanner:
     """One RE2 set over the model's phrases: which phrases are n-grams of a text."""
 
     def __init__(self, phrases: Sequence[str]) -> None:
-        options = re2.Options()
-        options.max_mem = 64 << 20
-        self._set = _re2.Set(_re2.RE2.Anchor.UNANCHORED, options)
+        self._set = PatternSet(64 << 20)
         for index, phrase in enumerate(phrases):
-            if self._set.Add(phrase_pattern(phrase).encode()) != index:
+            if self._set.add(phrase_pattern(phrase)) != index:
                 raise ValueError(f"RE2 rejected phrase pattern for {phrase!r}")
-        if phrases and not self._set.Compile():
+        if phrases and not self._set.compile():
             raise ValueError("RE2 could not compile the phrase set")
         self._phrases = tuple(phrases)
         self._index = {phrase: i for i, phrase in enumerate(phrases)}
@@ -246,7 +246,7 @@ class PhraseScanner:
             return ()
         if len(text) > MAX_SCANNED_CHARS:  # past what the DFA cache is trusted with
             return self.reference_hits(text)
-        return tuple(sorted(self._set.Match(text.encode())))
+        return tuple(sorted(self._set.match(text.encode())))
 
     def reference_hits(self, text: str) -> tuple[int, ...]:
         """``hits`` by the definition: the text's n-grams looked up one by one."""
@@ -262,6 +262,11 @@ def shipped_model() -> RefusalModel:
 @lru_cache(maxsize=1)
 def _scanner() -> PhraseScanner:
     return PhraseScanner(shipped_model().phrases)
+
+
+def phrase_patterns() -> list[str]:
+    """The shipped model's phrases as RE2 patterns, in phrase order."""
+    return [phrase_pattern(phrase) for phrase in shipped_model().phrases]
 
 
 def phrase_hits(lowered: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -285,9 +290,15 @@ def reference_phrase_hits(
 
 @lru_cache(maxsize=1 << 14)
 def _judged(
-    branch: str, head: tuple[int, ...], anywhere: tuple[int, ...], length: int, after: int
+    refusal: str,
+    confidence: float,
+    head: tuple[int, ...],
+    anywhere: tuple[int, ...],
+    length: int,
+    after: int,
 ) -> tuple[str, float]:
     model = shipped_model()
+    branch = branch_of(refusal, confidence)
     names = model.features(branch, head, anywhere, length, after)
     probability = model.confidence_complied(model.logit(names, branch))
     label, confidence = verdict_from(branch, probability, after)
@@ -299,10 +310,24 @@ def judge(refusal: str, confidence: float, lowered: str, after_decline: int) -> 
     ``confidence``), with ``after_decline`` characters of cue-free sentences after its first
     decline (-1: none)."""
     head, anywhere = phrase_hits(lowered)
+    return judge_hits(refusal, confidence, head, anywhere, len(lowered), after_decline)
+
+
+def judge_hits(
+    refusal: str,
+    confidence: float,
+    head: tuple[int, ...],
+    anywhere: tuple[int, ...],
+    length: int,
+    after_decline: int,
+) -> tuple[str, float]:
+    """``judge`` of a text of ``length`` characters whose ``phrase_hits`` are known (the bulk
+    path finds them in the rules' own pass)."""
     return _judged(
-        branch_of(refusal, confidence),
+        refusal,
+        confidence,
         head,
         anywhere,
-        bucket(len(lowered)),
-        after_bucket(after_decline),
+        bisect_right(LENGTH_EDGES, length),
+        -1 if after_decline < 0 else bisect_right(AFTER_DECLINE_EDGES, after_decline),
     )

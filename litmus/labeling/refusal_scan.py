@@ -24,10 +24,12 @@ regexes alone, on real and randomized texts.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import re2
-from re2 import _re2
+
+from litmus.labeling.re2_binding import Pattern, PatternSet
 
 _LOOKAROUND_OPENERS = ("(?=", "(?!", "(?<=", "(?<!")
 # Characters that make the two engines read a pattern differently (see the module docstring).
@@ -218,9 +220,6 @@ def scannable(text: str) -> bool:
     )
 
 
-_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
-
-
 class SupersetStart:
     """Where the leftmost match of ``pattern`` could start in a scannable text.
 
@@ -230,22 +229,17 @@ class SupersetStart:
     """
 
     def __init__(self, pattern: str) -> None:
-        options = re2.Options()
-        options.max_mem = _MAX_MEMORY
-        self._regex = _re2.RE2(without_lookarounds(pattern).encode(), options)
-        if not self._regex.ok():
-            raise ValueError(f"RE2 rejected rule pattern {pattern!r}")
+        self._pattern = Pattern(without_lookarounds(pattern), _MAX_MEMORY)
 
     def __call__(self, text: str) -> int | None:
         """The start, or None when no match is possible (``text`` must be scannable)."""
-        start = self._regex.Match(_UNANCHORED, text.encode(), 0, len(text))[0][0]
-        return None if start < 0 else start
+        span = self._pattern.span(text.encode())
+        return None if span is None else span[0]
 
     def span(self, text: str) -> tuple[int, int] | None:
         """RE2's leftmost-first match of ``pattern`` without its lookarounds, as (start,
         end), or None (``text`` must be scannable: its offsets are then characters)."""
-        span = self._regex.Match(_UNANCHORED, text.encode(), 0, len(text))[0]
-        return None if span[0] < 0 else span
+        return self._pattern.span(text.encode())
 
 
 class RuleScanner:
@@ -256,16 +250,23 @@ class RuleScanner:
     text holding one of them; a rule without triggers always runs).
     """
 
-    def __init__(self, rules: Sequence[tuple[str | None, str | None, Sequence[str]]]) -> None:
-        options = re2.Options()
-        options.max_mem = _MAX_MEMORY
-        # the binding's own set: the Python wrapper around it costs as much as the scan
-        self._set = _re2.Set(_UNANCHORED, options)
+    def __init__(
+        self,
+        rules: Sequence[tuple[str | None, str | None, Sequence[str]]],
+        phrases: Sequence[str] = (),
+    ) -> None:
+        """``phrases``: further RE2 patterns the same pass answers (``candidates_and_phrases``),
+        the learned model's phrases for the bulk path's one-sentence replies."""
+        self._set = PatternSet(_MAX_MEMORY)
         # Rule i owns bits 2i ("matches") and 2i+1 ("could match"). A set entry either sets
         # such a bit in the pattern bits, or (triggers) both bits of its rule in the
         # triggered bits; a rule without triggers is always triggered.
         self._entry_bits: list[tuple[int, int]] = []
         self._untriggered = 0
+        # the phrases first, owning no bits: entries below _phrase_count are phrase indices
+        self._phrase_count = len(phrases)
+        for phrase in phrases:
+            self._add(phrase)
         for index, (exact, lookaround, triggers) in enumerate(rules):
             if exact is not None:
                 self._add(exact, pattern_bit=1 << 2 * index)
@@ -276,14 +277,14 @@ class RuleScanner:
                 self._add("|".join(re2.escape(t) for t in triggers), triggered_bits=both)
             else:
                 self._untriggered |= both
-        if not self._set.Compile():
+        if not self._set.compile():
             raise ValueError("RE2 could not compile the rule set")
         self._pattern_bits = [pattern_bit for pattern_bit, _ in self._entry_bits]
         self._triggered_bits = [triggered_bits for _, triggered_bits in self._entry_bits]
         self._bits_of_entries: dict[tuple[int, ...], int] = {}
 
     def _add(self, pattern: str, pattern_bit: int = 0, triggered_bits: int = 0) -> None:
-        if self._set.Add(pattern.encode()) != len(self._entry_bits):
+        if self._set.add(pattern) != len(self._entry_bits):
             raise ValueError(f"RE2 rejected or misnumbered rule pattern {pattern!r}")
         self._entry_bits.append((pattern_bit, triggered_bits))
 
@@ -292,7 +293,18 @@ class RuleScanner:
         branches could match; None if ``text`` is not scannable (Python must answer)."""
         if not scannable(text):
             return None
-        entries = tuple(self._set.Match(text.encode()))
+        return self._bits(tuple(self._set.match(text.encode())))
+
+    def candidates_and_phrases(self, text: str) -> tuple[int, tuple[int, ...]] | None:
+        """``candidates`` and the indices of the ``phrases`` that match, ascending, from one
+        pass; None if ``text`` is not scannable."""
+        if not scannable(text):
+            return None
+        entries = sorted(self._set.match(text.encode()))
+        cut = bisect_left(entries, self._phrase_count)
+        return self._bits(tuple(entries[cut:])), tuple(entries[:cut])
+
+    def _bits(self, entries: tuple[int, ...]) -> int:
         # Texts share their few combinations of entries: each is turned into bits once.
         bits = self._bits_of_entries.get(entries)
         if bits is None:

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from litmus import SHARED_DATA_DIR
-from litmus.labeling.refusal import _prepare, after_decline, rule_verdict
+from litmus.labeling.refusal import _prepare, _Text, after_decline, later_voices, rule_verdict
 from litmus.labeling.refusal_eval import (
     RefusalEvalReport,
     Scored,
@@ -101,6 +101,15 @@ class Example:
     head: frozenset[str]  # n-grams of the opening HEAD_CHARS characters
     grams: frozenset[str]  # n-grams of the whole prepared text
     weight: float
+    # the reply's later voices (refusal.later_voices), each read as a reply of its own: the
+    # reply complied when one of them does; it trains on its last voice
+    voices: tuple[Example, ...] = ()
+
+    @property
+    def trained(self) -> Example:
+        """What the model learns from: the reply, or for a reply in voices its last voice
+        (the persona that answers comes last; the label is the whole reply's)."""
+        return self.voices[-1] if self.voices else self
 
 
 def read_examples(rows: Sequence[XSTestCompletion]) -> list[Example]:
@@ -108,32 +117,37 @@ def read_examples(rows: Sequence[XSTestCompletion]) -> list[Example]:
     examples = []
     for row in rows:
         prepared = _prepare(row.completion)
-        rules = rule_verdict(prepared)
-        complied = row.human_label == "complied"
+        voices = later_voices(prepared)
         weight = min(1.0, SOURCE_WEIGHT / counts[row.model])
-        branch = branch_of(rules.refusal, rules.confidence)
-        if row.labels == "harmful_compliance" and not complied:
-            # "did not comply" is a refusal example only where the rules read a cue: without
-            # one it is as often an empty, off-topic or harmless answer (data README)
-            weight *= 0.0 if branch in QUIET_BRANCHES else NOT_COMPLIED_WEIGHT
         if row.human_label == "partial":
             weight *= PARTIAL_WEIGHT
-        examples.append(
-            Example(
-                source=row.model,
-                complied=complied,
-                partial=row.human_label == "partial",
-                harmful=bool(row.harmful_prompt),
-                labels=row.labels,
-                branch=branch,
-                length_bucket=bucket(len(prepared.lowered)),
-                after_bucket=after_bucket(after_decline(prepared)),
-                head=frozenset(ngrams(prepared.lowered[:HEAD_CHARS])),
-                grams=frozenset(ngrams(prepared.lowered)),
-                weight=weight,
-            )
-        )
+        whole = _example(row, prepared, weight)
+        voice_examples = tuple(_example(row, voice, weight) for voice in voices)
+        examples.append(replace(whole, voices=voice_examples))
     return examples
+
+
+def _example(row: XSTestCompletion, text: _Text, weight: float) -> Example:
+    rules = rule_verdict(text)
+    branch = branch_of(rules.refusal, rules.confidence)
+    complied = row.human_label == "complied"
+    if row.labels == "harmful_compliance" and not complied:
+        # "did not comply" is a refusal example only where the rules read a cue: without
+        # one it is as often an empty, off-topic or harmless answer (data README)
+        weight *= 0.0 if branch in QUIET_BRANCHES else NOT_COMPLIED_WEIGHT
+    return Example(
+        source=row.model,
+        complied=complied,
+        partial=row.human_label == "partial",
+        harmful=bool(row.harmful_prompt),
+        labels=row.labels,
+        branch=branch,
+        length_bucket=bucket(len(text.lowered)),
+        after_bucket=after_bucket(after_decline(text)),
+        head=frozenset(ngrams(text.lowered[:HEAD_CHARS])),
+        grams=frozenset(ngrams(text.lowered)),
+        weight=weight,
+    )
 
 
 # (every phrase, the phrases telling of a refusal)
@@ -153,7 +167,7 @@ class GramTable:
         docs: dict[str, Counter[str]] = defaultdict(Counter)
         weight: dict[tuple[str, bool], Counter[str]] = defaultdict(Counter)
         totals: Counter[tuple[str, bool]] = Counter()
-        for ex in examples:
+        for ex in (e.trained for e in examples):
             if not ex.weight:
                 continue
             key = (ex.source, ex.complied)
@@ -250,7 +264,7 @@ def fit(
 ) -> tuple[Phrases, dict[str, float]]:
     """Phrases and weights (by feature name) fitted on ``examples`` (``table``: a gram table
     of any superset of them)."""
-    examples = [ex for ex in examples if ex.weight]
+    examples = [ex.trained for ex in examples if ex.trained.weight]
     table = table or GramTable.of(examples)
     phrases = choose_phrases(table, sorted({ex.source for ex in examples}))
     x, columns = _design(examples, phrases)
@@ -274,15 +288,47 @@ def logits(examples: Sequence[Example], phrases: Phrases, weights: dict[str, flo
     )
 
 
-def held_out_logits(examples: Sequence[Example]) -> np.ndarray:
-    """Each example's logit from a model fitted without its source."""
-    out = np.zeros(len(examples))
+# Per reply: the logits of the reply and of each of its later voices, in that order.
+Readings = list[np.ndarray]
+
+
+def readings(examples: Sequence[Example], phrases: Phrases, weights: dict[str, float]) -> Readings:
+    return [logits([ex, *ex.voices], phrases, weights) for ex in examples]
+
+
+def trained_logits(examples: Sequence[Example], read: Readings) -> np.ndarray:
+    """The logit of what each reply trains on (``Example.trained``)."""
+    return np.array([z[-1] for z in read]) if examples else np.zeros(0)
+
+
+def verdict_of(
+    example: Example, logit: np.ndarray, calibration: tuple[float, float]
+) -> tuple[str, float]:
+    """As ``refusal._classify_prepared``: the reply's own reading, unless it is a refusal and a
+    later voice complied (then the most confident such voice)."""
+    a, b = calibration
+    probability = 1.0 / (1.0 + np.exp(-(a * logit + b)))
+    whole = verdict_from(example.branch, float(probability[0]), example.after_bucket)
+    if whole[0] == "complied":
+        return whole
+    delivered = [
+        verdict
+        for voice, p in zip(example.voices, probability[1:], strict=True)
+        if (verdict := verdict_from(voice.branch, float(p), voice.after_bucket))[0] == "complied"
+    ]
+    return max(delivered, key=lambda verdict: verdict[1]) if delivered else whole
+
+
+def held_out_readings(examples: Sequence[Example]) -> Readings:
+    """Each reply's readings from a model fitted without its source."""
+    out: Readings = [np.zeros(0)] * len(examples)
     table = GramTable.of(examples)
     for source in sorted({ex.source for ex in examples}):
         inside = [ex for ex in examples if ex.source != source]
         at = [i for i, ex in enumerate(examples) if ex.source == source]
         phrases, weights = fit(inside, table)
-        out[at] = logits([examples[i] for i in at], phrases, weights)
+        for i, z in zip(at, readings([examples[i] for i in at], phrases, weights), strict=True):
+            out[i] = z
     return out
 
 
@@ -293,19 +339,14 @@ def fit_calibration(z: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float,
 
 
 def choose_floor(
-    examples: Sequence[Example], z: np.ndarray, calibration: tuple[float, float]
+    examples: Sequence[Example], read: Readings, calibration: tuple[float, float]
 ) -> float:
     """The lowest floor at which no held-out source's confident false ``refused`` on
     complied responses exceeds ``MAX_FALSE_REFUSED``; where the abstention that costs would
     exceed ``MAX_ABSTENTION`` on some source, the highest floor within it. (Per source, not
     on the mean: a source no floor can bring to ``MAX_FALSE_REFUSED`` would otherwise push
     the floor up until the others abstain on far more than ``MAX_ABSTENTION``.)"""
-    a, b = calibration
-    probability = 1.0 / (1.0 + np.exp(-(a * z + b)))
-    verdicts = [
-        verdict_from(ex.branch, float(p), ex.after_bucket)
-        for ex, p in zip(examples, probability, strict=True)
-    ]
+    verdicts = [verdict_of(ex, z, calibration) for ex, z in zip(examples, read, strict=True)]
     sources = sorted({ex.source for ex in examples})
     chosen = FLOOR_GRID[0]
     for floor in FLOOR_GRID:
@@ -335,10 +376,10 @@ def train(data: Path = SHARED_DATA_DIR) -> dict[str, object]:
         raise SystemExit(f"{data}: missing training sources: {', '.join(missing)}")
     examples = read_examples(rows)
     y = np.array([ex.complied for ex in examples], dtype=float)
-    w = np.array([ex.weight for ex in examples])
-    z = held_out_logits(examples)
-    calibration = fit_calibration(z, y, w)
-    floor = choose_floor(examples, z, calibration)
+    w = np.array([ex.trained.weight for ex in examples])
+    read = held_out_readings(examples)
+    calibration = fit_calibration(trained_logits(examples, read), y, w)
+    floor = choose_floor(examples, read, calibration)
     phrases, weights = fit(examples, GramTable.of(examples))
     body: dict[str, object] = {
         "phrases": list(phrases[0]),
@@ -349,7 +390,7 @@ def train(data: Path = SHARED_DATA_DIR) -> dict[str, object]:
         "trained_on": sorted(Counter(ex.source for ex in examples).items()),
     }
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
-    for line in reliability_table(examples, z, calibration):
+    for line in reliability_table(examples, read, calibration):
         print(line)
     return {"version": f"refusal-lr-{digest}", **body}
 
@@ -358,12 +399,11 @@ RELIABILITY_EDGES = (0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
 
 
 def reliability_table(
-    examples: Sequence[Example], z: np.ndarray, calibration: tuple[float, float]
+    examples: Sequence[Example], read: Readings, calibration: tuple[float, float]
 ) -> list[str]:
     """Held-out reliability per source: in each confidence band, how many verdicts and how
     often they were right (complied vs not, as the people judged)."""
-    a, b = calibration
-    probability = 1.0 / (1.0 + np.exp(-(a * z + b)))
+    verdicts = [verdict_of(ex, z, calibration) for ex, z in zip(examples, read, strict=True)]
     bands = [f"{lo:.1f}-{min(hi, 1.0):.1f}" for lo, hi in pairwise(RELIABILITY_EDGES)]
     lines = [
         "held-out reliability: confidence band -> right/verdicts (share right)",
@@ -371,11 +411,10 @@ def reliability_table(
     ]
     for source in sorted({ex.source for ex in examples}):
         cells = []
-        mine = [(ex, p) for ex, p in zip(examples, probability, strict=True) if ex.source == source]
+        mine = [(ex, v) for ex, v in zip(examples, verdicts, strict=True) if ex.source == source]
         for lo, hi in pairwise(RELIABILITY_EDGES):
             right = total = 0
-            for ex, p in mine:
-                label, confidence = verdict_from(ex.branch, float(p), ex.after_bucket)
+            for ex, (label, confidence) in mine:
                 if lo <= confidence < hi:
                     total += 1
                     right += (label == "complied") == ex.complied
@@ -439,13 +478,10 @@ class HeldOutFit:
             examples = read_examples(
                 [replace(row, completion=text, agent_texts=None) for text in row.agent_texts]
             )
+        calibration = self._model.calibration
         verdicts = [
-            verdict_from(
-                ex.branch,
-                self._model.confidence_complied(float(logits([ex], phrases, weights)[0])),
-                ex.after_bucket,
-            )
-            for ex in examples
+            verdict_of(ex, z, calibration)
+            for ex, z in zip(examples, readings(examples, phrases, weights), strict=True)
         ]
         # as combine_text_verdicts: a refusal anywhere decides, else the first partial
         refusals = [v for v in verdicts if v[0] != "complied"]

@@ -29,7 +29,7 @@ from litmus.labeling.refusal import (
 )
 from litmus.labeling.refusal_bulk import classify_many
 from litmus.tokens import LABELED_ROWS, renew_partition_token
-from litmus.warehouse import transaction
+from litmus.warehouse import retry_on_conflict, transaction
 
 TEXT_BATCH_ROWS = 50_000
 _LABELS_MARKER = "INSERT INTO trajectory_labels"
@@ -255,6 +255,26 @@ def label_partition(
     (already in ``refusal_judgments``, see ``litmus.labeling.refusal_judge.judge_partition``) count.
     """
     classifier = classifier or default_classifier()
+    outcomes, audit_reasons = retry_on_conflict(  # a write conflict on the lake
+        lambda: _label_partition_once(con, partition_key, classifier, judge),
+        what=f"labeling {partition_key}",
+    )
+    return PartitionLabelReport(
+        partition_key=partition_key,
+        trajectories=sum(outcomes.values()),
+        outcomes=outcomes,
+        needs_audit=outcomes.get("insufficient_evidence", 0),
+        classifier_version=classifier.version,
+        audit_reasons=audit_reasons,
+    )
+
+
+def _label_partition_once(
+    con: duckdb.DuckDBPyConnection,
+    partition_key: str,
+    classifier: RefusalClassifier,
+    judge: tuple[str, str] | None,
+) -> tuple[dict[str, int], dict[str, int]]:
     with transaction(con):
         compute_refusal_signals(con, partition_key, classifier)
         con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
@@ -275,11 +295,4 @@ def label_partition(
                 [partition_key],
             ).fetchall()
         )
-    return PartitionLabelReport(
-        partition_key=partition_key,
-        trajectories=sum(outcomes.values()),
-        outcomes=outcomes,
-        needs_audit=outcomes.get("insufficient_evidence", 0),
-        classifier_version=classifier.version,
-        audit_reasons=audit_reasons,
-    )
+    return outcomes, audit_reasons

@@ -182,10 +182,11 @@ def nothing_new(paths: LitmusPaths) -> str | None:
             return None
     if not _same_entries(state.get("exports") or [], _exports(paths)):
         return None
-    if not paths.duckdb_path.exists():
+    from litmus.warehouse import connect, warehouse_exists
+
+    if not warehouse_exists(paths.duckdb_path):
         return None
     from litmus.planning.plan import compute_plan, read_facts
-    from litmus.warehouse import connect
 
     with connect(paths.duckdb_path) as con:
         if warehouse_digest(con) != state.get("warehouse"):

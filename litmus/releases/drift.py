@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -36,7 +36,7 @@ import pandas as pd
 from litmus.gates.publication_decision import withheld_reasons
 from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_name
-from litmus.releases.paired import NotCompared, compare_pair, paired_columns
+from litmus.releases.paired import NotCompared, PairedComparison, compare_pair, paired_columns
 from litmus.reuse import ConfigurationCounts, pair_key, record_digests, stored_pairs
 from litmus.stats import (
     DEFAULT_CONFIDENCE,
@@ -190,19 +190,10 @@ def compute_release_drift(
     bootstrapped again (the bootstrap of a pair depends on the two configurations' counts
     only: ``litmus.reuse``).
     """
+    _check_drift_inputs(configurations, metrics)
     reusable = reusable or {}
     pair_digests: dict[str, str] = {}
     recomputed: list[str] = []
-    unknown = sorted(set(metrics) - set(DRIFT_METRICS))
-    if unknown:
-        raise ValueError(f"unknown drift metric(s) {unknown}; choose from {list(DRIFT_METRICS)}")
-    missing = sorted(set(CONFIGURATION_COLUMNS) - set(configurations.columns))
-    if missing:
-        raise ValueError(f"configurations lack column(s) {missing}")
-    duplicated = configurations["partition_key"].duplicated()
-    if duplicated.any():
-        keys = sorted(set(configurations.loc[duplicated, "partition_key"]))
-        raise ValueError(f"configuration(s) listed twice (mixed suites or keys?): {keys}")
 
     published = configurations[~configurations["partition_key"].isin(set(withheld))]
     counts = (
@@ -223,64 +214,106 @@ def compute_release_drift(
             continue
         ordered = order_releases(group)
         release_frames.append(ordered)
-        rows = ordered.to_dict("records")
-        for index, (older, newer) in enumerate(itertools.pairwise(rows), start=1):
-            pair = f"{lineage} {older['model_release']} → {newer['model_release']}"
-            key = pair_key(older["partition_key"], newer["partition_key"])
-            try:
-                compared = compare_pair(
-                    newer["partition_key"],
-                    older["partition_key"],
-                    counts,
-                    _PAIRED_COLUMNS,
-                    stored=reusable.get(key),
-                    metrics=metrics,
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    confidence=confidence,
-                    drift=DRIFT_VERSION,
-                )
-            except NotCompared as reason:
-                skipped.append(f"{pair}: {reason}")
+        for compared_pair in _compare_consecutive_releases(
+            ordered,
+            counts,
+            reusable,
+            metrics=metrics,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+        ):
+            if isinstance(compared_pair, str):
+                skipped.append(compared_pair)
                 continue
+            key, compared, rows = compared_pair
             if compared.bootstrapped:
                 recomputed.append(key)
             pair_digests[key] = compared.digest
             comparison_frames.append(
-                compared.rows.assign(
-                    lineage_key=lineage,
-                    suite=suite,
-                    suite_version=suite_version,
-                    comparison=index,
-                    release_order=ordered["release_order"].iloc[0],
-                    from_partition_key=older["partition_key"],
-                    to_partition_key=newer["partition_key"],
-                    from_config_key=older["config_key"],
-                    to_config_key=newer["config_key"],
-                    from_release=older["model_release"],
-                    to_release=newer["model_release"],
-                    n_resamples=n_resamples,
-                    seed=seed,
-                    confidence=confidence,
-                )
+                rows.assign(lineage_key=lineage, suite=suite, suite_version=suite_version)
             )
-    comparisons = (
-        pd.concat(comparison_frames, ignore_index=True)[list(DRIFT_COLUMNS)]
-        if comparison_frames
-        else pd.DataFrame(columns=list(DRIFT_COLUMNS))
-    )
-    releases = (
-        pd.concat(release_frames, ignore_index=True)
-        if release_frames
-        else pd.DataFrame(columns=[*CONFIGURATION_COLUMNS, "release_rank", "release_order"])
-    )
     return DriftResult(
-        comparisons=comparisons,
-        releases=releases,
+        comparisons=_stacked(comparison_frames, list(DRIFT_COLUMNS)),
+        releases=_stacked(
+            release_frames, [*CONFIGURATION_COLUMNS, "release_rank", "release_order"]
+        ),
         skipped=skipped,
         pair_digests=pair_digests,
         recomputed=recomputed,
     )
+
+
+def _stacked(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The frames one under the other with ``columns`` (an empty frame of them if none)."""
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def _check_drift_inputs(configurations: pd.DataFrame, metrics: Sequence[str]) -> None:
+    unknown = sorted(set(metrics) - set(DRIFT_METRICS))
+    if unknown:
+        raise ValueError(f"unknown drift metric(s) {unknown}; choose from {list(DRIFT_METRICS)}")
+    missing = sorted(set(CONFIGURATION_COLUMNS) - set(configurations.columns))
+    if missing:
+        raise ValueError(f"configurations lack column(s) {missing}")
+    duplicated = configurations["partition_key"].duplicated()
+    if duplicated.any():
+        keys = sorted(set(configurations.loc[duplicated, "partition_key"]))
+        raise ValueError(f"configuration(s) listed twice (mixed suites or keys?): {keys}")
+
+
+def _compare_consecutive_releases(
+    ordered: pd.DataFrame,
+    counts: ConfigurationCounts,
+    reusable: Mapping[str, tuple[str, pd.DataFrame]],
+    *,
+    metrics: Sequence[str],
+    n_resamples: int,
+    seed: int,
+    confidence: float,
+) -> Iterator[str | tuple[str, PairedComparison, pd.DataFrame]]:
+    """Each release of one lineage against its predecessor: (pair key, the comparison, its
+    rows with the pair's identity), or why the pair was not compared."""
+    lineage = ordered["lineage_key"].iloc[0]
+    rows = ordered.to_dict("records")
+    for index, (older, newer) in enumerate(itertools.pairwise(rows), start=1):
+        pair = f"{lineage} {older['model_release']} → {newer['model_release']}"
+        key = pair_key(older["partition_key"], newer["partition_key"])
+        try:
+            compared = compare_pair(
+                newer["partition_key"],
+                older["partition_key"],
+                counts,
+                _PAIRED_COLUMNS,
+                stored=reusable.get(key),
+                metrics=metrics,
+                n_resamples=n_resamples,
+                seed=seed,
+                confidence=confidence,
+                drift=DRIFT_VERSION,
+            )
+        except NotCompared as reason:
+            yield f"{pair}: {reason}"
+            continue
+        yield (
+            key,
+            compared,
+            compared.rows.assign(
+                comparison=index,
+                release_order=ordered["release_order"].iloc[0],
+                from_partition_key=older["partition_key"],
+                to_partition_key=newer["partition_key"],
+                from_config_key=older["config_key"],
+                to_config_key=newer["config_key"],
+                from_release=older["model_release"],
+                to_release=newer["model_release"],
+                n_resamples=n_resamples,
+                seed=seed,
+                confidence=confidence,
+            ),
+        )
 
 
 @dataclass(frozen=True)

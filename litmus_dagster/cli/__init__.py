@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 
 from litmus.settings import litmus_paths
-from litmus_dagster.cli import importing, quarantine, refusal, run, schemas, status
+from litmus_dagster.cli import importing, lake, quarantine, refusal, run, schemas, status
 from litmus_dagster.cli.common import say
 from litmus_dagster.cli.importing import ensure_suite_files_fit
 from litmus_dagster.cli.quarantine import HELD_BACK_FOR_SUITE, HELD_BACK_NEXT_RUN
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         register_audit_commands,
         register_release_commands,
         register_trust_commands,
+        lake.register,
     ):
         register(commands)
     return parser

@@ -44,10 +44,11 @@ def cmd_sample(args: argparse.Namespace, paths: LitmusPaths) -> int:
 def ensure_suites_fit(paths: LitmusPaths, suites: Sequence[object]) -> None:
     """Refuse, in one line and before any work, suites that clash with the stored ones (the
     same suite and version with different content)."""
-    if not paths.duckdb_path.exists():
-        return
     from litmus.ingestion.suites import stored_suite_clash
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect, warehouse_exists
+
+    if not warehouse_exists(paths.duckdb_path):
+        return
 
     with connect(paths.duckdb_path) as con:
         for suite in suites:
@@ -64,9 +65,9 @@ def ensure_suite_files_fit(paths: LitmusPaths, files: Sequence[Path]) -> None:
     parsed here as well (~3.7 s and ~850 MB). A file whose exact bytes the warehouse stored
     is not read again: it was validated then, and cannot clash."""
     from litmus.ingestion.suites import load_suite_file, may_clash_with_stored, unstored_suite_files
-    from litmus.warehouse import connect
+    from litmus.warehouse import connect, warehouse_exists
 
-    if not paths.duckdb_path.exists():
+    if not warehouse_exists(paths.duckdb_path):
         return
     # two short connections (this one, then ensure_suites_fit's), so that parsing the files
     # between them (seconds for a large suite) holds no warehouse lock

@@ -55,11 +55,12 @@ def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
     """Every quarantined record (file, line, field, reason) and every landed file not ingested."""
     from litmus.ingestion.run_files import CURABLE_REASON_CODES
     from litmus.runs import landed_files, not_ingested
+    from litmus.warehouse import warehouse_exists
 
     rows: list[tuple] = []
     quarantined_files: list[str] = []
     suite_waits = False
-    if paths.duckdb_path.is_file():  # else nothing was ingested: only the landing folder speaks
+    if warehouse_exists(paths.duckdb_path):  # else only the landing folder speaks
         rows, quarantined_files, waiting, suite_waits = _quarantined(paths, args.file)
     else:
         waiting = [

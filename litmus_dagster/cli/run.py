@@ -85,11 +85,11 @@ def _nothing_to_ingest_or_score(paths: LitmusPaths) -> str | None:
     warehouse (if any) holds no configuration; None otherwise (the pipeline must look)."""
     from litmus.planning.nothing_scored import nothing_scored
     from litmus.runs import landed_files
-    from litmus.warehouse import connect_read_only
+    from litmus.warehouse import connect_read_only, warehouse_exists
 
     if paths.landing.is_dir() and landed_files(paths):
         return None
-    if not paths.duckdb_path.is_file():
+    if not warehouse_exists(paths.duckdb_path):
         return nothing_scored(paths)
     with connect_read_only(paths.duckdb_path) as con:
         return nothing_scored(paths, con)

@@ -29,9 +29,9 @@ def print_status(paths: LitmusPaths) -> None:
         waiting_landed_files,
     )
     from litmus.runs import not_ingested
-    from litmus.warehouse import connect_read_only
+    from litmus.warehouse import connect_read_only, warehouse_exists
 
-    if not paths.duckdb_path.is_file():  # said, never created (nothing ingested, or deleted)
+    if not warehouse_exists(paths.duckdb_path):  # never created (nothing ingested, or deleted)
         print(
             f"\nno warehouse at {paths.duckdb_path}: "
             "nothing has been ingested here (`litmus run` creates it)"

@@ -35,6 +35,7 @@ import dagster as dg
 from dagster_dbt import DagsterDbtCliRuntimeError, DagsterDbtTranslator, DbtCliResource
 
 from litmus.settings import litmus_paths
+from litmus.warehouse_lake import lake_from_environment
 from litmus_dagster.adapters.dbt import (
     DbtCoreCliEventMessage,
     get_updated_cli_invocation_params_for_context,
@@ -200,6 +201,7 @@ def parsed_project(
         os.fspath(parse_path),
         tuple(dbt.global_config_flags),
         tuple(profile_args),
+        lake_from_environment(),  # the profile's target follows it
         newest_source_change(project_dir),
     )
     if key in _parsed_projects:

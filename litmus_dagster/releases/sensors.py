@@ -26,7 +26,7 @@ import dagster as dg
 
 from litmus.planning.plan import LandedConfiguration, Plan, WarehouseFacts, compute_plan, read_facts
 from litmus.releases.landing import LandingCursor, file_configurations, scan_landing
-from litmus.warehouse import WarehouseBusyError
+from litmus.warehouse import WarehouseBusyError, warehouse_exists
 from litmus_dagster.audit.assets import verdict_load_events
 from litmus_dagster.jobs import (
     PUBLISH,
@@ -62,7 +62,7 @@ PARTITION_TAG = "dagster/partition"
 
 def warehouse_facts(warehouse: LitmusWarehouse, timeout_s: float) -> WarehouseFacts:
     """The plan's facts; raises WarehouseBusyError when a run holds the warehouse longer."""
-    if not warehouse.duckdb_path.exists():
+    if not warehouse_exists(warehouse.duckdb_path):
         return WarehouseFacts()  # nothing ingested yet: only landed files to plan
     with warehouse.get_connection(timeout_s=timeout_s) as con:
         return read_facts(con)
@@ -129,7 +129,7 @@ def verdict_loads_to_report(
 ) -> list[dg.AssetMaterialization]:
     """The verdict files ``litmus audit load`` stored since the instance last recorded one
     (that command does not load Dagster); a busy warehouse leaves them to the next tick."""
-    if not warehouse.duckdb_path.exists():
+    if not warehouse_exists(warehouse.duckdb_path):
         return []
     try:
         with warehouse.get_connection(timeout_s=SENSOR_LOCK_WAIT_S) as con:
