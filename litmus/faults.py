@@ -1,4 +1,5 @@
-"""Crash points: where a test kills ``litmus run`` with a real SIGKILL, at a named step.
+"""Crash points: where a test kills ``litmus run`` with a real SIGKILL, at a named step; and
+rendezvous points, where a test makes parallel runs meet.
 
 ``LITMUS_CRASH_AT=<point>`` (or ``<point>#<n>``: the n-th time the point is reached) makes the
 process send itself SIGKILL when it gets there — the same signal the kernel's OOM killer or
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections import Counter
+from pathlib import Path
 
 CRASH_ENV = "LITMUS_CRASH_AT"
 # the signal sent at the crash point: KILL (default) or INT (Ctrl-C: the process must stop
@@ -32,6 +35,13 @@ CRASH_POINTS = (
     "pipeline.published",  # everything published, the run's summary not printed
 )
 _reached: Counter[str] = Counter()
+# ``<point>:<parties>:<folder>``: each process reaching the point waits there until
+# ``parties`` processes have reached it (each leaves its PID as a file in the folder), at most
+# RENDEZVOUS_TIMEOUT_S; then it goes on. Only two steps in progress at the same moment can
+# meet, so a test reads from their step events whether they ran in parallel.
+RENDEZVOUS_ENV = "LITMUS_RENDEZVOUS_AT"
+RENDEZVOUS_TIMEOUT_S = 120.0
+RENDEZVOUS_POINTS = ("labeling.started",)  # a labeling step, before it opens the warehouse
 
 
 def crash_point(name: str) -> None:
@@ -48,3 +58,19 @@ def crash_point(name: str) -> None:
 
 def _interrupting() -> bool:
     return os.environ.get(CRASH_SIGNAL_ENV, "KILL").upper() == "INT"
+
+
+def rendezvous(name: str) -> None:
+    """Wait here for the other processes ``LITMUS_RENDEZVOUS_AT`` names (see above); a no-op
+    (one environment lookup) when it is unset or names another point."""
+    wanted = os.environ.get(RENDEZVOUS_ENV)
+    if not wanted:
+        return
+    point, parties, folder = wanted.split(":", 2)
+    if point != name:
+        return
+    meeting = Path(folder)
+    (meeting / str(os.getpid())).touch()
+    deadline = time.monotonic() + RENDEZVOUS_TIMEOUT_S
+    while len(list(meeting.iterdir())) < int(parties) and time.monotonic() < deadline:
+        time.sleep(0.2)

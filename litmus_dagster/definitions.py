@@ -30,6 +30,11 @@ defs = dg.Definitions(
     ],
     asset_checks=[*gate_checks, *release_checks],
     jobs=ALL_JOBS,
+    # A run is one configuration's chain of steps (or one publication), each step after the
+    # last: they run in the run's own process. Parallelism is between runs (one per
+    # configuration, in parallel under a team instance: deploy/team/dagster.yaml); a process
+    # per step would only load the code location again for every step.
+    executor=dg.in_process_executor,
     sensors=release_sensors,
     schedules=release_schedules,
     resources={

@@ -50,7 +50,8 @@ INSTANCE_YAML = """\
 # LITMUS local instance: SQLite run/event storage under this folder. Writers to the DuckDB
 # warehouse are serialized by its file lock (litmus/warehouse.py), so no concurrency pool
 # limit is set here: with SQLite storage a pool limit makes every step poll for a slot.
-# A team on Postgres storage can add `concurrency: pools: default_limit: 1` (docs/operations.md).
+# A team's instance (PostgreSQL, parallel runs, the pool limited to one step) is
+# deploy/team/dagster.yaml, copied over this file (docs/operations.md).
 telemetry:
   enabled: false
 """

@@ -7,8 +7,11 @@ import dagster as dg
 
 configurations = dg.DynamicPartitionsDefinition(name="configurations")
 
-# Every asset that writes to the DuckDB file carries this pool, so Dagster runs at most one
-# writer step at a time; the warehouse's file lock backs it up for CLI processes.
+# The steps that write tables every configuration shares (ingestion of landed files and
+# suites, dbt, the board, release drift, the receipt) carry this pool; a team instance limits
+# it to one step at a time (deploy/team/dagster.yaml), so two of them never write at once on
+# any backend. A configuration's own steps carry no pool: they run in parallel, one run per
+# partition (the instance's per-partition run limit keeps two runs of one partition apart).
 WAREHOUSE_POOL = "litmus_warehouse"
 
 

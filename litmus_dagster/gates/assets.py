@@ -71,7 +71,6 @@ with warnings.catch_warnings():
     group_name=GATES_GROUP,
     deps=["audited_trajectories", "suite_catalog"],
     partitions_def=configurations,
-    pool=WAREHOUSE_POOL,
     kinds={"duckdb", "great_expectations"},
     check_specs=TRAJECTORY_GATE_CHECKS,
     description=(

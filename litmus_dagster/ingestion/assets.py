@@ -131,7 +131,6 @@ def raw_run_files(
     group_name="ingestion",
     deps=[raw_run_files],
     partitions_def=configurations,
-    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     # a configuration whose every landed record was quarantined has nothing to score: the
     # asset is then not materialized and the rest of the run is skipped, not failed

@@ -3,13 +3,14 @@
 import dagster as dg
 
 from litmus.audit.audited import label_source_counts, refresh_audited_partition
+from litmus.faults import rendezvous
 from litmus.ingestion import derivation
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.refusal import default_classifier
 from litmus.labeling.refusal_judge import JUDGE_PROMPT_VERSION, judge_partition
 from litmus.labeling.sql import label_partition, unsafe_counts
 from litmus_dagster.ingestion.assets import raw_trajectories, suite_catalog
-from litmus_dagster.partitions import WAREHOUSE_POOL, configurations
+from litmus_dagster.partitions import configurations
 from litmus_dagster.resources import LitmusWarehouse, RefusalJudgeResource
 
 # A change to the labeler or the refusal classifier marks every labeled partition stale.
@@ -21,7 +22,6 @@ LABELING_CODE_VERSION = f"labeler-{LABELER_VERSION}+{default_classifier().versio
     deps=[raw_trajectories, suite_catalog],
     partitions_def=configurations,
     code_version=LABELING_CODE_VERSION,
-    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
 )
 def labeled_trajectories(
@@ -31,6 +31,7 @@ def labeled_trajectories(
 ) -> dg.MaterializeResult:
     """Every trajectory of the configuration labeled by the refusal–harm decision boundary
     (with the LLM refusal judge's verdicts first, when a judge is configured)."""
+    rendezvous("labeling.started")  # parallel runs meet here in tests/test_scale_out_daemon.py
     judge = refusal_judge.build(warehouse.paths.home, progress=context.log.info)
     judge_metadata: dict[str, object] = {}
     with warehouse.get_connection() as con:
@@ -72,7 +73,6 @@ def labeled_trajectories(
     group_name="labeling",
     deps=[labeled_trajectories, "audit_verdicts"],
     partitions_def=configurations,
-    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
 )
 def audited_trajectories(
