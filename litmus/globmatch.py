@@ -203,17 +203,23 @@ def translate_glob_duckdb(pattern: str) -> str | None:
 
 
 def _duckdb_glob_of(tokens: list[_Token]) -> str | None:
+    # DuckDB's GLOB reads ``?`` and a negated class as one byte (1.5), not one character: a
+    # pattern with either is matched by its regex, which counts characters like fnmatch.
     parts: list[str] = []
     for token in tokens:
         if isinstance(token, _Star):
             parts.append("*")
         elif isinstance(token, _AnyChar):
-            parts.append("?")
+            return None
         elif isinstance(token, _Literal):
             parts.extend(f"[{char}]" if char in _GLOB_SPECIAL else char for char in token.text)
-        elif token.ranges and all(_plain(lo) and _plain(hi) for lo, hi in token.ranges):
+        elif (
+            not token.negated
+            and token.ranges
+            and all(_plain(lo) and _plain(hi) for lo, hi in token.ranges)
+        ):
             body = "".join(lo if lo == hi else f"{lo}-{hi}" for lo, hi in token.ranges)
-            parts.append(f"[{'!' if token.negated else ''}{body}]")
+            parts.append(f"[{body}]")
         else:
             return None
     return "".join(parts)
