@@ -244,7 +244,9 @@ def test_both_paths_store_the_rows_and_hash_built_cell_by_cell(
 
 
 # (pattern, DuckDB GLOB, RE2) as the translator wrote them before it read a run of plain
-# characters as one token: the strings stored in oracle_matchers must stay the same.
+# characters as one token: the strings stored in oracle_matchers must stay the same. A
+# pattern with '?' or a negated class has no GLOB (DuckDB 1.5's GLOB reads those as one
+# byte, not one character): its regex matches it.
 STORED_TRANSLATIONS = [
     (
         "*moved to Wednesday*",
@@ -252,8 +254,8 @@ STORED_TRANSLATIONS = [
         "(?s:.*)\\x{6d}\\x{6f}\\x{76}\\x{65}\\x{64}\\x{20}\\x{74}\\x{6f}\\x{20}\\x{57}\\x{65}"
         "\\x{64}\\x{6e}\\x{65}\\x{73}\\x{64}\\x{61}\\x{79}(?s:.*)",
     ),
-    ("a**b?c", "a*b?c", "\\x{61}(?s:.*)\\x{62}(?s:.)\\x{63}"),
-    ("[!ab]x[a-c]", "[!ab]x[a-c]", "[^\\x{61}\\x{62}]\\x{78}[\\x{61}-\\x{63}]"),
+    ("a**b?c", None, "\\x{61}(?s:.*)\\x{62}(?s:.)\\x{63}"),
+    ("[!ab]x[a-c]", None, "[^\\x{61}\\x{62}]\\x{78}[\\x{61}-\\x{63}]"),
     (
         "unclosed [ab",
         "unclosed [[]ab",
