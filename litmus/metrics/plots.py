@@ -17,7 +17,6 @@ worker without a display.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox, ScaledTranslation
 
 from litmus.neutralize import for_matplotlib
+from litmus.png import png_bytes
 
 # Where the controls land by definition: refuse-all has HB utility 0 and CM safety 1,
 # comply-all HB utility 1 and CM safety 0.
@@ -135,19 +135,12 @@ def boundary_plot_png(
     figure.subplots_adjust(
         left=0.11, right=0.97, top=1 - 0.45 / height_in, bottom=under_in / height_in
     )
-    under = [*key, *note]
-    if under:
-        figure.text(
-            0.02, 0.012, "\n".join(under), fontsize=7.5, color="#24292f", va="bottom",
-            linespacing=1.45,
-        )  # fmt: skip
+    _text_below(figure, [*key, *note])
     if not plotted.empty:
         labels = [str(number) for number in range(1, len(plotted) + 1)]
         _place_labels(figure, axes, plotted, labels, avoid=[legend], shifts_pt=spread_pt)
 
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
 def coincident_offsets(plotted: pd.DataFrame) -> list[float]:
@@ -343,15 +336,8 @@ def safety_plot_png(
     figure.subplots_adjust(
         left=0.16, right=0.97, top=1 - 0.45 / height_in, bottom=under_in / height_in
     )
-    under = [*key, *note]
-    if under:
-        figure.text(
-            0.02, 0.012, "\n".join(under), fontsize=7.5, color="#24292f", va="bottom",
-            linespacing=1.45,
-        )  # fmt: skip
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    _text_below(figure, [*key, *note])
+    return png_bytes(figure)
 
 
 def _safety_rows(axes: Axes, plotted: pd.DataFrame) -> tuple[list[float], list[str]]:
@@ -382,3 +368,12 @@ def _safety_rows(axes: Axes, plotted: pd.DataFrame) -> tuple[list[float], list[s
         ticks.append(y_value)
         tick_labels.append(str(index + 1))
     return ticks, tick_labels
+
+
+def _text_below(figure: Figure, lines: list[str]) -> None:
+    """The numbered key and notes in the figure's bottom margin, under the legend."""
+    if lines:
+        figure.text(
+            0.02, 0.012, "\n".join(lines), fontsize=7.5, color="#24292f", va="bottom",
+            linespacing=1.45,
+        )  # fmt: skip

@@ -13,7 +13,6 @@ hash of the exact key — never from raw record values.
 from __future__ import annotations
 
 import hashlib
-import io
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -26,6 +25,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from litmus.neutralize import for_matplotlib
+from litmus.png import png_bytes
 from litmus.releases.drift import DRIFT_METRICS, METRIC_LABELS
 from litmus.reuse import record_digests, stored_digests
 from litmus.warehouse import transaction
@@ -118,9 +118,7 @@ def drift_plot_png(
         )
     figure.suptitle(for_matplotlib(f"release drift: {lineage_key}"), fontsize=11)
     figure.tight_layout(rect=(0, 0.08, 1, 1))
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
 DRIFT_PLOTS = "drift_plots"  # result_inputs: one digest per lineage (partition_key = lineage)

@@ -19,7 +19,6 @@ that matters); otherwise ``no material change``.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from litmus.neutralize import display_name, for_matplotlib
+from litmus.png import png_bytes
 from litmus.releases.alerts import (
     DEFAULT_CORRECTION,
     DEFAULT_REGRESSION_THRESHOLD,
@@ -348,6 +348,4 @@ def plugin_delta_plot_png(deltas: pd.DataFrame, *, dpi: int = 100) -> bytes:
     axes_row[0].set_yticks(y, labels, fontsize=8)
     figure.suptitle("plug-in deltas (paired family bootstrap, 95% CI)", fontsize=11)
     figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    return buffer.getvalue()
+    return png_bytes(figure)
