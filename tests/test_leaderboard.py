@@ -13,22 +13,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from leaderboard_reference import build_leaderboard, competition_rank
 from matplotlib.image import imread
 
 from litmus.audit.spotcheck import SIMULATED_NOTE
-from litmus.metrics.board_shape import WITHHELD_BLANK_COLUMNS
+from litmus.metrics.board_shape import CI_COLUMNS, PLUGIN_DELTA_COLUMNS, WITHHELD_BLANK_COLUMNS
 from litmus.metrics.leaderboard import (
-    CI_COLUMNS,
     DETAIL_HEADERS,
     DISPLAY_HEADERS,
     HEADLINE_HEADERS,
     NOT_GATED_REASON,
-    PLUGIN_DELTA_COLUMNS,
     PUBLISHED_RATES,
     SAFETY_RANKED_NOTE,
     SIMULATED_MARK,
-    build_leaderboard,
-    competition_rank,
     png_data_uri,
     withheld_from_gates,
 )

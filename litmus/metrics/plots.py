@@ -26,6 +26,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.transforms import Bbox, ScaledTranslation
 
 from litmus.neutralize import for_matplotlib
@@ -80,6 +81,25 @@ def boundary_plot_png(
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
 
+    _draw_boundary_contours(axes)
+    spread_pt = coincident_offsets(plotted)
+    _draw_configurations(figure, axes, plotted, spread_pt)
+    _draw_controls(axes, controls)
+    legend = _frame_axes(axes, title)
+
+    figure.subplots_adjust(
+        left=0.11, right=0.97, top=1 - 0.45 / height_in, bottom=under_in / height_in
+    )
+    _text_below(figure, [*key, *note])
+    if not plotted.empty:
+        labels = [str(number) for number in range(1, len(plotted) + 1)]
+        _place_labels(figure, axes, plotted, labels, avoid=[legend], shifts_pt=spread_pt)
+
+    return png_bytes(figure)
+
+
+def _draw_boundary_contours(axes: Axes) -> None:
+    """Iso-lines of the boundary score (the harmonic mean) over the unit square."""
     grid = np.linspace(0.001, 1.0, 200)
     utility, safety = np.meshgrid(grid, grid)
     harmonic = 2 * utility * safety / (utility + safety)
@@ -88,7 +108,12 @@ def boundary_plot_png(
     )
     axes.clabel(contours, fmt=lambda level: f"boundary {level:.2f}", fontsize=7)
 
-    spread_pt = coincident_offsets(plotted)
+
+def _draw_configurations(
+    figure: Figure, axes: Axes, plotted: pd.DataFrame, spread_pt: Sequence[float]
+) -> None:
+    """Each plotted configuration with its 95% CI whiskers, shifted sideways by
+    ``spread_pt`` points where several coincide."""
     for index in range(len(plotted)):
         row = plotted.iloc[[index]]
         x, y = row["hb_utility"], row["cm_safety"]
@@ -108,6 +133,8 @@ def boundary_plot_png(
             + ScaledTranslation(spread_pt[index] / 72, 0, figure.dpi_scale_trans),
         )
 
+
+def _draw_controls(axes: Axes, controls: pd.DataFrame | None) -> None:
     # Controls are told apart by marker in the legend: text at the corners would sit on top
     # of the configurations that crowd there. Hollow and behind: never over a configuration.
     for (name, (x_value, y_value)), marker in zip(
@@ -119,6 +146,9 @@ def boundary_plot_png(
             label=f"{for_matplotlib(name)} (boundary 0)",
         )  # fmt: skip
 
+
+def _frame_axes(axes: Axes, title: str) -> Legend:
+    """Limits, axis labels, title, grid and the legend (returned: the labels avoid it)."""
     axes.set_xlim(-0.05, 1.1)
     axes.set_ylim(-0.05, 1.08)
     axes.set_xlabel("hard-benign utility (completed / scorable)")
@@ -127,20 +157,10 @@ def boundary_plot_png(
     axes.grid(alpha=0.25)
     # Below the axes, not inside: configurations crowd every corner (refuse-all and comply-all
     # sit at two of them), and a legend inside would cover their points or labels.
-    legend = axes.legend(
+    return axes.legend(
         loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=8, frameon=False,
         markerscale=0.7, labelspacing=0.9,
     )  # fmt: skip
-
-    figure.subplots_adjust(
-        left=0.11, right=0.97, top=1 - 0.45 / height_in, bottom=under_in / height_in
-    )
-    _text_below(figure, [*key, *note])
-    if not plotted.empty:
-        labels = [str(number) for number in range(1, len(plotted) + 1)]
-        _place_labels(figure, axes, plotted, labels, avoid=[legend], shifts_pt=spread_pt)
-
-    return png_bytes(figure)
 
 
 def coincident_offsets(plotted: pd.DataFrame) -> list[float]:

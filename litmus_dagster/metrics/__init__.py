@@ -13,12 +13,19 @@ from litmus_dagster.metrics.assets import (
     DBT_PROJECT,
     dbt_executable,
     leaderboard,
+    litmus_dbt_board,
     litmus_dbt_metrics,
     metric_cis,
     public_private_gap_table,
 )
 
-metrics_assets: list[Any] = [litmus_dbt_metrics, metric_cis, public_private_gap_table, leaderboard]
+metrics_assets: list[Any] = [
+    litmus_dbt_metrics,
+    metric_cis,
+    public_private_gap_table,
+    litmus_dbt_board,
+    leaderboard,
+]
 metrics_resources: dict[str, Any] = {
     "dbt": LitmusDbtCli(project_dir=DBT_PROJECT, dbt_executable=dbt_executable())
 }
@@ -26,6 +33,7 @@ metrics_resources: dict[str, Any] = {
 __all__ = [
     "DBT_PROJECT",
     "leaderboard",
+    "litmus_dbt_board",
     "litmus_dbt_metrics",
     "metric_cis",
     "metrics_assets",

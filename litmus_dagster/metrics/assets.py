@@ -141,11 +141,18 @@ class LitmusDbtTranslator(DagsterDbtTranslator):
 DBT_PROJECT = prepared_dbt_project()
 
 
+# The board's mart (models/marts) reads the intervals, gate verdicts, labeling agreement and
+# plug-in deltas, which are computed from the metric models: it is built after them, by a
+# second dbt asset, so the asset graph has no cycle and its tests see the board's inputs.
+BOARD_MART_SELECTION = "path:models/marts"
+
+
 @dbt_assets(
     manifest=DBT_PROJECT.manifest_path,
     project=DBT_PROJECT,
     dagster_dbt_translator=LitmusDbtTranslator(),
     name="litmus_dbt_metrics",
+    exclude=BOARD_MART_SELECTION,
     pool=WAREHOUSE_POOL,
 )
 def litmus_dbt_metrics(
@@ -153,6 +160,27 @@ def litmus_dbt_metrics(
 ) -> Iterator[Any]:
     """``dbt build``: every metric model and its tests (a failing test fails the run), run in
     this process (``dbt_in_process``: the events dagster-dbt yields, without a dbt subprocess)."""
+    yield from _dbt_build(context, dbt, warehouse)
+
+
+@dbt_assets(
+    manifest=DBT_PROJECT.manifest_path,
+    project=DBT_PROJECT,
+    dagster_dbt_translator=LitmusDbtTranslator(),
+    name="litmus_dbt_board",
+    select=BOARD_MART_SELECTION,
+    pool=WAREHOUSE_POOL,
+)
+def litmus_dbt_board(
+    context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
+) -> Iterator[Any]:
+    """``dbt build`` of the board's mart (``leaderboard_rows``) and its tests."""
+    yield from _dbt_build(context, dbt, warehouse)
+
+
+def _dbt_build(
+    context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
+) -> Iterator[Any]:
     # dbt opens the DuckDB file itself: hold the warehouse lock for it (dbt_build_events points
     # its profile at the very file the resource uses).
     with warehouse.exclusive():
@@ -166,6 +194,7 @@ FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])
 FAMILY_REGISTER_COUNTS = dg.AssetKey(["family_register_counts"])
 CONFIGURATION_METRICS = dg.AssetKey(["configuration_metrics"])
 CONTROL_METRICS = dg.AssetKey(["control_metrics"])
+LEADERBOARD_ROWS = dg.AssetKey(["leaderboard_rows"])
 
 
 class MetricCIConfig(dg.Config):
@@ -254,6 +283,7 @@ def public_private_gap_table(
     # metric_rate_gates: the rates gate records its verdicts before the leaderboard reads them
     # labeling_agreement: the measured labeling error can withhold a configuration
     deps=[
+        LEADERBOARD_ROWS,  # the board's mart, read with the publication decision
         metric_cis,
         CONFIGURATION_METRICS,
         CONTROL_METRICS,
