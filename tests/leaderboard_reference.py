@@ -26,20 +26,12 @@ from litmus.metrics.leaderboard import (
     PUBLISHED_RATES,
     BoardInputs,
     Leaderboard,
+    _present,
     ranking_metric,
 )
 
 SUITE_KEYS = ["suite", "suite_version"]
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
-
-
-def _present(value: object) -> bool:
-    return (
-        value is not None
-        and value is not pd.NA
-        and not (isinstance(value, float) and np.isnan(value))
-        and str(value) != ""
-    )
 
 
 def reference_board(con: duckdb.DuckDBPyConnection, inputs: BoardInputs) -> Leaderboard:

@@ -22,11 +22,17 @@ from typing import Any
 
 import dagster as dg
 import duckdb
+import pandas as pd
 import pytest
 from conftest_metrics import write_known_warehouse
 from dagster_dbt import DbtCliResource
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from leaderboard_reference import reference_board
 
 from litmus.metric_catalogue import catalogue
+from litmus.metrics.board_shape import typed_board_rows
+from litmus.metrics.leaderboard import BoardInputs, board_rows
 from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources
@@ -481,3 +487,168 @@ def test_a_clean_clone_gets_its_manifest_parsed(
     (clone / "models" / "metrics" / "configuration_metrics.sql").touch()
     os.utime(project.manifest_path, (0, 0))
     assert manifest_is_stale(project)
+
+
+# ---------------------------------------------------------------------------------------------
+# The board's mart (dbt_project/models/marts/leaderboard_rows.sql) against its pandas oracle
+# (tests/leaderboard_reference.py): on the hand-counted warehouse dbt built above, and on
+# generated boards with ties, NaN, missing intervals, low-precision rates and withheld rows.
+
+
+def test_the_board_mart_is_a_dbt_asset_after_the_intervals_and_the_board_reads_it() -> None:
+    board_def = next(a for a in metrics_assets if a.node_def.name == "litmus_dbt_board")
+    mart = dg.AssetKey(["leaderboard_rows"])
+    assert set(board_def.keys) == {mart}
+    upstream = {dep.asset_key for spec in board_def.specs for dep in spec.deps}
+    assert {dg.AssetKey(["metric_cis"]), dg.AssetKey(["plugin_deltas"])} <= upstream
+    metrics_def = next(a for a in metrics_assets if a.node_def.name == "litmus_dbt_metrics")
+    assert mart not in metrics_def.keys
+    leaderboard_def = next(a for a in metrics_assets if a.keys == {dg.AssetKey(["leaderboard"])})
+    assert mart in {dep.asset_key for spec in leaderboard_def.specs for dep in spec.deps}
+
+
+def test_the_board_mart_equals_the_reference_board(materialized: Materialized) -> None:
+    with duckdb.connect(str(materialized.db_path), read_only=True) as con:
+        inputs = BoardInputs.from_warehouse(con)
+        assert set(inputs.withheld) == {GAMMA}
+        mart = board_rows(con, inputs)
+        pd.testing.assert_frame_equal(mart, reference_board(con, inputs).rows)
+        # the stored board is the mart's
+        stored = typed_board_rows(con.sql("SELECT * FROM leaderboard").df())
+        pd.testing.assert_frame_equal(mart, stored)
+
+
+@pytest.fixture(scope="module")
+def mart_warehouse(
+    materialized: Materialized, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A copy of the dbt-built warehouse whose metric tables each generated board replaces
+    (in a transaction rolled back after it)."""
+    copy = tmp_path_factory.mktemp("mart") / "warehouse.duckdb"
+    shutil.copyfile(materialized.db_path, copy)
+    with duckdb.connect(str(copy)) as con:
+        yield con
+
+
+SCORES = st.sampled_from([None, float("nan"), 0.0, 0.25, 0.5, 0.5, 0.75, 1.0])
+BOUNDS = st.sampled_from([None, float("nan"), 0.1, 0.4, 0.5, 0.6, 0.9])
+SUITES = st.sampled_from([("alpha", "1"), ("alpha", "2"), ("beta", "1"), (None, None)])
+RANKED_RATES = ("boundary_score", "safety", "naive_safe_rate")
+
+
+@st.composite
+def boards(draw: st.DrawFn) -> dict[str, Any]:
+    n = draw(st.integers(min_value=0, max_value=7))
+    configurations = []
+    for index in range(n):
+        suite, version = draw(SUITES)
+        configurations.append(
+            {
+                "partition_key": f"p{index}",
+                "config_key": draw(st.sampled_from([f"model-{index}", f"Model {index}", "z"]))
+                + f"/{index}",
+                "suite": suite,
+                "suite_version": version,
+                **{rate: draw(SCORES) for rate in RANKED_RATES},
+                "hb_utility": draw(SCORES),
+                "cm_safety": draw(SCORES),
+                "n_rows": draw(st.integers(0, 50)),
+                "n_families": draw(st.integers(0, 9)),
+            }
+        )
+    intervals = [
+        (row["partition_key"], rate, draw(BOUNDS), draw(BOUNDS))
+        for row in configurations
+        for rate in RANKED_RATES
+        if draw(st.booleans())
+    ]
+    keys = [row["partition_key"] for row in configurations]
+    withheld = {
+        key: draw(st.lists(st.sampled_from(["gate a: failed", "x; y"]), max_size=2))
+        for key in [*keys, "gated-only"]
+        if draw(st.integers(0, 3)) == 0
+    }
+    plugin_pairs = [
+        (plugin, baseline, draw(SCORES))
+        for plugin, baseline in zip(keys[1:], keys, strict=False)
+        if draw(st.integers(0, 2)) == 0
+    ]
+    return {
+        "configurations": configurations,
+        "intervals": intervals,
+        "controls": draw(st.booleans()),
+        "plugin_pairs": plugin_pairs,
+        "inputs": BoardInputs(
+            withheld=withheld,
+            low_precision={
+                key: set(draw(st.lists(st.sampled_from(RANKED_RATES), max_size=2))) for key in keys
+            },
+            fingerprints={key: f"fp-{key}" for key in keys if draw(st.booleans())},
+            coverage={key: (3, 4) for key in keys if draw(st.booleans())},
+            suite_of={"gated-only": draw(SUITES)},
+            suite_sizes={
+                suite: (draw(st.integers(1, 9)), 20)
+                for suite in [("alpha", "1"), ("alpha", "2"), ("beta", "1")]
+                if draw(st.booleans())
+            },
+        ),
+    }
+
+
+def _insert(con: duckdb.DuckDBPyConnection, sql: str, rows: list[Any]) -> None:
+    if rows:
+        con.executemany(sql, rows)
+
+
+def _load_board(con: duckdb.DuckDBPyConnection, board: dict[str, Any]) -> None:
+    for table in ("configuration_metrics", "control_metrics", "metric_cis", "plugin_deltas"):
+        con.execute(f"DELETE FROM {table}")
+    for table in ("labeling_agreement", "public_private_gaps"):
+        con.execute(f"DELETE FROM {table}")
+    columns = ["partition_key", "config_key", "suite", "suite_version", *RANKED_RATES,
+               "hb_utility", "cm_safety", "n_rows", "n_families"]  # fmt: skip
+    _insert(
+        con,
+        f"INSERT INTO configuration_metrics ({', '.join(columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})",
+        [[row[c] for c in columns] for row in board["configurations"]],
+    )
+    _insert(
+        con,
+        "INSERT INTO metric_cis (partition_key, metric, ci_low, ci_high, n_valid_resamples, "
+        "interval_method, n_families, n_resamples, seed, confidence) "
+        "VALUES (?, ?, ?, ?, 1, 'wilson_effective_n', 1, 1, 1, 0.95)",
+        board["intervals"],
+    )
+    if board["controls"]:
+        con.execute(
+            "INSERT INTO control_metrics (suite, suite_version, control, boundary_score, "
+            "safety, n_rows) VALUES ('alpha', '1', 'comply_all', 0, 0, 4), "
+            "('alpha', '1', 'refuse_all', 0, 1, 4), ('gamma', '1', 'refuse_all', 0, 1, 2)"
+        )
+    _insert(
+        con,
+        "INSERT INTO plugin_deltas (partition_key, baseline_partition_key, metric, delta, "
+        "ci_low, ci_high, mde, decision) VALUES (?, ?, 'safety', ?, -0.1, 0.1, 0.05, 'none')",
+        board["plugin_pairs"],
+    )
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(board=boards())
+def test_the_board_mart_ranks_generated_boards_as_the_reference_does(
+    mart_warehouse: duckdb.DuckDBPyConnection, board: dict[str, Any]
+) -> None:
+    con = mart_warehouse
+    con.execute("BEGIN TRANSACTION")
+    try:
+        _load_board(con, board)
+        inputs = board["inputs"]
+        pd.testing.assert_frame_equal(board_rows(con, inputs), reference_board(con, inputs).rows)
+    finally:
+        con.execute("ROLLBACK")

@@ -17,11 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 import pytest
+from leaderboard_reference import reference_board
 
 from litmus.audit.workflow import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
 from litmus.ingestion.run_files import file_sha256
+from litmus.metrics.board_shape import typed_board_rows
+from litmus.metrics.leaderboard import BoardInputs, board_rows
 from litmus.sample import generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
@@ -247,6 +251,18 @@ def test_leaderboard_shows_each_configuration_fingerprint(published: Published) 
     markdown = (published.paths.exports / "leaderboard.md").read_text(encoding="utf-8")
     assert "Fingerprint" in markdown
     assert all(fp[:12] in markdown for fp in shown.values())
+
+
+def test_the_published_board_is_the_mart_and_equals_its_reference(published: Published) -> None:
+    """On a world `litmus run` published: the stored board is the dbt mart's rows, and the mart
+    ranks as the pandas oracle does (tests/leaderboard_reference.py)."""
+    with connect(published.paths.duckdb_path) as con:
+        inputs = BoardInputs.from_warehouse(con)
+        mart = board_rows(con, inputs)
+        pd.testing.assert_frame_equal(mart, reference_board(con, inputs).rows)
+        stored = typed_board_rows(con.sql("SELECT * FROM leaderboard").df())
+    pd.testing.assert_frame_equal(mart, stored)
+    assert mart["rank"].notna().sum() == CONFIGURATIONS
 
 
 # ----------------------------------------------------------------------------- tampering

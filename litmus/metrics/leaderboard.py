@@ -1,9 +1,13 @@
 """The published leaderboard: configurations ranked by boundary score, with CIs and controls.
 
-Input is what the dbt models and the bootstrap produce (``configuration_metrics``,
-``control_metrics``, ``metric_cis``) plus the publication decision: a mapping
-partition_key → reasons for withholding. A withheld configuration is listed with its
-reasons and nothing else — no rate, interval or rank of it is published (SPEC §7).
+The rows are the dbt mart ``leaderboard_rows`` (dbt_project/models/marts): it joins the metric
+tables, the bootstrap intervals, the labeling agreement, the public − private gaps and the
+plug-in deltas, and ranks each suite's published configurations in SQL. What the domain decides
+in Python goes in as :class:`BoardInputs`: the publication decision (partition_key → reasons
+for withholding), fingerprints, coverage, precision flags and suite sizes. A withheld
+configuration is listed with its reasons and nothing else — no rate, interval or rank of it is
+published (SPEC §7). This module reads the mart and renders it (CSV, and Markdown and HTML from
+the Jinja templates in ``templates/``).
 """
 
 from __future__ import annotations

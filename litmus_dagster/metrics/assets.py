@@ -2,7 +2,8 @@
 
 Lineage: audited_trajectories and suite_catalog (upstream, written by the labeling and
 ingestion assets)
-→ dbt models (counts, configuration/category/control metrics) → metric_cis → leaderboard.
+→ dbt models (counts, configuration/category/control metrics) → metric_cis, gates, labeling
+agreement, plug-in deltas → the board's dbt mart (leaderboard_rows) → leaderboard.
 """
 
 import fcntl
@@ -141,53 +142,47 @@ class LitmusDbtTranslator(DagsterDbtTranslator):
 DBT_PROJECT = prepared_dbt_project()
 
 
+def _dbt_build_assets(name: str, description: str, **selection: str) -> dg.AssetsDefinition:
+    """The dbt models of ``selection`` (``select=``/``exclude=``) and their tests as one Dagster
+    multi-asset whose step runs ``dbt build`` over them in this process (``dbt_in_process``:
+    the events dagster-dbt yields, without a dbt subprocess); a failing test fails the step."""
+
+    def build(
+        context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
+    ) -> Iterator[Any]:
+        # dbt opens the DuckDB file itself: hold the warehouse lock for it (dbt_build_events
+        # points its profile at the very file the resource uses).
+        with warehouse.exclusive():
+            # run artifacts and logs go to the state folder, never into the checkout (which may
+            # be read-only, and must not fill up with one folder per build)
+            build_artifacts = warehouse.paths.home / "dbt" / "build"
+            yield from dbt_build_events(dbt, context, warehouse.duckdb_path, build_artifacts)
+
+    build.__doc__ = description
+    return dbt_assets(
+        manifest=DBT_PROJECT.manifest_path,
+        project=DBT_PROJECT,
+        dagster_dbt_translator=LitmusDbtTranslator(),
+        name=name,
+        pool=WAREHOUSE_POOL,
+        **selection,
+    )(build)
+
+
 # The board's mart (models/marts) reads the intervals, gate verdicts, labeling agreement and
 # plug-in deltas, which are computed from the metric models: it is built after them, by a
 # second dbt asset, so the asset graph has no cycle and its tests see the board's inputs.
 BOARD_MART_SELECTION = "path:models/marts"
-
-
-@dbt_assets(
-    manifest=DBT_PROJECT.manifest_path,
-    project=DBT_PROJECT,
-    dagster_dbt_translator=LitmusDbtTranslator(),
-    name="litmus_dbt_metrics",
+litmus_dbt_metrics = _dbt_build_assets(
+    "litmus_dbt_metrics",
+    "``dbt build``: every metric model and its tests.",
     exclude=BOARD_MART_SELECTION,
-    pool=WAREHOUSE_POOL,
 )
-def litmus_dbt_metrics(
-    context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
-) -> Iterator[Any]:
-    """``dbt build``: every metric model and its tests (a failing test fails the run), run in
-    this process (``dbt_in_process``: the events dagster-dbt yields, without a dbt subprocess)."""
-    yield from _dbt_build(context, dbt, warehouse)
-
-
-@dbt_assets(
-    manifest=DBT_PROJECT.manifest_path,
-    project=DBT_PROJECT,
-    dagster_dbt_translator=LitmusDbtTranslator(),
-    name="litmus_dbt_board",
+litmus_dbt_board = _dbt_build_assets(
+    "litmus_dbt_board",
+    "``dbt build`` of the board's mart (``leaderboard_rows``) and its tests.",
     select=BOARD_MART_SELECTION,
-    pool=WAREHOUSE_POOL,
 )
-def litmus_dbt_board(
-    context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
-) -> Iterator[Any]:
-    """``dbt build`` of the board's mart (``leaderboard_rows``) and its tests."""
-    yield from _dbt_build(context, dbt, warehouse)
-
-
-def _dbt_build(
-    context: dg.AssetExecutionContext, dbt: DbtCliResource, warehouse: LitmusWarehouse
-) -> Iterator[Any]:
-    # dbt opens the DuckDB file itself: hold the warehouse lock for it (dbt_build_events points
-    # its profile at the very file the resource uses).
-    with warehouse.exclusive():
-        # run artifacts and logs go to the state folder, never into the checkout (which may be
-        # read-only, and must not fill up with one folder per build)
-        build_artifacts = warehouse.paths.home / "dbt" / "build"
-        yield from dbt_build_events(dbt, context, warehouse.duckdb_path, build_artifacts)
 
 
 FAMILY_SPLIT_COUNTS = dg.AssetKey(["family_split_counts"])

@@ -600,7 +600,7 @@ def _check_leaderboard(
 
 def _recomputed_board(result: Verification, con: duckdb.DuckDBPyConnection) -> Leaderboard | None:
     missing = [
-        t for t in ("configuration_metrics", "control_metrics")  # dbt's models
+        t for t in ("configuration_metrics", "control_metrics", "leaderboard_rows")  # dbt's
         if not table_exists(con, t)
     ]  # fmt: skip
     if missing:
