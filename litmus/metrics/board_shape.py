@@ -3,7 +3,8 @@
 The ``leaderboard`` table (litmus/sql/schema) stores rows of this shape, the board read from
 the dbt mart ``leaderboard_rows`` is ordered and typed by it, and tests/test_board_shape.py
 proves that a freshly migrated warehouse's table has exactly these columns and types, so the
-DDL and the code cannot drift apart silently. Metric columns take their key and label from the metric catalogue.
+DDL and the code cannot drift apart silently. Metric columns take their key and label from the
+metric catalogue.
 """
 
 from __future__ import annotations
