@@ -83,6 +83,18 @@ def children(pid: int) -> set[int]:
     return found
 
 
+def processes_of(home: Path) -> set[int]:
+    """The live processes whose environment names ``home`` as ``LITMUS_HOME``."""
+    marker = f"LITMUS_HOME={home}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with suppress(OSError):
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    found.add(int(entry.name))
+    return found
+
+
 def event_pids(instance: dg.DagsterInstance, run_id: str) -> set[int]:
     """The processes that wrote the run's start and its steps' events (the run's process;
     the daemon writes the queue's and the launcher's events)."""
@@ -173,10 +185,14 @@ def celery_world(
             published=published(paths),
         )
         yield world
-    # the workers' pool processes end with them; one left behind is ended by its PID
-    for pid in set().union(*seen_pool.values()):
-        with suppress(ProcessLookupError, PermissionError):
+    # Every process the deployment started, and every one they started (pool processes, runs),
+    # ended with it: none is left with this home in its environment (one would be killed by
+    # its PID, and the teardown fails).
+    left = processes_of(paths.home)
+    for pid in left:
+        with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes left running after the deployment stopped: {left}"
 
 
 def test_the_celery_instance_is_the_team_instance_with_another_launcher() -> None:
