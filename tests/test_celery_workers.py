@@ -7,6 +7,9 @@ processes) on a real PostgreSQL server (tests/postgres_server.py) and a real Red
 deploy/team-celery/dagster_celery_config.py) as OS processes, each stopped by its PID. The
 crash-loop sample's four run files land at once: the landing sensor requests one run per
 configuration, the daemon's CeleryRunLauncher puts each on Redis, and the workers run them.
+One run's process is killed (SIGKILL, by its PID) in its labeling step (held there by
+``litmus.faults.rendezvous``): Celery records its task failed, the daemon's run monitoring
+reads that from Redis and fails the run, and ``run_retries`` queues it again, on a worker too.
 
 What proves that the workers ran them: Celery's own record of each run's task (the worker
 that ran it) and the process ids of the run's Dagster events, each a pool process of that
@@ -23,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
@@ -37,7 +41,9 @@ from postgres_server import PostgresServer
 from redis_server import RedisServer, redis_broker  # noqa: F401 (a fixture)
 from team_deployment import BIN, REPO, TEAM_INSTANCE, psycopg2_url, team_deployment, wait_for
 
-from litmus.settings import litmus_paths
+from litmus.faults import RENDEZVOUS_ENV
+from litmus.settings import LitmusPaths, litmus_paths
+from litmus.warehouse import connect_read_only
 from litmus_dagster.jobs import land_and_score_job, publish_job
 
 pytestmark = pytest.mark.costly(rank=2)
@@ -48,6 +54,7 @@ BROKER_ENV = "LITMUS_CELERY_BROKER"
 WORKERS = ("litmus1", "litmus2")
 TASK_ID_TAG = "dagster-celery/task_id"  # dagster_celery.tags.DAGSTER_CELERY_TASK_ID_TAG
 PARTITION_TAG = "dagster/partition"
+PARENT_RUN_TAG = "dagster/parent_run_id"  # the run a retry re-executes
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE}
 # the landing sensor needs two evaluations 30 s apart; two runs at a time after that
 SETTLE_TIMEOUT_S = 900
@@ -55,8 +62,10 @@ SETTLE_TIMEOUT_S = 900
 
 @dataclass
 class CeleryWorld:
+    paths: LitmusPaths
     landed: list[str]  # the landed configurations' partition keys
     runs: list[dg.RunRecord]
+    killed: str  # the run whose process was killed while it labeled
     run_pids: dict[str, set[int]]  # run id → the pids of its run and step events
     task_workers: dict[str, str | None]  # run id → the Celery worker that ran its task
     pool_pids: dict[str, set[int]]  # worker node name → its pool processes, as seen
@@ -84,13 +93,15 @@ def children(pid: int) -> set[int]:
 
 
 def processes_of(home: Path) -> set[int]:
-    """The live processes whose environment names ``home`` as ``LITMUS_HOME``."""
+    """The live processes (not zombies) whose environment names ``home`` as ``LITMUS_HOME``."""
     marker = f"LITMUS_HOME={home}".encode()
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
             with suppress(OSError):
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+                environment = (entry / "environ").read_bytes().split(b"\0")
+                if state != "Z" and marker in environment:
                     found.add(int(entry.name))
     return found
 
@@ -120,6 +131,11 @@ def celery_world(
     paths = litmus_paths(root / "home").ensure()
     suite, run_files = sample_inputs(root)
     postgres.create_database("dagster_celery")
+    meeting = root / "labeling_rendezvous"
+    meeting.mkdir()
+    started = dg.RunsFilter(
+        job_name=land_and_score_job.name, statuses=[dg.DagsterRunStatus.STARTED]
+    )
     env = {
         BROKER_ENV: redis_broker.url(0),
         # the workers import the Celery settings from here
@@ -128,6 +144,9 @@ def celery_world(
         ),
         # the in-process board it is compared with is published under this name
         "LITMUS_PUBLISHER": "crash-loop",
+        # the first labeling step waits there (for a second one, at most two minutes): it is
+        # killed while it waits, in its step
+        RENDEZVOUS_ENV: f"labeling.started:2:{meeting}",
     }
     url = psycopg2_url(postgres.dsn("dagster_celery"))
     seen_pool: dict[str, set[int]] = {name: set() for name in WORKERS}
@@ -154,13 +173,41 @@ def celery_world(
         for run_file in run_files:  # landed at once
             shutil.copyfile(run_file, paths.landing / run_file.name)
 
-        def batch_done() -> list[dg.RunRecord] | None:
-            for name, worker in workers.items():  # every run process is seen while it runs
+        def observe_pools() -> None:  # every run process is seen while it runs
+            for name, worker in workers.items():
                 seen_pool[name] |= children(worker.pid)
+
+        def labeling() -> tuple[str, int] | None:
+            """A run waiting at the start of its labeling step, and its process."""
+            observe_pools()
+            for entry in meeting.iterdir():
+                pid = int(entry.name)
+                if any(pid in pool for pool in seen_pool.values()):
+                    for run in instance.get_runs(filters=started):
+                        if pid in event_pids(instance, run.run_id):
+                            return run.run_id, pid
+            return None
+
+        killed, killed_pid = wait_for(
+            labeling, SETTLE_TIMEOUT_S, "a labeling step", processes, poll_s=0.5
+        )
+        os.kill(killed_pid, signal.SIGKILL)
+
+        def batch_done() -> list[dg.RunRecord] | None:
+            observe_pools()
             records = instance.get_run_records()
-            publications = [r for r in records if r.dagster_run.job_name == publish_job.name]
+            retried = any(r.dagster_run.tags.get(PARENT_RUN_TAG) == killed for r in records)
+            scoring_ends = [
+                r.end_time for r in records if r.dagster_run.job_name != publish_job.name
+            ]
+            published_after = [
+                r
+                for r in records
+                if r.dagster_run.job_name == publish_job.name
+                and (r.start_time or 0) >= max(filter(None, scoring_ends), default=0)
+            ]
             settled = all(r.dagster_run.status in FINISHED for r in records)
-            return records if publications and settled else None
+            return records if retried and published_after and settled else None
 
         runs = wait_for(batch_done, SETTLE_TIMEOUT_S, "every run", processes, poll_s=0.5)
         launcher = instance.run_launcher
@@ -170,12 +217,15 @@ def celery_world(
             task_workers[record.dagster_run.run_id] = task.worker
         node = {name: f"{name}@{os.uname().nodename}" for name in WORKERS}
         world = CeleryWorld(
+            paths=paths,
             landed=sorted(
                 r.dagster_run.tags[PARTITION_TAG]
                 for r in runs
                 if r.dagster_run.job_name == land_and_score_job.name
+                and PARENT_RUN_TAG not in r.dagster_run.tags
             ),
             runs=runs,
+            killed=killed,
             run_pids={
                 r.dagster_run.run_id: event_pids(instance, r.dagster_run.run_id) for r in runs
             },
@@ -185,13 +235,21 @@ def celery_world(
             published=published(paths),
         )
         yield world
-    # Every process the deployment started, and every one they started (pool processes, runs),
-    # ended with it: none is left with this home in its environment (one would be killed by
-    # its PID, and the teardown fails).
+    # The deployment's processes were stopped by their PIDs; what they started (pool processes,
+    # runs, dbt) ends with them, a moment later under load. Whatever still runs with this home
+    # in its environment after that is killed by its PID, and must then be gone.
     left = processes_of(paths.home)
+    deadline = time.monotonic() + 30
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = processes_of(paths.home)
     for pid in left:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = processes_of(paths.home)
     assert not left, f"processes left running after the deployment stopped: {left}"
 
 
@@ -228,14 +286,39 @@ def test_every_run_ran_in_a_pool_process_of_a_celery_worker(celery_world: Celery
     assert len(set(all_pids)) == len(all_pids)
 
 
-def test_each_landed_configuration_was_scored_and_published_once(
+def test_a_run_whose_process_was_killed_failed_and_its_retry_scored_it_once(
     celery_world: CeleryWorld,
 ) -> None:
+    """Celery recorded the killed run's task failed, run monitoring failed the run, and
+    run_retries re-executed it; its configuration's trajectories are each labeled once."""
     world = celery_world
+    by_id = {r.dagster_run.run_id: r.dagster_run for r in world.runs}
+    assert by_id[world.killed].status == dg.DagsterRunStatus.FAILURE
+    retries = [run for run in by_id.values() if run.tags.get(PARENT_RUN_TAG) == world.killed]
+    assert [run.status for run in retries] == [dg.DagsterRunStatus.SUCCESS]
+    partition = by_id[world.killed].tags[PARTITION_TAG]
+    assert retries[0].tags[PARTITION_TAG] == partition
+    with connect_read_only(world.paths.duckdb_path) as con:
+        raw, labeled, distinct = con.execute(
+            """
+            SELECT (SELECT count(*) FROM raw_trajectories WHERE partition_key = $key),
+                   count(*), count(DISTINCT (run_id, instance_id, epoch))
+            FROM labeled_trajectories WHERE partition_key = $key
+            """,
+            {"key": partition},
+        ).fetchone()
+    assert raw > 0
+    assert labeled == distinct == raw
+
+
+def test_each_landed_configuration_was_scored_then_published(celery_world: CeleryWorld) -> None:
+    world = celery_world
+    scoring = [r for r in world.runs if r.dagster_run.job_name != publish_job.name]
+    assert len(scoring) == len(world.landed) + 1  # the killed run's retry
     publications = [r for r in world.runs if r.dagster_run.job_name == publish_job.name]
-    assert len(publications) == 1
-    assert publications[0].dagster_run.status == dg.DagsterRunStatus.SUCCESS
-    assert len(world.runs) == len(world.landed) + 1
+    last = max(publications, key=lambda r: r.start_time or 0)
+    assert last.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+    assert last.start_time >= max(r.end_time for r in scoring)
 
 
 def test_the_board_is_the_one_litmus_run_publishes_in_process(
