@@ -16,8 +16,9 @@ worker_disable_prefetch = True
 worker_prefetch_multiplier = 1
 # A run is one task: acknowledged when it starts, so Redis never hands a run that is still
 # running to a second worker (its visibility timeout redelivers unacknowledged tasks after an
-# hour). A worker lost mid-run is Dagster's to handle: run monitoring marks the run failed
-# and run_retries queues it again.
+# hour). A run whose process dies is Dagster's to handle: the worker records the task failed,
+# run monitoring marks the run failed, run_retries queues it again (docs/operations.md says
+# what to do about a lost machine).
 task_acks_late = False
 # One process per run, as with the default launcher: a pool process runs one run and is
 # replaced, so nothing a run loaded or kept (the code location, memory) outlives it.
