@@ -28,12 +28,17 @@ case "$task" in
     # module fixtures (a whole pipeline run each) are built once; modules are handed out in
     # collection order, the costly ones first (tests/conftest.py), not by their test count.
     # LITMUS_TEST_WORKERS=0: serial.
-    # The lake tests need a real PostgreSQL server (tests/postgres_server.py): installed here
-    # when missing and running as root (CI's fresh machine); elsewhere they skip without it.
-    test)  if [ "$(id -u)" = 0 ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-               echo "installing postgresql-15 for the lake tests…" >&2
+    # The lake and team-deployment tests need a real PostgreSQL server
+    # (tests/postgres_server.py), the Celery workers' test a Redis server
+    # (tests/redis_server.py): installed here when missing and running as root (CI's fresh
+    # machine); elsewhere those tests skip without them.
+    test)  servers=()
+           ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || servers+=(postgresql-15)
+           command -v redis-server >/dev/null || servers+=(redis-server)
+           if [ "$(id -u)" = 0 ] && [ ${#servers[@]} -gt 0 ]; then
+               echo "installing ${servers[*]} for the tests that need them…" >&2
                apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-                   apt-get install -y -qq --no-install-recommends postgresql-15 >/dev/null
+                   apt-get install -y -qq --no-install-recommends "${servers[@]}" >/dev/null
            fi
            .venv/bin/ruff check . && exec .venv/bin/pytest -q \
                -n "${LITMUS_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" ;;
