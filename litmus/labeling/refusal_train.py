@@ -305,16 +305,17 @@ def verdict_of(
     example: Example, logit: np.ndarray, calibration: tuple[float, float]
 ) -> tuple[str, float]:
     """As ``refusal._classify_prepared``: the reply's own reading, unless it is a refusal and a
-    later voice complied (then the most confident such voice)."""
+    later voice delivered (read complied or partial): then complied, with the most confident
+    such voice's confidence."""
     a, b = calibration
     probability = 1.0 / (1.0 + np.exp(-(a * logit + b)))
     whole = verdict_from(example.branch, float(probability[0]), example.after_bucket)
     if whole[0] == "complied":
         return whole
     delivered = [
-        verdict
+        ("complied", verdict[1])
         for voice, p in zip(example.voices, probability[1:], strict=True)
-        if (verdict := verdict_from(voice.branch, float(p), voice.after_bucket))[0] == "complied"
+        if (verdict := verdict_from(voice.branch, float(p), voice.after_bucket))[0] != "refused"
     ]
     return max(delivered, key=lambda verdict: verdict[1]) if delivered else whole
 
