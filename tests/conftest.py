@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -79,8 +80,24 @@ def litmus_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LitmusPaths:
     return litmus_paths(tmp_path / "home").ensure()
 
 
+@pytest.fixture(scope="session")
+def empty_warehouse_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new warehouse, created once per test process by the product's own ``connect``
+    (its schema migrated), to be copied: creating one costs ~0.2 s of CPU, a copy ~0.03 s."""
+    paths = litmus_paths(tmp_path_factory.mktemp("empty-warehouse")).ensure()
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("LITMUS_WAREHOUSE", raising=False)  # the embedded file, whatever the shell
+        with connect(paths.duckdb_path):
+            pass
+    return paths.duckdb_path
+
+
 @pytest.fixture
-def warehouse(litmus_home: LitmusPaths) -> Iterator[duckdb.DuckDBPyConnection]:
+def warehouse(
+    litmus_home: LitmusPaths, empty_warehouse_file: Path
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to the home's new warehouse (a copy of :func:`empty_warehouse_file`)."""
+    shutil.copyfile(empty_warehouse_file, litmus_home.duckdb_path)
     with connect(litmus_home.duckdb_path) as con:
         yield con
 

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from property_examples import examples, floor_for
 
 from conftest import ONE_FAMILY_SUITE
 from litmus.formats import Suite
@@ -51,8 +52,8 @@ from litmus_dagster.cli import main
 
 pytestmark = pytest.mark.costly(rank=13)
 
-MIN_RECORDS = 1_000
-EXAMPLES = 30
+EXAMPLES = examples(30)
+MIN_RECORDS = floor_for(1_000, 30)  # what 30 examples exercise at least
 
 
 # Room for one example that is a whole run file: Hypothesis stops drawing an example after
@@ -489,7 +490,7 @@ FigureCanvasAgg(FIGURE)
 
 
 @pytest.mark.filterwarnings("ignore:Glyph")  # a character the font lacks is drawn as a box
-@settings(max_examples=100, deadline=None, derandomize=True)
+@settings(max_examples=examples(100), deadline=None, derandomize=True)
 @given(text, text)
 def test_hostile_text_is_neutralized_at_every_boundary(value: str, other: str) -> None:
     """One helper per boundary (litmus/neutralize.py), for any text a record can carry."""

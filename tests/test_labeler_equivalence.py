@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from labeler_reference import resolve_pointer
+from property_examples import examples
 
 from labeling_harness import label_both
 from litmus.formats import HARMFUL_SPLITS, SPLITS
@@ -239,7 +240,7 @@ def scenario(draw: st.DrawFn) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return suite, records
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenario())
 def test_sql_labeler_matches_reference_labeler(case: tuple[dict[str, Any], list[dict]]) -> None:
     suite, records = case
@@ -326,7 +327,7 @@ def test_blank_texts_are_skipped_and_the_refusal_step_counts_every_step() -> Non
     assert sum(step is not None for step in refused) >= len(PYTHON_WHITESPACE)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -392,7 +393,7 @@ pointer_tokens = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.dictionaries(st.sampled_from(POINTER_KEYS), pointer_documents, max_size=4),
     st.lists(st.lists(pointer_tokens, max_size=4), min_size=1, max_size=20),
