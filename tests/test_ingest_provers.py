@@ -515,3 +515,35 @@ def test_an_error_after_a_commit_stops_the_next_files_provers(
         stored = con.execute("SELECT count(*) FROM raw_trajectories").fetchone()
     assert stored == (total + len(files[3].read_bytes().splitlines()),)
     assert not _new_children(before)
+
+
+def test_a_big_suites_batches_prove_without_spilling(
+    sample_file: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The scratch database's memory limit grows with the stored instances: with a suite of
+    two million instances (a table larger than a batch's whole budget) a batch of the
+    sample's lines is proven in memory, as with a small suite, not spilled (a spilling batch
+    crashed DuckDB 1.5.5)."""
+    suite, joined = sample_file
+    paths = _home(tmp_path, "home", suite)
+    with connect(paths.duckdb_path) as con:
+        instances = stored_instances(con)
+    n = 2_000_000
+    many = pa.table(
+        {
+            "suite": pa.array(["another-suite"] * n),
+            "suite_version": pa.array(["1"] * n),
+            "instance_id": pa.array([f"family-{i:07d}/harmful_paraphrase" for i in range(n)]),
+        }
+    ).cast(instances.schema)
+    lines = list(enumerate(joined.read_bytes().splitlines()[: run_files.BULK_LINES], start=1))
+    small = _proven_here(instances, [lines])
+    scratch = open_scratch(pa.concat_tables([instances, many]))
+    try:
+        assert [_proven_rows(prove_lines(scratch, lines, "f" * 64))] == small
+        (spilled,) = scratch.execute(
+            "SELECT sum(temporary_storage_bytes) FROM duckdb_memory()"
+        ).fetchone()
+        assert spilled == 0
+    finally:
+        scratch.close()
