@@ -211,7 +211,7 @@ def test_a_prover_that_dies_rolls_the_file_back(
             os.kill(pid, signal.SIGKILL)
 
     with connect(paths.duckdb_path) as con:
-        with pytest.raises(ProverError, match="prover process failed"):
+        with pytest.raises(ProverError, match=r"prover process failed \(killed by SIGKILL\)"):
             ingest_file(con, joined, paths, progress=kill_the_provers, provers=2)
         assert ordered_rows(con) == {
             "raw_trajectories": [],
@@ -547,3 +547,21 @@ def test_a_big_suites_batches_prove_without_spilling(
         assert spilled == 0
     finally:
         scratch.close()
+
+
+def test_a_failed_provers_message_leads_with_what_failed() -> None:
+    """The CLI shows an error's first line: it names the exception a prover's traceback
+    ends with (or the signal that killed it), not "Traceback (most recent call last):"."""
+    traceback = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "duckdb.OutOfMemoryException: Out of Memory Error: could not allocate block\n"
+    )
+    message = prover_protocol._failure_message(1, traceback.strip())
+    assert message.splitlines()[0] == (
+        "an ingestion prover process failed (duckdb.OutOfMemoryException: "
+        "Out of Memory Error: could not allocate block)"
+    )
+    assert traceback.strip() in message
+    assert prover_protocol._failure_message(-11, "") == (
+        "an ingestion prover process failed (killed by SIGSEGV)"
+    )
