@@ -212,7 +212,7 @@ def test_a_prover_that_dies_rolls_the_file_back(
             os.kill(pid, signal.SIGKILL)
 
     with connect(paths.duckdb_path) as con:
-        with pytest.raises(ProverError, match="prover process failed"):
+        with pytest.raises(ProverError, match=r"prover process failed \(killed by SIGKILL\)"):
             ingest_file(con, joined, paths, progress=kill_the_provers, provers=2)
         assert ordered_rows(con) == {
             "raw_trajectories": [],
@@ -516,3 +516,53 @@ def test_an_error_after_a_commit_stops_the_next_files_provers(
         stored = con.execute("SELECT count(*) FROM raw_trajectories").fetchone()
     assert stored == (total + len(files[3].read_bytes().splitlines()),)
     assert not _new_children(before)
+
+
+def test_a_big_suites_batches_prove_without_spilling(
+    sample_file: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The scratch database's memory limit grows with the stored instances: with a suite of
+    two million instances (a table larger than a batch's whole budget) a batch of the
+    sample's lines is proven in memory, as with a small suite, not spilled (a spilling batch
+    crashed DuckDB 1.5.5)."""
+    suite, joined = sample_file
+    paths = _home(tmp_path, "home", suite)
+    with connect(paths.duckdb_path) as con:
+        instances = stored_instances(con)
+    n = 2_000_000
+    many = pa.table(
+        {
+            "suite": pa.array(["another-suite"] * n),
+            "suite_version": pa.array(["1"] * n),
+            "instance_id": pa.array([f"family-{i:07d}/harmful_paraphrase" for i in range(n)]),
+        }
+    ).cast(instances.schema)
+    lines = list(enumerate(joined.read_bytes().splitlines()[: run_files.BULK_LINES], start=1))
+    small = _proven_here(instances, [lines])
+    scratch = open_scratch(pa.concat_tables([instances, many]))
+    try:
+        assert [_proven_rows(prove_lines(scratch, lines, "f" * 64))] == small
+        (spilled,) = scratch.execute(
+            "SELECT sum(temporary_storage_bytes) FROM duckdb_memory()"
+        ).fetchone()
+        assert spilled == 0
+    finally:
+        scratch.close()
+
+
+def test_a_failed_provers_message_leads_with_what_failed() -> None:
+    """The CLI shows an error's first line: it names the exception a prover's traceback
+    ends with (or the signal that killed it), not "Traceback (most recent call last):"."""
+    traceback = (
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "duckdb.OutOfMemoryException: Out of Memory Error: could not allocate block\n"
+    )
+    message = prover_protocol._failure_message(1, traceback.strip())
+    assert message.splitlines()[0] == (
+        "an ingestion prover process failed (duckdb.OutOfMemoryException: "
+        "Out of Memory Error: could not allocate block)"
+    )
+    assert traceback.strip() in message
+    assert prover_protocol._failure_message(-11, "") == (
+        "an ingestion prover process failed (killed by SIGSEGV)"
+    )

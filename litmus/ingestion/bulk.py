@@ -683,7 +683,13 @@ def insert_arrow(
         con.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM frame")
 
 
-WORKER_MEMORY_LIMIT = "192MB"
+# What a batch's statements may use in a scratch database besides the stored instances.
+BATCH_MEMORY_BYTES = 192 << 20
+# The stored instances cost about this many times their table's size while a batch runs: the
+# table itself, the semi join's hash table over it, and room. They grow with the suite (a
+# 1.2 M-instance suite is a 75 MB table), so a fixed limit left a big suite's batches too
+# little: they spilled, and on DuckDB 1.5.5 a spilling batch crashed the process (SIGSEGV).
+INSTANCE_MEMORY_FACTOR = 3
 
 
 def open_worker(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -705,13 +711,17 @@ def stored_instances(con: duckdb.DuckDBPyConnection) -> pa.Table:
 def open_scratch(instances: pa.Table) -> duckdb.DuckDBPyConnection:
     """The scratch database of :func:`open_worker`, given the stored instances."""
     worker = duckdb.connect(":memory:")
-    worker.execute(f"SET memory_limit = '{WORKER_MEMORY_LIMIT}'")
     # A batch is one morsel (fewer rows than a row group), so DuckDB runs each statement on
     # one thread anyway; a second one only adds its coordination (about a fifth of the time).
     worker.execute("SET threads = 1")
     worker.register("stored_instances", instances)
     worker.execute("CREATE TABLE suite_instances AS SELECT * FROM stored_instances")
     worker.unregister("stored_instances")
+    (table_bytes,) = worker.execute(
+        "SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()"
+    ).fetchone()
+    limit = BATCH_MEMORY_BYTES + INSTANCE_MEMORY_FACTOR * table_bytes
+    worker.execute(f"SET memory_limit = '{int(limit)}B'")
     return worker
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import signal
 import struct
 import sys
 import threading
@@ -55,6 +56,21 @@ _FILE_HASH_KEY = b"file_hash"
 
 class ProverError(RuntimeError):
     """A prover process failed (its error output is in the message)."""
+
+
+def _failure_message(code: int, detail: str) -> str:
+    """What failed first (a traceback's exception is its last line; a signal has no text),
+    then the prover's whole error output."""
+    if code < 0:
+        try:
+            cause = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            cause = f"killed by signal {-code}"
+    else:
+        lines = [line for line in detail.splitlines() if line.strip()]
+        cause = lines[-1].strip() if lines else f"exit code {code}"
+    first = f"an ingestion prover process failed ({cause})"
+    return f"{first}\n{detail}" if detail else first
 
 
 def _write_table(out: IO[bytes], table: pa.Table | None) -> None:
@@ -160,7 +176,7 @@ class _Prover:
 
     def fail(self) -> None:
         code, detail = self.worker.ended()
-        raise ProverError(f"an ingestion prover process failed (exit code {code}): {detail}")
+        raise ProverError(_failure_message(code, detail))
 
     def close(self) -> None:
         # batches still queued are not needed any more (an ingestion that ends normally has
