@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -445,12 +445,16 @@ def _in_board_order(
 
 
 def leaderboard_from_warehouse(
-    con: duckdb.DuckDBPyConnection, *, required_coverage: float | None = None
+    con: duckdb.DuckDBPyConnection,
+    *,
+    required_coverage: float | None = None,
+    partition_keys: Collection[str] | None = None,
 ) -> Leaderboard:
     """The leaderboard as published from the warehouse's metric tables, gates and fingerprints.
 
     The ``leaderboard`` asset publishes this and ``litmus verify`` recomputes it, so the two
-    can never drift apart.
+    can never drift apart. ``partition_keys``: the board of only these configurations (verify
+    recomputes the one a receipt covers while newer configurations wait to be published).
     """
     from litmus.gates.publication_gates import (
         RUNNABLE_INSTANCES_SQL,
@@ -460,9 +464,15 @@ def leaderboard_from_warehouse(
     from litmus.gates.publication_gates import required_coverage as configured_coverage
 
     configuration_metrics = con.sql("SELECT * FROM configuration_metrics").df()
+    if partition_keys is not None:
+        configuration_metrics = configuration_metrics[
+            configuration_metrics["partition_key"].isin(list(partition_keys))
+        ].reset_index(drop=True)
     control_metrics = con.sql("SELECT * FROM control_metrics").df()
     cis = con.sql("SELECT * FROM metric_cis").df()
     withheld = withheld_from_gates(con, configuration_metrics["partition_key"].tolist())
+    if partition_keys is not None:
+        withheld = {key: reasons for key, reasons in withheld.items() if key in partition_keys}
     fingerprints = configuration_fingerprints(con)
     configuration_metrics["fingerprint"] = [
         fingerprints.get(key) for key in configuration_metrics["partition_key"]
