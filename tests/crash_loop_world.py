@@ -230,9 +230,20 @@ def sample_inputs(root: Path) -> tuple[Path, list[Path]]:
     return manifest.suite_path, sorted(manifest.run_paths.values())[:RUN_FILES]
 
 
-def newer_run_file(root: Path) -> Path:
-    """A run file of a configuration none of :func:`sample_inputs` has (written by it)."""
-    return sorted((root / "sample" / "runs").glob("*.jsonl"))[RUN_FILES]
+def newer_run_files(root: Path, folder: Path) -> list[Path]:
+    """Two run files newer than :func:`sample_inputs`' (written by it into ``root``): one of
+    a configuration of its own, and a second run of its first configuration (in ``folder``)."""
+    runs = sorted((root / "sample" / "runs").glob("*.jsonl"))
+    again = folder / f"again_{runs[0].name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    again.write_text(
+        "".join(
+            json.dumps({**record, "run_id": f"{record['run_id']}-again"}) + "\n"
+            for record in map(json.loads, runs[0].read_text(encoding="utf-8").splitlines())
+        ),
+        encoding="utf-8",
+    )
+    return [runs[RUN_FILES], again]
 
 
 def _build_clean_publication(folder: Path) -> None:
@@ -333,7 +344,7 @@ def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> lis
         said_published = {
             key
             for key, review in partition_reviews(con).items()
-            if publication_state(review, on_board) == "published"
+            if publication_state(review, on_board).startswith("published")
         }
         verification = (
             verify_receipt(load_receipt(receipt_path), con, paths)
@@ -367,7 +378,9 @@ def interrupt_at_each_point_then_rerun(
     assert actual["files"] == expected["files"]
     assert actual["receipt"] == expected["receipt"]
 
-    interrupt_a_newer_file_in_each_phase(interrupted, newer_run_file(tmp_path), tmp_path)
+    interrupt_newer_files_in_each_phase(
+        interrupted, newer_run_files(tmp_path, tmp_path / "newer"), tmp_path
+    )
 
     at = "re-score of everything, at pipeline.configuration_scored#2"
     rescore = litmus_run(
@@ -380,28 +393,31 @@ def interrupt_at_each_point_then_rerun(
     assert_status_board_and_receipt_agree(interrupted, at)
 
 
-# After a publication, a newly landed run file and Ctrl-C in each phase of the run that would
-# publish it: ingestion, labeling, dbt, the staged board (its table replaced, its receipt
+# After a publication, newly landed run files and Ctrl-C in each phase of the run that would
+# publish them: ingestion, labeling, dbt, the staged board (its table replaced, its receipt
 # written), the publication itself (whose renames an interrupt waits for).
 NEWER_FILE_INTERRUPT_POINTS: tuple[tuple[str, int], ...] = (
-    ("ingest.file_committed", 1),
+    ("ingest.files_done", 1),
     ("pipeline.configuration_scored", 1),
     ("metrics.cis_computed", 1),
     ("receipt.staged", 1),
     ("publication.file_moved", 1),
 )
-NEWER_NOTE = "1 newer unpublished run(s), from 1 raw file(s)"
+NEWER_NOTE = "2 newer unpublished run(s), from 2 raw file(s)"
 
 
-def interrupt_a_newer_file_in_each_phase(paths: LitmusPaths, newer: Path, scratch: Path) -> None:
-    """``paths`` holds a publication; ``newer`` is landed, and each run is cut short at the
+def interrupt_newer_files_in_each_phase(
+    paths: LitmusPaths, newer: list[Path], scratch: Path
+) -> None:
+    """``paths`` holds a publication; ``newer`` are landed, and each run is cut short at the
     next of :data:`NEWER_FILE_INTERRUPT_POINTS`. Until the publication, ``verify`` finds the
-    untouched receipt matching, with one note for the newer run, and an edit of a row the
-    receipt covers is still a mismatch; after it, the new receipt covers the newer run."""
+    untouched receipt matching, with one note for the newer runs, and an edit of a row the
+    receipt covers is still a mismatch; after it, the new receipt covers the newer runs."""
     receipt = (paths.exports / publication.RECEIPT_NAME).read_bytes()
-    shutil.copyfile(newer, paths.landing / newer.name)
+    for path in newer:
+        shutil.copyfile(path, paths.landing / path.name)
     for point, nth in NEWER_FILE_INTERRUPT_POINTS:
-        at = f"{point}#{nth} after a publication, {newer.name} landed"
+        at = f"{point}#{nth} after a publication, {len(newer)} newer file(s) landed"
         assert_stopped_in_one_line(litmus_run(paths, f"{point}#{nth}", interrupt=True), at)
         assert_board_matches_its_receipt(paths, at)
         notes = assert_status_board_and_receipt_agree(paths, at)
@@ -413,24 +429,27 @@ def interrupt_a_newer_file_in_each_phase(paths: LitmusPaths, newer: Path, scratc
 
 
 def assert_covered_edit_is_caught(paths: LitmusPaths, copy: Path, after: str) -> None:
-    """In a copy of ``paths``: one label of a configuration the receipt covers edited, and
-    one of its metric rows; verify reports both."""
+    """In a copy of ``paths``: one label of the configuration the newer run grew edited (a
+    trajectory the receipt covers), and a metric row of another; verify reports both."""
     from litmus.trust.receipts import load_receipt, verify_receipt
     from litmus.warehouse import connect
 
     shutil.copytree(paths.home, copy)
     edited = litmus_paths(copy)
     receipt = load_receipt(edited.exports / publication.RECEIPT_NAME)
-    covered = receipt["configurations"][0]["partition_key"]
+    keys = [entry["partition_key"] for entry in receipt["configurations"]]
     with connect(edited.duckdb_path) as con:
+        (grown,) = con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories WHERE run_id LIKE '%-again'"
+        ).fetchone()
         con.execute(
             "UPDATE audited_trajectories SET outcome = 'unsafe_realized' WHERE trajectory_id = "
             "(SELECT min(trajectory_id) FROM audited_trajectories WHERE partition_key = ?)",
-            [covered],
+            [grown],
         )
         con.execute(
             "UPDATE configuration_metrics SET utility = 0.5 + utility / 4 WHERE partition_key = ?",
-            [covered],
+            [next(key for key in reversed(keys) if key != grown)],
         )
         mismatches = verify_receipt(receipt, con, edited).mismatches
     text = " ".join(mismatches)

@@ -137,6 +137,11 @@ def test_commands_on_an_empty_home_answer_in_one_line_and_create_nothing(tmp_pat
         [line] = output_lines(result)
         assert line.startswith(opening), f"{command}: {line}"
         assert "litmus land" in line or command == "status", f"{command}: {line}"
+    # verify: nothing to verify is not verified (exit 1), in one line saying why
+    result = litmus(home, "verify")
+    assert result.returncode == 1
+    [line] = output_lines(result)
+    assert line.startswith(f"litmus: error: nothing published in {home} yet: no receipt at ")
     assert not home.exists() or not [p for p in home.rglob("*") if p.is_file()]
 
 

@@ -45,12 +45,13 @@ def _quarantined(
 
 
 def _ingested_files(paths: LitmusPaths) -> int:
+    from litmus.planning.status import raw_file_totals
     from litmus.warehouse import connect_read_only, warehouse_exists
 
     if not warehouse_exists(paths.duckdb_path):
         return 0
     with connect_read_only(paths.duckdb_path) as con:
-        return int(con.execute("SELECT count(*) FROM raw_files").fetchone()[0])
+        return raw_file_totals(con)[0]
 
 
 def _held_back(code: str, suite_waits: bool) -> str:

@@ -105,22 +105,13 @@ ALERT_COLUMNS = (
 )
 
 
-def alert_facts(
-    con: duckdb.DuckDBPyConnection, scope: ReceiptScope | None = None
-) -> list[dict[str, Any]]:
-    """Every release alert raised (between configurations of ``scope``), as published beside
-    the board (its delivery, which changes after publication, and the time it was raised,
-    which two scorings of the same inputs do not share, left out)."""
-    alerts = plain_rows(
+def alert_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every release alert raised, as published beside the board (its delivery, which changes
+    after publication, and the time it was raised, which two scorings of the same inputs do
+    not share, left out)."""
+    return plain_rows(
         con.sql(f"SELECT {ALERT_COLUMNS} FROM alerts ORDER BY fingerprint").to_arrow_table()
     )
-    if scope is None:
-        return alerts
-    return [
-        alert
-        for alert in alerts
-        if {alert["from_partition_key"], alert["to_partition_key"]} <= scope.configurations
-    ]
 
 
 def gate_facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]]:
@@ -141,22 +132,20 @@ def label_digests(
 ) -> dict[str, str]:
     """partition_key → digest of its audited labels (what the metrics read); of the
     trajectories of ``raw_files`` only, when given."""
-    within = (
-        ""
-        if raw_files is None
-        else "WHERE trajectory_id IN (SELECT trajectory_id FROM raw_trajectories "
-        "WHERE list_contains(?, source_file_hash))"
-    )
     return dict(
         con.execute(
-            f"""
+            """
             SELECT partition_key,
                    sha256(string_agg(concat_ws('|', trajectory_id, label, outcome,
                                                coalesce(label_source, '')),
                                      chr(10) ORDER BY trajectory_id))
-            FROM audited_trajectories {within} GROUP BY partition_key
+            FROM audited_trajectories
+            WHERE $files IS NULL OR trajectory_id IN (
+                SELECT trajectory_id FROM raw_trajectories
+                WHERE list_contains($files, source_file_hash))
+            GROUP BY partition_key
             """,
-            [] if raw_files is None else [sorted(raw_files)],
+            {"files": None if raw_files is None else sorted(raw_files)},
         ).fetchall()
     )
 
@@ -192,7 +181,6 @@ def configuration_facts(
 ) -> dict[str, dict[str, Any]]:
     """partition_key → config key and policy versions, for every ingested configuration (of
     the trajectories of ``raw_files`` only, when given)."""
-    within = "" if raw_files is None else "WHERE list_contains($files, source_file_hash)"
     return {
         row["partition_key"]: row
         for row in plain_rows(
@@ -202,10 +190,10 @@ def configuration_facts(
                        list_sort(list(DISTINCT policy_version), 'ASC', 'NULLS FIRST')
                            AS policy_versions
                 FROM raw_trajectories JOIN ({CONFIGURATION_KEYS_SQL}) keys USING (partition_key)
-                {within}
+                WHERE $files IS NULL OR list_contains($files, source_file_hash)
                 GROUP BY partition_key, keys.config_key ORDER BY partition_key
                 """,
-                params=None if raw_files is None else {"files": sorted(raw_files)},
+                params={"files": None if raw_files is None else sorted(raw_files)},
             ).to_arrow_table()
         )
     }
@@ -362,7 +350,7 @@ def build_receipt(
         "raw_files": raw_file_facts(con, scope),
         "configurations": configurations,
         "leaderboard": _leaderboard_section(rows),
-        "alerts": alert_facts(con, scope),
+        "alerts": alert_facts(con),
         "published_files": dict(published_files or {}),
         "exported_files": dict(exported_files or {}),
     }

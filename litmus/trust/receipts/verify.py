@@ -82,6 +82,8 @@ class Newer:
     perhaps labeled and scored) after it was published, not yet published themselves."""
 
     raw_files: tuple[str, ...]  # their names
+    raw_file_hashes: tuple[str, ...]
+    unsourced: tuple[tuple[str, int], ...]  # (partition key, trajectories of no raw file)
     suites: tuple[str, ...]
     configurations: frozenset[str]
     runs: frozenset[tuple[str, str]]  # (partition_key, run_id), newer or grown by a newer file
@@ -104,8 +106,8 @@ class Newer:
         if self.grown:
             notes.append(
                 f"{len(self.grown)} configuration(s) of the receipt have newer runs: their "
-                "gates and metric tables already include them, so their published rows were "
-                "checked as stored and published, not recomputed"
+                "gates and metric tables already include them, so their published rows (and "
+                "the ranks beside them) were checked as stored and published, not recomputed"
             )
         return notes
 
@@ -113,14 +115,15 @@ class Newer:
 def newer_than(con: duckdb.DuckDBPyConnection, scope: ReceiptScope) -> Newer:
     """What the warehouse holds that ``scope`` does not cover."""
     files = sorted(scope.raw_files)
-    raw_files = tuple(
-        name
-        for (name,) in con.execute(
-            "SELECT original_name FROM raw_files WHERE NOT list_contains(?, file_hash) "
-            "ORDER BY ingested_at, file_hash",
-            [files],
-        ).fetchall()
-    )
+    raw_files = con.execute(
+        "SELECT original_name, file_hash FROM raw_files WHERE NOT list_contains(?, file_hash) "
+        "ORDER BY ingested_at, file_hash",
+        [files],
+    ).fetchall()
+    unsourced = con.execute(
+        "SELECT partition_key, count(*) FROM raw_trajectories "
+        "WHERE source_file_hash NOT IN (SELECT file_hash FROM raw_files) GROUP BY 1 ORDER BY 1"
+    ).fetchall()
     runs = {
         (key, run_id)
         for key, run_id, newer_file in con.execute(
@@ -139,12 +142,31 @@ def newer_than(con: duckdb.DuckDBPyConnection, scope: ReceiptScope) -> Newer:
     )
     keys = {key for key, _ in runs}
     return Newer(
-        raw_files=raw_files,
+        raw_files=tuple(name for name, _ in raw_files),
+        raw_file_hashes=tuple(sha for _, sha in raw_files),
+        unsourced=tuple((key, int(n)) for key, n in unsourced),
         suites=suites,
         configurations=frozenset(keys - scope.configurations),
         runs=frozenset(runs),
         grown=frozenset(keys & scope.configurations),
     )
+
+
+def _check_newer(result: Verification, newer: Newer, paths: LitmusPaths) -> None:
+    """What is newer than the receipt must be what newer landed files gave: each of them in the
+    raw store, unmodified, and no trajectory without a raw file."""
+    for name, sha in zip(newer.raw_files, newer.raw_file_hashes, strict=True):
+        stored = paths.stored_raw_file(sha)
+        if stored is None or file_sha256(stored) != sha:
+            result.mismatches.append(
+                f"raw file {short(sha)} ({name}), newer than the receipt, is "
+                f"{'missing from' if stored is None else 'modified in'} the raw store"
+            )
+    for key, count in newer.unsourced:
+        result.mismatches.append(
+            f"{count} trajectory(ies) of configuration {key!r} come from no raw file in the "
+            "warehouse"
+        )
 
 
 def _show(value: Any, other: Any = None) -> str:
@@ -543,10 +565,8 @@ def _check_configurations(
             )
             continue
         result.mismatches += _run_differences(name, key, entry, evidence.runs, stored, newer.runs)
-        if key in newer.grown:
-            continue
-        result.mismatches += _evidence_differences(name, key, entry, evidence)
-        if board is not None:
+        result.mismatches += _evidence_differences(name, key, entry, evidence, newer)
+        if board is not None and key not in newer.grown:
             now_status = status.get(key, "not on the leaderboard")
             if now_status != entry.get("status"):
                 result.mismatches.append(
@@ -602,19 +622,22 @@ def _run_differences(
 
 
 def _evidence_differences(
-    name: str, key: str, entry: Mapping[str, Any], evidence: ConfigurationEvidence
+    name: str, key: str, entry: Mapping[str, Any], evidence: ConfigurationEvidence, newer: Newer
 ) -> list[str]:
     """How a configuration's fingerprint, gates, labels and audit verdicts recomputed from
-    the warehouse differ from the receipt's."""
+    the warehouse differ from the receipt's (of a configuration newer runs have grown, its
+    gates judge them too, and a run a newer file added to changes its fingerprint: those two
+    are newer than the receipt)."""
     found = []
     fingerprint = evidence.fingerprints.get(key)
-    if fingerprint != entry.get("fingerprint"):
+    extended = any((key, run) in newer.runs for run in map(_run_id, entry.get("runs", [])))
+    if fingerprint != entry.get("fingerprint") and not extended:
         found.append(
             f"configuration {name!r}: fingerprint recomputed from the warehouse is "
             f"{short(fingerprint)}, the receipt says {short(entry.get('fingerprint'))}"
         )
     now_gates = evidence.gates.get(key, NOT_EVALUATED)
-    if canonical_json(now_gates) != canonical_json(entry.get("gates")):
+    if key not in newer.grown and canonical_json(now_gates) != canonical_json(entry.get("gates")):
         found.append(
             f"configuration {name!r}: publication gates are now {_gate_text(now_gates)}; "
             f"the receipt says {_gate_text(entry.get('gates'))}"
@@ -636,6 +659,10 @@ def _evidence_differences(
             f"digest {short(then.get('digest'))})"
         )
     return found
+
+
+def _run_id(run: Any) -> str:
+    return str(run.get("run_id")) if isinstance(run, Mapping) else ""
 
 
 def _gate_text(gates: Any) -> str:
@@ -677,7 +704,9 @@ def _check_leaderboard(
             )
         else:
             result.mismatches += table.mismatches
-    if board is not None:
+    if board is not None and newer.grown:
+        _compare_own_values(result, entries, board_rows(board), newer.grown)
+    elif board is not None:
         _compare_rows(
             result,
             entries,
@@ -689,13 +718,51 @@ def _check_leaderboard(
     return staged_next
 
 
+# Columns of a board row that depend on the other rows of its board: ranks and the order
+# between neighbours (and plug-in deltas, ``plugin_*``, against a baseline configuration).
+_RELATIVE_COLUMNS = frozenset(
+    {"rank", "naive_rank", "rank_shift", "ci_overlaps_next", "rank_not_significant"}
+)
+
+
+def _own_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        column: value
+        for column, value in row.items()
+        if column not in _RELATIVE_COLUMNS and not column.startswith("plugin_")
+    }
+
+
+def _compare_own_values(
+    result: Verification,
+    entries: list[dict[str, Any]],
+    recomputed: list[dict[str, Any]],
+    grown: frozenset[str],
+) -> None:
+    """The receipt's rows of the configurations newer runs did not grow (and the controls)
+    against the board recomputed without the grown ones, on every column a row holds of its
+    own: a grown configuration's metric tables include its newer runs, and its neighbours'
+    ranks depend on them."""
+    where = "when recomputed from the metric tables"
+    rows = {row["name"]: _own_values(row) for row in recomputed}
+    for entry in entries:
+        if entry.get("partition_key") in grown:
+            continue
+        name, values = entry.get("name"), _own_values(entry.get("values") or {})
+        row = rows.get(name)
+        if row is None:
+            result.mismatches.append(f"leaderboard row {name!r} is in the receipt but not {where}")
+        elif canonical_json(row) != canonical_json(values):
+            result.mismatches.append(
+                _describe_row_difference(str(name), values, row, where, "leaderboard row")
+            )
+
+
 def _recomputed_board(
     result: Verification, con: duckdb.DuckDBPyConnection, scope: ReceiptScope, newer: Newer
 ) -> Leaderboard | None:
-    """The board of the configurations the receipt covers, recomputed from the metric tables;
-    None when they cannot give it (newer runs of a covered configuration are in them)."""
-    if newer.grown:
-        return None
+    """The board of the configurations the receipt covers (but those newer runs grew, whose
+    metric tables include them), recomputed from the metric tables."""
     missing = [
         t for t in ("configuration_metrics", "control_metrics")  # dbt's models
         if not table_exists(con, t)
@@ -705,7 +772,7 @@ def _recomputed_board(
             f"cannot recompute the leaderboard: the warehouse has no {', '.join(missing)}"
         )
         return None
-    return leaderboard_from_warehouse(con, partition_keys=scope.configurations)
+    return leaderboard_from_warehouse(con, partition_keys=scope.configurations - newer.grown)
 
 
 def _compare_code(result: Verification, receipt: Mapping[str, Any]) -> None:
@@ -874,6 +941,21 @@ def _check_every_field(
         stated[entry["partition_key"]] if entry["partition_key"] in newer.grown else entry
         for entry in rebuilt["configurations"]
     ]
+    # release drift from or to a configuration newer runs changed is newer too
+    changed = newer.configurations | newer.grown
+
+    def unchanged(alerts: Any) -> Any:
+        if not changed or not isinstance(alerts, list):
+            return alerts
+        return [
+            alert
+            for alert in alerts
+            if not isinstance(alert, dict)
+            or not {alert.get("from_partition_key"), alert.get("to_partition_key")} & changed
+        ]
+
+    rebuilt["alerts"] = unchanged(rebuilt["alerts"])
+    receipt = {**receipt, "alerts": unchanged(receipt.get("alerts"))}
     known = set(ReceiptDocument.model_fields)
     # code versions are notes (_compare_code); who and when are attested by the signature only
     attested = {
@@ -921,6 +1003,7 @@ def verify_receipt(
     section("leaderboard", _check_internal_digests, receipt)
     scope = ReceiptScope.of(receipt)
     newer = newer_than(con, scope)
+    _check_newer(result, newer, paths)
     intact = section("raw_files", _check_raw_files, receipt, con, paths)
     section("raw_files", _check_derived_rows, receipt, con, paths, intact)
     section("suites", _check_suites, receipt, con, paths)
