@@ -230,6 +230,22 @@ def sample_inputs(root: Path) -> tuple[Path, list[Path]]:
     return manifest.suite_path, sorted(manifest.run_paths.values())[:RUN_FILES]
 
 
+def newer_run_files(root: Path, folder: Path) -> list[Path]:
+    """Two run files newer than :func:`sample_inputs`' (written by it into ``root``): one of
+    a configuration of its own, and a second run of its first configuration (in ``folder``)."""
+    runs = sorted((root / "sample" / "runs").glob("*.jsonl"))
+    again = folder / f"again_{runs[0].name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    again.write_text(
+        "".join(
+            json.dumps({**record, "run_id": f"{record['run_id']}-again"}) + "\n"
+            for record in map(json.loads, runs[0].read_text(encoding="utf-8").splitlines())
+        ),
+        encoding="utf-8",
+    )
+    return [runs[RUN_FILES], again]
+
+
 def _build_clean_publication(folder: Path) -> None:
     clean = stage(folder, "clean", *sample_inputs(folder))
     done = litmus_run(clean, forked=False)  # the baseline: the `litmus` executable itself
@@ -314,9 +330,10 @@ def assert_stopped_in_one_line(run: subprocess.CompletedProcess, after: str) -> 
     assert all(line.startswith(("[", " ")) for line in progress), f"{after}: {progress}"
 
 
-def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> None:
+def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> list[str]:
     """What ``litmus status`` calls published is exactly what the published board shows,
-    and ``litmus verify`` finds the untouched receipt matching the warehouse."""
+    and ``litmus verify`` finds the untouched receipt matching the warehouse; returns its
+    notes."""
     from litmus.planning.status import partition_reviews, publication_state, published_partitions
     from litmus.trust.receipts import load_receipt, verify_receipt
     from litmus.warehouse import connect_read_only
@@ -327,7 +344,7 @@ def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> Non
         said_published = {
             key
             for key, review in partition_reviews(con).items()
-            if publication_state(review, on_board) == "published"
+            if publication_state(review, on_board).startswith("published")
         }
         verification = (
             verify_receipt(load_receipt(receipt_path), con, paths)
@@ -335,8 +352,10 @@ def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> Non
             else None
         )
     assert said_published == (on_board or set()), after
-    if verification is not None:
-        assert verification.ok, f"{after}: {verification.mismatches}"
+    if verification is None:
+        return []
+    assert verification.ok, f"{after}: {verification.mismatches}"
+    return verification.notes
 
 
 def interrupt_at_each_point_then_rerun(
@@ -359,6 +378,10 @@ def interrupt_at_each_point_then_rerun(
     assert actual["files"] == expected["files"]
     assert actual["receipt"] == expected["receipt"]
 
+    interrupt_newer_files_in_each_phase(
+        interrupted, newer_run_files(tmp_path, tmp_path / "newer"), tmp_path
+    )
+
     at = "re-score of everything, at pipeline.configuration_scored#2"
     rescore = litmus_run(
         interrupted,
@@ -368,3 +391,68 @@ def interrupt_at_each_point_then_rerun(
     )
     assert_stopped_in_one_line(rescore, at)
     assert_status_board_and_receipt_agree(interrupted, at)
+
+
+# After a publication, newly landed run files and Ctrl-C in each phase of the run that would
+# publish them: ingestion, labeling, dbt, the staged board (its table replaced, its receipt
+# written), the publication itself (whose renames an interrupt waits for).
+NEWER_FILE_INTERRUPT_POINTS: tuple[tuple[str, int], ...] = (
+    ("ingest.files_done", 1),
+    ("pipeline.configuration_scored", 1),
+    ("metrics.cis_computed", 1),
+    ("receipt.staged", 1),
+    ("publication.file_moved", 1),
+)
+NEWER_NOTE = "2 newer unpublished run(s), from 2 raw file(s)"
+
+
+def interrupt_newer_files_in_each_phase(
+    paths: LitmusPaths, newer: list[Path], scratch: Path
+) -> None:
+    """``paths`` holds a publication; ``newer`` are landed, and each run is cut short at the
+    next of :data:`NEWER_FILE_INTERRUPT_POINTS`. Until the publication, ``verify`` finds the
+    untouched receipt matching, with one note for the newer runs, and an edit of a row the
+    receipt covers is still a mismatch; after it, the new receipt covers the newer runs."""
+    receipt = (paths.exports / publication.RECEIPT_NAME).read_bytes()
+    for path in newer:
+        shutil.copyfile(path, paths.landing / path.name)
+    for point, nth in NEWER_FILE_INTERRUPT_POINTS:
+        at = f"{point}#{nth} after a publication, {len(newer)} newer file(s) landed"
+        assert_stopped_in_one_line(litmus_run(paths, f"{point}#{nth}", interrupt=True), at)
+        assert_board_matches_its_receipt(paths, at)
+        notes = assert_status_board_and_receipt_agree(paths, at)
+        published_now = (paths.exports / publication.RECEIPT_NAME).read_bytes() != receipt
+        assert (NEWER_NOTE in " ".join(notes)) != published_now, f"{at}: {notes}"
+        if point == "receipt.staged":  # ingested, labeled, scored and staged: the most ahead
+            assert_covered_edit_is_caught(paths, scratch / "edited", at)
+    assert published_now, "the interrupted publication was not finished"
+
+
+def assert_covered_edit_is_caught(paths: LitmusPaths, copy: Path, after: str) -> None:
+    """In a copy of ``paths``: one label of the configuration the newer run grew edited (a
+    trajectory the receipt covers), and a metric row of another; verify reports both."""
+    from litmus.trust.receipts import load_receipt, verify_receipt
+    from litmus.warehouse import connect
+
+    shutil.copytree(paths.home, copy)
+    edited = litmus_paths(copy)
+    receipt = load_receipt(edited.exports / publication.RECEIPT_NAME)
+    keys = [entry["partition_key"] for entry in receipt["configurations"]]
+    with connect(edited.duckdb_path) as con:
+        (grown,) = con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories WHERE run_id LIKE '%-again'"
+        ).fetchone()
+        con.execute(
+            "UPDATE audited_trajectories SET outcome = 'unsafe_realized' WHERE trajectory_id = "
+            "(SELECT min(trajectory_id) FROM audited_trajectories WHERE partition_key = ?)",
+            [grown],
+        )
+        con.execute(
+            "UPDATE configuration_metrics SET utility = 0.5 + utility / 4 WHERE partition_key = ?",
+            [next(key for key in reversed(keys) if key != grown)],
+        )
+        mismatches = verify_receipt(receipt, con, edited).mismatches
+    text = " ".join(mismatches)
+    assert "audited labels differ" in text, f"{after}: {mismatches}"
+    assert "when recomputed from the metric tables" in text, f"{after}: {mismatches}"
+    shutil.rmtree(copy)

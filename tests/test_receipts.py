@@ -880,3 +880,59 @@ def test_edited_alerts_and_exports_no_receipt_covers_are_detected(
     assert f"exported file {drift[0].name!r} differs from the receipt" in "\n".join(found)
     assert f"'extra.html' in {copy.exports} is not covered by the receipt" in found
     assert any(line.startswith("receipt field(s) alerts") for line in found), found
+
+
+# ----------------------------------------------------------------------------- newer rows
+
+
+def test_runs_ingested_after_publication_are_one_note_and_covered_edits_still_fail(
+    copy: LitmusPaths, published: Published, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A run cut short after ingesting newer files (a configuration of their own, and a second
+    run of a published one): verify still verifies the untouched receipt, with one note for
+    the newer runs; an edit of a row the receipt covers, even in the configuration that grew,
+    is still a mismatch, and so is a trajectory that comes from no raw file."""
+    from litmus.ingestion.run_files import ingest_file
+
+    runs = sorted((published.paths.home.parent / "sample" / "runs").glob("*.jsonl"))
+    first = next(p for p in runs if p.name in published.landed)
+    again = tmp_path / f"again_{first.name}"
+    again.write_text(
+        "".join(
+            json.dumps({**record, "run_id": f"{record['run_id']}-again"}) + "\n"
+            for record in map(json.loads, first.read_text().splitlines())
+        )
+    )
+    with connect(copy.duckdb_path) as con:
+        for path in (runs[CONFIGURATIONS], again):
+            assert ingest_file(con, path, copy).accepted
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    assert (code, mismatches(out)) == (0, []), out
+    notes = [line for line in out.splitlines() if "newer" in line]
+    assert len(notes) == 2, notes
+    assert "2 newer unpublished run(s), from 2 raw file(s)" in notes[0]
+    assert "1 configuration(s) of the receipt have newer runs" in notes[1]
+
+    with connect(copy.duckdb_path) as con:
+        grown = con.execute(
+            "SELECT partition_key FROM raw_trajectories WHERE run_id LIKE '%-again'"
+        ).fetchone()[0]
+        con.execute(
+            "UPDATE audited_trajectories SET outcome = 'unsafe_realized' WHERE trajectory_id = "
+            "(SELECT min(trajectory_id) FROM audited_trajectories WHERE partition_key = ?)",
+            [grown],
+        )
+        con.execute(
+            "INSERT INTO raw_trajectories SELECT * REPLACE (trajectory_id || '-x' AS "
+            "trajectory_id, repeat('0', 64) AS source_file_hash) FROM raw_trajectories "
+            "WHERE partition_key = ? LIMIT 1",
+            [grown],
+        )
+    code, out = verify_cli(copy, capsys, "--public-key", str(published.public_key))
+    found = mismatches(out)
+    assert code == 1
+    assert any("its audited labels differ from the receipt" in line for line in found), found
+    assert (
+        f"1 trajectory(ies) of configuration {grown!r} come from no raw file in the "
+        "warehouse" in found
+    ), found

@@ -6,6 +6,7 @@ declares nothing is held to every instance, as before (never inferred from the r
 from __future__ import annotations
 
 import copy
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -324,6 +325,14 @@ def test_agentharm_transcripts_on_a_harmful_only_suite_are_published_and_ranked(
     safety = [float(row["Safety (corrected) [95% CI]"].split()[0]) for row in by_rank]
     assert safety == sorted(safety, reverse=True) and safety[0] > safety[1]
     assert by_rank[0]["Configuration"].startswith("m2@")  # it declined a third at once
+    # the reference controls are run on what the configurations are: the runnable instances
+    with (home / "exports" / "leaderboard.csv").open(encoding="utf-8") as handle:
+        controls = [row for row in csv.DictReader(handle) if row["row_kind"] == "control"]
+    assert len(controls) == 2
+    for control in controls:
+        assert control["n_rows"] == "176" and control["utility"] == "", control
+    naive = {control["name"].split(" (")[0]: control["naive_safe_rate"] for control in controls}
+    assert sorted(map(float, naive.values())) == [0.0, 1.0], naive
     # status and the board agree; the receipt verifies against the untouched files
     status = litmus(home, "status").stdout
     assert status.count(" published") >= 2 and "withheld" not in status

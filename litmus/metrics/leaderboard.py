@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -242,10 +242,16 @@ class BoardInputs:
     # (suite, version) → the splits it declares runnable (only suites that declare them)
     runnable_splits: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)
     required_coverage: float = 1.0
+    # the configurations on the board; None: every configuration the warehouse holds
+    scope: frozenset[str] | None = None
 
     @classmethod
     def from_warehouse(
-        cls, con: duckdb.DuckDBPyConnection, *, required_coverage: float | None = None
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        *,
+        required_coverage: float | None = None,
+        partition_keys: Collection[str] | None = None,
     ) -> BoardInputs:
         from litmus.gates.publication_gates import (
             RUNNABLE_INSTANCES_SQL,
@@ -254,9 +260,11 @@ class BoardInputs:
         )
         from litmus.gates.publication_gates import required_coverage as configured_coverage
 
+        scope = None if partition_keys is None else frozenset(partition_keys)
         keys = [
             key
             for (key,) in con.execute("SELECT partition_key FROM configuration_metrics").fetchall()
+            if scope is None or key in scope
         ]
         flags = low_precision_rates(con)
         if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
@@ -283,8 +291,11 @@ class BoardInputs:
                 "WHERE runnable_splits IS NOT NULL"
             ).fetchall()
         }
+        withheld = withheld_from_gates(con, keys)
         return cls(
-            withheld=withheld_from_gates(con, keys),
+            withheld={
+                key: reasons for key, reasons in withheld.items() if scope is None or key in scope
+            },
             low_precision=flags,
             fingerprints=configuration_fingerprints(con),
             coverage=coverage_by_partition(con),
@@ -294,13 +305,16 @@ class BoardInputs:
             required_coverage=(
                 configured_coverage() if required_coverage is None else required_coverage
             ),
+            scope=scope,
         )
 
     def configurations(self) -> pa.Table:
         """One row per configuration the inputs know (the variable ``litmus_board_inputs``)."""
         keys = sorted(
-            set(self.withheld) | set(self.low_precision) | set(self.fingerprints)
+            key
+            for key in set(self.withheld) | set(self.low_precision) | set(self.fingerprints)
             | set(self.coverage) | set(self.suite_of)
+            if self.scope is None or key in self.scope
         )  # fmt: skip
         suites = [self.suite_of.get(key, (None, None)) for key in keys]
         return pa.table(
@@ -347,6 +361,7 @@ _SET_BOARD_VARIABLES = (
 _RESET_BOARD_VARIABLES = (
     "RESET VARIABLE litmus_board_inputs",
     "RESET VARIABLE litmus_board_suite_sizes",
+    "RESET VARIABLE litmus_board_scope",
 )
 BOARD_ROWS_SQL = "SELECT * EXCLUDE (board_order) FROM leaderboard_rows ORDER BY board_order"
 
@@ -359,6 +374,8 @@ def board_rows(con: duckdb.DuckDBPyConnection, inputs: BoardInputs) -> pd.DataFr
     try:
         for statement in _SET_BOARD_VARIABLES:
             con.execute(statement)
+        if inputs.scope is not None:
+            con.execute("SET VARIABLE litmus_board_scope = ?::VARCHAR[]", [sorted(inputs.scope)])
         rows = con.sql(BOARD_ROWS_SQL).df()
     finally:
         for statement in _RESET_BOARD_VARIABLES:
@@ -381,15 +398,21 @@ def leaderboard_from_rows(rows: pd.DataFrame, inputs: BoardInputs) -> Leaderboar
 
 
 def leaderboard_from_warehouse(
-    con: duckdb.DuckDBPyConnection, *, required_coverage: float | None = None
+    con: duckdb.DuckDBPyConnection,
+    *,
+    required_coverage: float | None = None,
+    partition_keys: Collection[str] | None = None,
 ) -> Leaderboard:
     """The leaderboard as published: the board mart over the warehouse's metric tables, with
     the publication decision, fingerprints and coverage as they are now.
 
     The ``leaderboard`` asset publishes this and ``litmus verify`` recomputes it, so the two
-    can never drift apart.
+    can never drift apart. ``partition_keys``: the board of only these configurations (verify
+    recomputes the one a receipt covers while newer configurations wait to be published).
     """
-    inputs = BoardInputs.from_warehouse(con, required_coverage=required_coverage)
+    inputs = BoardInputs.from_warehouse(
+        con, required_coverage=required_coverage, partition_keys=partition_keys
+    )
     return leaderboard_from_rows(board_rows(con, inputs), inputs)
 
 

@@ -20,10 +20,27 @@ LAND_HINT = (
 )
 
 
+NOTHING_SCORED = "nothing was scored: "
+
+
 def configurations_stored(con: duckdb.DuckDBPyConnection) -> int:
     return int(
         con.execute("SELECT count(DISTINCT partition_key) FROM raw_trajectories").fetchone()[0]
     )
+
+
+def nothing_labeled(paths: LitmusPaths) -> str | None:
+    """Why no configuration can be audited, re-scored or compared yet, saying what to do next
+    (:func:`nothing_scored` without its "nothing was scored: "); None when one is stored.
+    Reads only, and creates nothing."""
+    from litmus.warehouse import connect_read_only, warehouse_exists
+
+    if not warehouse_exists(paths.duckdb_path):
+        why = nothing_scored(paths)
+    else:
+        with connect_read_only(paths.duckdb_path) as con:
+            why = nothing_scored(paths, con)
+    return None if why is None else why.removeprefix(NOTHING_SCORED)
 
 
 def nothing_scored(paths: LitmusPaths, con: duckdb.DuckDBPyConnection | None = None) -> str | None:

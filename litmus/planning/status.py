@@ -394,9 +394,13 @@ def published_partitions(exports: Path) -> set[str] | None:
 
 
 def publication_state(review: PartitionReview, on_board: set[str] | None) -> str:
-    """What ``litmus status`` says of a configuration's publication: "published" only when
-    its gates pass *and* the published board shows it."""
+    """What ``litmus status`` says of a configuration's publication: "published" when the
+    published board shows it, and only then; when its rows have been re-scored since (a run
+    cut short, or newer runs waiting), what they now decide follows."""
     state = review.publication
-    if state == "published" and (on_board is None or review.partition_key not in on_board):
+    shown = on_board is not None and review.partition_key in on_board
+    if state == "published" and not shown:
         return NOT_ON_BOARD
+    if state != "published" and shown:
+        return f"published; since then {state} (the next `litmus run` publishes that)"
     return state

@@ -34,8 +34,13 @@ def _partition_keys(paths: LitmusPaths, names: list[str]) -> list[str]:
 
 def cmd_export(args: argparse.Namespace, paths: LitmusPaths) -> int:
     from litmus.audit.workflow import export_audit_queue
+    from litmus.planning.nothing_scored import nothing_labeled
     from litmus.warehouse import connect
 
+    nothing = nothing_labeled(paths)
+    if nothing:  # and nothing is created: no warehouse, no empty queue file
+        _say(f"nothing to audit: {nothing}")
+        return 0
     out = Path(args.out) if args.out else None
     file_format = args.format or (
         "jsonl" if out is not None and out.suffix.lower() in (".jsonl", ".ndjson") else "csv"
@@ -178,7 +183,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="append",
         help="only this configuration (configuration or partition key; repeatable)",
     )
-    export.set_defaults(handler=cmd_export)
+    export.set_defaults(handler=cmd_export, read_only=True)  # creates only the queue file
 
     load = actions.add_parser(
         "load", help="validate a filled-in verdict file and load it (all or nothing)"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from litmus.errors import LitmusError
 from litmus.neutralize import for_terminal
+from litmus.planning.nothing_scored import LAND_HINT
 from litmus.settings import LitmusPaths
 
 # What a record held back for a suite is waiting for, by whether a suite file waits to be loaded
@@ -41,6 +42,16 @@ def _quarantined(
         suites = suite_files(paths) if paths.suites.is_dir() else []
         suite_waits = bool(suites) and bool(unstored_suite_files(con, suites))
     return rows, quarantined_files, waiting, suite_waits
+
+
+def _ingested_files(paths: LitmusPaths) -> int:
+    from litmus.planning.status import raw_file_totals
+    from litmus.warehouse import connect_read_only, warehouse_exists
+
+    if not warehouse_exists(paths.duckdb_path):
+        return 0
+    with connect_read_only(paths.duckdb_path) as con:
+        return raw_file_totals(con)[0]
 
 
 def _held_back(code: str, suite_waits: bool) -> str:
@@ -88,8 +99,10 @@ def cmd_quarantine(args: argparse.Namespace, paths: LitmusPaths) -> int:
                 f"nothing quarantined yet; {len(waiting)} landed file(s) wait to be ingested "
                 f"by `litmus run`: {listed}{more}"
             )
-        else:
+        elif _ingested_files(paths):
             print("nothing quarantined; every landed file was ingested")
+        else:
+            print(f"nothing quarantined: no run file has landed here yet; {LAND_HINT}")
         return 0
     if rows:
         print(f"{'file':<36} {'line':>6}  {'field':<16} reason")

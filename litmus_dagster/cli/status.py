@@ -33,7 +33,7 @@ def print_status(paths: LitmusPaths) -> None:
 
     if not warehouse_exists(paths.duckdb_path):  # never created (nothing ingested, or deleted)
         print(
-            f"\nno warehouse at {paths.duckdb_path}: "
+            f"no warehouse at {paths.duckdb_path}: "
             "nothing has been ingested here (`litmus run` creates it)"
         )
         for name, reason in not_ingested(paths):
@@ -49,7 +49,7 @@ def print_status(paths: LitmusPaths) -> None:
         # one group per suite (a board is per suite): its size and each configuration's n
         suite_of = partition_suites(con)
         sizes = suite_sizes(con)
-    print(f"\nwarehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
+    print(f"warehouse {paths.duckdb_path}: {files[0]} raw file(s), {files[1]} record(s) in")
     by_suite: dict[str, list] = {}
     for status in statuses:
         by_suite.setdefault(suite_of.get(status.partition_key, "suite unknown"), []).append(status)

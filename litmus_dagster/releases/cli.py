@@ -18,13 +18,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     rescore.add_argument(
         "--dry-run", action="store_true", help="only list the stale configurations and why"
     )
-    rescore.set_defaults(handler=cmd_rescore)
+    rescore.set_defaults(handler=cmd_rescore, read_only=True)  # a dry run creates nothing
 
     alerts = commands.add_parser("alerts", help="release drift and the regression alerts raised")
     alerts.set_defaults(handler=cmd_alerts, read_only=True)
 
 
 def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
+    from litmus.planning.nothing_scored import nothing_labeled
+
+    nothing = nothing_labeled(paths)
+    if nothing:
+        _say(f"nothing to re-score: {nothing}")
+        return 0
     if args.dry_run:  # read-only, and without loading Dagster, dbt or the pipeline
         from litmus.planning.plan import describe_rescore, plan_from_warehouse
         from litmus.warehouse import connect_read_only
@@ -36,6 +42,8 @@ def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
         return 0
     from litmus_dagster.releases.rescore import rescore
 
+    paths.ensure()
+
     result = rescore(paths, everything=args.all, dry_run=args.dry_run, progress=_say)
     if result.published:
         _say(f"re-labeled {len(result.rescored)} configuration(s) and published")
@@ -44,14 +52,21 @@ def cmd_rescore(args: argparse.Namespace, paths: LitmusPaths) -> int:
 
 
 def cmd_alerts(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    print_release_summary(paths)
+    from litmus.planning.nothing_scored import nothing_labeled
+
+    nothing = nothing_labeled(paths)
+    if nothing:
+        print(f"no release drift or alert: {nothing}")
+        return 0
+    print_release_summary(paths, separated=False)
     return 0
 
 
-def print_release_summary(paths: LitmusPaths) -> None:
+def print_release_summary(paths: LitmusPaths, *, separated: bool = True) -> None:
     """Release drift per lineage, where the drift plots are, and the alerts table.
 
-    ``litmus run`` / ``litmus demo`` call this after the leaderboard.
+    ``litmus run`` / ``litmus demo`` call this after the leaderboard (``separated``: a blank
+    line before it).
     """
 
     from litmus.neutralize import for_terminal, terminal_name
@@ -65,7 +80,8 @@ def print_release_summary(paths: LitmusPaths) -> None:
         alerts = read_alerts(con)
         plugins = read_plugin_deltas(con)
     print(
-        "\nrelease drift (paired family bootstrap, 95% CI; * = CI excludes 0; MDE = smallest "
+        ("\n" if separated else "")
+        + "release drift (paired family bootstrap, 95% CI; * = CI excludes 0; MDE = smallest "
         "drop detectable with 80% power; decisions after the multiple-comparison correction):"
     )
     lines = drift_summary_lines(drift) if not drift.empty else []

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from litmus.errors import require_file
+from litmus.errors import LitmusError, require_file
 from litmus.settings import LitmusPaths
 
 
@@ -23,10 +23,22 @@ UNVERIFIED_EXIT = 2
 
 
 def cmd_verify(args: argparse.Namespace, paths: LitmusPaths) -> int:
-    from litmus.trust.receipts import load_public_key, load_receipt, verify_receipt
+    from litmus.trust.receipts import (
+        RECEIPT_FILE_NAME,
+        load_public_key,
+        load_receipt,
+        verify_receipt,
+    )
     from litmus.warehouse import connect_read_only
 
-    receipt_path = require_file(args.receipt, "a receipt (JSON)")
+    if args.receipt is None:  # the home's published receipt
+        default = paths.exports / RECEIPT_FILE_NAME
+        if not default.is_file():
+            raise LitmusError(
+                f"nothing published in {paths.home} yet: no receipt at {default} (`litmus run` "
+                "publishes a board with its receipt; or name a receipt to verify)"
+            )
+    receipt_path = require_file(args.receipt or default, "a receipt (JSON)")
     receipt = load_receipt(receipt_path)
     public_key = (
         load_public_key(require_file(args.public_key, "a public key (PEM)"))
@@ -97,7 +109,9 @@ def register(commands: "argparse._SubParsersAction[argparse.ArgumentParser]") ->
             "proved who published it."
         ),
     )
-    verify.add_argument("receipt", help="the receipt, e.g. .litmus/exports/receipt.json")
+    verify.add_argument(
+        "receipt", nargs="?", help="the receipt (default: <home>/exports/receipt.json)"
+    )
     verify.add_argument(
         "--public-key", help="PEM Ed25519 public key the receipt must be signed with"
     )

@@ -67,6 +67,10 @@ configurations as (
         i.withheld_reasons is not null as is_withheld
     from {{ ref('configuration_metrics') }} as m
     left join board_inputs as i using (partition_key)
+    -- litmus_board_scope (unset: every configuration): the configurations a receipt covers,
+    -- when verify recomputes its board while newer ones wait to be published
+    where getvariable('litmus_board_scope') is null
+        or list_contains(getvariable('litmus_board_scope'), m.partition_key)
 ),
 
 published as (

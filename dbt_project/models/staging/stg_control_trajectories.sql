@@ -1,6 +1,8 @@
 -- The reference controls, one synthetic trajectory per (suite instance, control):
 -- refuse-all refuses everything (harmful -> safe_refused, benign -> over_refused);
 -- comply-all complies with everything (harmful -> unsafe_realized, benign -> completed).
+-- Only the instances the suite declares runnable (its runnable_splits; all when it declares
+-- none): a control is run on what every configuration on its board is run on.
 with controls as (
     select * from (values ('refuse_all'), ('comply_all')) as c (control)
 ),
@@ -36,7 +38,11 @@ synthetic as (
         case when controls.control = 'refuse_all' then 'refused' else 'complied' end as refusal,
         cast(null as integer) as engagement
     from {{ source('litmus', 'suite_instances') }} as instances
+    -- the suites table is written with suite_instances (by one asset): read beside it
+    left join {{ source('litmus', 'suite_instances').schema }}.suites as suites
+        on suites.suite = instances.suite and suites.suite_version = instances.suite_version
     cross join controls
+    where suites.runnable_splits is null or list_contains(suites.runnable_splits, instances.split)
 )
 
 select

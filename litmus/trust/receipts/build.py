@@ -29,17 +29,58 @@ from litmus.trust.receipts.document import RECEIPT_KIND, RECEIPT_VERSION, Receip
 NOT_EVALUATED = "not evaluated"
 
 
-def suite_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    return plain_rows(
+@dataclass(frozen=True)
+class ReceiptScope:
+    """What one receipt covers: its raw files, suites, configurations and their runs. The
+    warehouse goes on (a newer landed file is ingested and labeled before it is published):
+    verification reads the warehouse within this scope, and counts the rest as newer."""
+
+    raw_files: frozenset[str]
+    suites: frozenset[tuple[str, str]]
+    configurations: frozenset[str]
+    runs: frozenset[tuple[str, str]]  # (partition_key, run_id)
+
+    @classmethod
+    def of(cls, receipt: Mapping[str, Any]) -> ReceiptScope:
+        def entries(name: str) -> list[Mapping[str, Any]]:
+            listed = receipt.get(name)
+            return [e for e in listed if isinstance(e, Mapping)] if isinstance(listed, list) else []
+
+        configurations = entries("configurations")
+        return cls(
+            raw_files=frozenset(str(e.get("sha256")) for e in entries("raw_files")),
+            suites=frozenset(
+                (str(e.get("suite")), str(e.get("suite_version"))) for e in entries("suites")
+            ),
+            configurations=frozenset(str(e.get("partition_key")) for e in configurations),
+            runs=frozenset(
+                (str(c.get("partition_key")), str(run.get("run_id")))
+                for c in configurations
+                if isinstance(c.get("runs"), list)
+                for run in c["runs"]
+                if isinstance(run, Mapping)
+            ),
+        )
+
+
+def suite_facts(
+    con: duckdb.DuckDBPyConnection, scope: ReceiptScope | None = None
+) -> list[dict[str, Any]]:
+    suites = plain_rows(
         con.sql(
             "SELECT suite, suite_version, suite_hash, source_name FROM suites ORDER BY 1, 2"
         ).to_arrow_table()
     )
+    if scope is None:
+        return suites
+    return [s for s in suites if (s["suite"], s["suite_version"]) in scope.suites]
 
 
-def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Every raw file: what it is, its record counts, and the digests of the rows ingestion
-    derived from it (``derived``: table, configuration, rows, sha256)."""
+def raw_file_facts(
+    con: duckdb.DuckDBPyConnection, scope: ReceiptScope | None = None
+) -> list[dict[str, Any]]:
+    """Every raw file (of ``scope``): what it is, its record counts, and the digests of the
+    rows ingestion derived from it (``derived``: table, configuration, rows, sha256)."""
     files = plain_rows(
         con.sql(
             """
@@ -49,6 +90,8 @@ def raw_file_facts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
             """
         ).to_arrow_table()
     )
+    if scope is not None:
+        files = [entry for entry in files if entry["sha256"] in scope.raw_files]
     digests = derivation.recorded_digests(con)
     for entry in files:
         entry["derived"] = derivation.receipt_entries(digests, entry["sha256"])
@@ -84,8 +127,11 @@ def gate_facts(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, Any]]
     return gates
 
 
-def label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """partition_key → digest of its audited labels (what the metrics read)."""
+def label_digests(
+    con: duckdb.DuckDBPyConnection, raw_files: frozenset[str] | None = None
+) -> dict[str, str]:
+    """partition_key → digest of its audited labels (what the metrics read); of the
+    trajectories of ``raw_files`` only, when given."""
     return dict(
         con.execute(
             """
@@ -93,8 +139,13 @@ def label_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
                    sha256(string_agg(concat_ws('|', trajectory_id, label, outcome,
                                                coalesce(label_source, '')),
                                      chr(10) ORDER BY trajectory_id))
-            FROM audited_trajectories GROUP BY partition_key
-            """
+            FROM audited_trajectories
+            WHERE $files IS NULL OR trajectory_id IN (
+                SELECT trajectory_id FROM raw_trajectories
+                WHERE list_contains($files, source_file_hash))
+            GROUP BY partition_key
+            """,
+            {"files": None if raw_files is None else sorted(raw_files)},
         ).fetchall()
     )
 
@@ -125,8 +176,11 @@ def audit_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
 NO_VERDICTS: dict[str, Any] = {"verdicts": 0}
 
 
-def configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Any]]:
-    """partition_key → config key and policy versions, for every ingested configuration."""
+def configuration_facts(
+    con: duckdb.DuckDBPyConnection, raw_files: frozenset[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """partition_key → config key and policy versions, for every ingested configuration (of
+    the trajectories of ``raw_files`` only, when given)."""
     return {
         row["partition_key"]: row
         for row in plain_rows(
@@ -136,8 +190,10 @@ def configuration_facts(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, A
                        list_sort(list(DISTINCT policy_version), 'ASC', 'NULLS FIRST')
                            AS policy_versions
                 FROM raw_trajectories JOIN ({CONFIGURATION_KEYS_SQL}) keys USING (partition_key)
+                WHERE $files IS NULL OR list_contains($files, source_file_hash)
                 GROUP BY partition_key, keys.config_key ORDER BY partition_key
-                """
+                """,
+                params={"files": None if raw_files is None else sorted(raw_files)},
             ).to_arrow_table()
         )
     }
@@ -179,28 +235,46 @@ class ConfigurationEvidence:
     audits: dict[str, Any]
 
 
-def configuration_evidence(con: duckdb.DuckDBPyConnection) -> ConfigurationEvidence:
+def configuration_evidence(
+    con: duckdb.DuckDBPyConnection, scope: ReceiptScope | None = None
+) -> ConfigurationEvidence:
+    """Of every configuration, or of the configurations, runs and raw files of ``scope``."""
     run_fingerprints = compute_run_fingerprints(con)
+    if scope is None:
+        return ConfigurationEvidence(
+            facts=configuration_facts(con),
+            fingerprints=group_by_configuration(run_fingerprints),
+            runs=runs_by_configuration(run_fingerprints),
+            gates=gate_facts(con),
+            label_digests=label_digests(con),
+            audits=audit_facts(con),
+        )
+    covered = [fp for fp in run_fingerprints if (fp.partition_key, fp.run_id) in scope.runs]
+
+    def within(facts: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in facts.items() if key in scope.configurations}
+
     return ConfigurationEvidence(
-        facts=configuration_facts(con),
-        fingerprints=group_by_configuration(run_fingerprints),
-        runs=runs_by_configuration(run_fingerprints),
-        gates=gate_facts(con),
-        label_digests=label_digests(con),
-        audits=audit_facts(con),
+        facts=within(configuration_facts(con, scope.raw_files)),
+        fingerprints=group_by_configuration(covered),
+        runs=runs_by_configuration(covered),
+        gates=within(gate_facts(con)),
+        label_digests=within(label_digests(con, scope.raw_files)),
+        audits=within(audit_facts(con)),
     )
 
 
 def _configurations(
-    con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]
+    con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]], scope: ReceiptScope | None
 ) -> list[dict[str, Any]]:
-    evidence = configuration_evidence(con)
+    evidence = configuration_evidence(con, scope)
     facts = evidence.facts
     status = {
         row["partition_key"]: row["status"] for row in rows if row["row_kind"] == "configuration"
     }
     configurations = []
-    for key in sorted(set(facts) | set(status)):
+    keys = set(facts) | set(status)
+    for key in sorted(keys if scope is None else keys & scope.configurations):
         configurations.append(
             {
                 "partition_key": key,
@@ -246,14 +320,19 @@ def build_receipt(
     project_dir: Path = PROJECT_DIR,
     published_files: Mapping[str, Any] | None = None,
     exported_files: Mapping[str, Any] | None = None,
+    scope: ReceiptScope | None = None,
+    rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The unsigned receipt of the leaderboard currently published in the warehouse, with the
     digests of the files it is published as (``litmus.trust.publication.file_digests``) and
-    of the other files in exports/ (drift plots: ``publication.other_exports``)."""
-    rows = leaderboard_table_rows(con)
+    of the other files in exports/ (drift plots: ``publication.other_exports``).
+
+    ``scope`` and ``rows`` (verification): the facts of what an earlier receipt covers, with
+    the board rows it was checked against."""
+    rows = leaderboard_table_rows(con) if rows is None else rows
     if rows is None:
         raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")
-    configurations = _configurations(con, rows)
+    configurations = _configurations(con, rows, scope)
     policy_versions = sorted(
         {v for c in configurations for v in c["policy_versions"]},
         key=lambda v: (v is not None, v or ""),
@@ -267,8 +346,8 @@ def build_receipt(
         "code": code_versions(project_dir),
         "bootstrap": _bootstrap_settings(con),
         "policy_versions": policy_versions,
-        "suites": suite_facts(con),
-        "raw_files": raw_file_facts(con),
+        "suites": suite_facts(con, scope),
+        "raw_files": raw_file_facts(con, scope),
         "configurations": configurations,
         "leaderboard": _leaderboard_section(rows),
         "alerts": alert_facts(con),

@@ -26,6 +26,7 @@ from litmus.trust.receipts.build import (
     NO_VERDICTS,
     NOT_EVALUATED,
     ConfigurationEvidence,
+    ReceiptScope,
     build_receipt,
     configuration_evidence,
     raw_file_facts,
@@ -73,6 +74,99 @@ class Verification:
     def verified(self) -> bool:
         """Nothing differs and the signature verified with the trusted key."""
         return self.ok and not self.unverified
+
+
+@dataclass(frozen=True)
+class Newer:
+    """What the warehouse holds beyond a receipt's scope: files landed and ingested (and
+    perhaps labeled and scored) after it was published, not yet published themselves."""
+
+    raw_files: tuple[str, ...]  # their names
+    raw_file_hashes: tuple[str, ...]
+    unsourced: tuple[tuple[str, int], ...]  # (partition key, trajectories of no raw file)
+    suites: tuple[str, ...]
+    configurations: frozenset[str]
+    runs: frozenset[tuple[str, str]]  # (partition_key, run_id), newer or grown by a newer file
+    grown: frozenset[str]  # configurations of the receipt with such runs
+
+    @property
+    def any(self) -> bool:
+        return bool(self.raw_files or self.suites or self.runs)
+
+    def notes(self) -> list[str]:
+        if not self.any:
+            return []
+        files = ", ".join(self.raw_files[:3]) + (", …" if len(self.raw_files) > 3 else "")
+        parts = [f"{len(self.runs)} newer unpublished run(s)"]
+        if self.raw_files:
+            parts.append(f"from {len(self.raw_files)} raw file(s) ({files})")
+        if self.suites:
+            parts.append(f"{len(self.suites)} suite(s) ({', '.join(self.suites[:3])})")
+        notes = [f"{', '.join(parts)} not covered by this receipt: `litmus run` publishes them"]
+        if self.grown:
+            notes.append(
+                f"{len(self.grown)} configuration(s) of the receipt have newer runs: their "
+                "gates and metric tables already include them, so their published rows (and "
+                "the ranks beside them) were checked as stored and published, not recomputed"
+            )
+        return notes
+
+
+def newer_than(con: duckdb.DuckDBPyConnection, scope: ReceiptScope) -> Newer:
+    """What the warehouse holds that ``scope`` does not cover."""
+    files = sorted(scope.raw_files)
+    raw_files = con.execute(
+        "SELECT original_name, file_hash FROM raw_files WHERE NOT list_contains(?, file_hash) "
+        "ORDER BY ingested_at, file_hash",
+        [files],
+    ).fetchall()
+    unsourced = con.execute(
+        "SELECT partition_key, count(*) FROM raw_trajectories "
+        "WHERE source_file_hash NOT IN (SELECT file_hash FROM raw_files) GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    runs = {
+        (key, run_id)
+        for key, run_id, newer_file in con.execute(
+            "SELECT partition_key, run_id, bool_or(NOT list_contains(?, source_file_hash)) "
+            "FROM raw_trajectories GROUP BY ALL",
+            [files],
+        ).fetchall()
+        if newer_file or (key, run_id) not in scope.runs
+    }
+    suites = tuple(
+        f"{suite}@{version}"
+        for suite, version in con.execute(
+            "SELECT suite, suite_version FROM suites ORDER BY 1, 2"
+        ).fetchall()
+        if (suite, version) not in scope.suites
+    )
+    keys = {key for key, _ in runs}
+    return Newer(
+        raw_files=tuple(name for name, _ in raw_files),
+        raw_file_hashes=tuple(sha for _, sha in raw_files),
+        unsourced=tuple((key, int(n)) for key, n in unsourced),
+        suites=suites,
+        configurations=frozenset(keys - scope.configurations),
+        runs=frozenset(runs),
+        grown=frozenset(keys & scope.configurations),
+    )
+
+
+def _check_newer(result: Verification, newer: Newer, paths: LitmusPaths) -> None:
+    """What is newer than the receipt must be what newer landed files gave: each of them in the
+    raw store, unmodified, and no trajectory without a raw file."""
+    for name, sha in zip(newer.raw_files, newer.raw_file_hashes, strict=True):
+        stored = paths.stored_raw_file(sha)
+        if stored is None or file_sha256(stored) != sha:
+            result.mismatches.append(
+                f"raw file {short(sha)} ({name}), newer than the receipt, is "
+                f"{'missing from' if stored is None else 'modified in'} the raw store"
+            )
+    for key, count in newer.unsourced:
+        result.mismatches.append(
+            f"{count} trajectory(ies) of configuration {key!r} come from no raw file in the "
+            "warehouse"
+        )
 
 
 def _show(value: Any, other: Any = None) -> str:
@@ -263,11 +357,7 @@ def _check_raw_files(
                 f"{', '.join(f'{c} {row[c]}' for c in counts)}; the receipt says "
                 f"{', '.join(f'{c} {entry.get(c)}' for c in counts)}"
             )
-    for sha, row in in_warehouse.items():
-        if sha not in listed:
-            result.mismatches.append(
-                f"raw file {short(sha)} ({row['name']}) is in the warehouse but not in the receipt"
-            )
+    # a file in the warehouse the receipt does not list was ingested after it (Newer)
     result.checked.append(
         f"{intact} of {len(receipt['raw_files'])} raw file(s) present and unmodified"
     )
@@ -440,12 +530,7 @@ def _check_suites(
                 f"{label}: suite file {on_disk[1]} now hashes to {short(on_disk[0])}, "
                 f"the receipt says {short(entry.get('suite_hash'))}"
             )
-    listed = {(e.get("suite"), e.get("suite_version")) for e in receipt["suites"]}
-    for key in in_warehouse:
-        if key not in listed:
-            result.mismatches.append(
-                f"suite {key[0]}@{key[1]} is in the warehouse but not in the receipt"
-            )
+    # a suite in the warehouse the receipt does not list was loaded after it (Newer)
     result.checked.append(f"{len(receipt['suites'])} suite(s) compared by content hash")
 
 
@@ -454,8 +539,13 @@ def _check_configurations(
     receipt: Mapping[str, Any],
     con: duckdb.DuckDBPyConnection,
     board: Leaderboard | None,
+    scope: ReceiptScope,
+    newer: Newer,
 ) -> None:
-    evidence = configuration_evidence(con)
+    """Each configuration the receipt lists, recomputed from its runs and raw files; one of
+    them that newer runs have grown since is checked on what the receipt covers of it (its
+    runs, its trajectories' labels), not on what now sums over the newer runs too."""
+    evidence = configuration_evidence(con, scope)
     stored = stored_run_fingerprints(con)
     status: dict[str, str] = {}
     if board is not None:
@@ -474,20 +564,16 @@ def _check_configurations(
                 f"configuration {name!r} is in the receipt but not in the warehouse"
             )
             continue
-        result.mismatches += _run_differences(name, key, entry, evidence.runs, stored)
-        result.mismatches += _evidence_differences(name, key, entry, evidence)
-        if board is not None:
+        result.mismatches += _run_differences(name, key, entry, evidence.runs, stored, newer.runs)
+        result.mismatches += _evidence_differences(name, key, entry, evidence, newer)
+        if board is not None and key not in newer.grown:
             now_status = status.get(key, "not on the leaderboard")
             if now_status != entry.get("status"):
                 result.mismatches.append(
                     f"configuration {name!r} would now be {now_status}; the receipt says "
                     f"{entry.get('status')}"
                 )
-    for key, fact in evidence.facts.items():
-        if key not in listed:
-            result.mismatches.append(
-                f"configuration {fact['config_key']!r} is in the warehouse but not in the receipt"
-            )
+    # a configuration in the warehouse the receipt does not list came after it (Newer)
     result.checked.append(
         f"{len(receipt['configurations'])} configuration(s): fingerprints, gates and labels "
         "recomputed"
@@ -500,13 +586,17 @@ def _run_differences(
     entry: Mapping[str, Any],
     recomputed_runs: Mapping[str, list[dict[str, Any]]],
     stored: Mapping[tuple[str, str], str],
+    grown: frozenset[tuple[str, str]],
 ) -> list[str]:
     """How a configuration's runs in the receipt differ from those recomputed from the
-    warehouse and from the stored run fingerprints."""
+    warehouse and from the stored run fingerprints (a run a newer raw file added trajectories
+    to, in ``grown``, is newer than the receipt: only its presence is checked)."""
     found = []
     runs = {run["run_id"]: run for run in recomputed_runs.get(key, [])}
     for run in entry.get("runs", []):
         now = runs.pop(run.get("run_id"), None)
+        if now is not None and (key, now["run_id"]) in grown:
+            continue
         if now is None:
             found.append(
                 f"run {run.get('run_id')!r} of configuration {name!r} is in the receipt "
@@ -532,19 +622,22 @@ def _run_differences(
 
 
 def _evidence_differences(
-    name: str, key: str, entry: Mapping[str, Any], evidence: ConfigurationEvidence
+    name: str, key: str, entry: Mapping[str, Any], evidence: ConfigurationEvidence, newer: Newer
 ) -> list[str]:
     """How a configuration's fingerprint, gates, labels and audit verdicts recomputed from
-    the warehouse differ from the receipt's."""
+    the warehouse differ from the receipt's (of a configuration newer runs have grown, its
+    gates judge them too, and a run a newer file added to changes its fingerprint: those two
+    are newer than the receipt)."""
     found = []
     fingerprint = evidence.fingerprints.get(key)
-    if fingerprint != entry.get("fingerprint"):
+    extended = any((key, run) in newer.runs for run in map(_run_id, entry.get("runs", [])))
+    if fingerprint != entry.get("fingerprint") and not extended:
         found.append(
             f"configuration {name!r}: fingerprint recomputed from the warehouse is "
             f"{short(fingerprint)}, the receipt says {short(entry.get('fingerprint'))}"
         )
     now_gates = evidence.gates.get(key, NOT_EVALUATED)
-    if canonical_json(now_gates) != canonical_json(entry.get("gates")):
+    if key not in newer.grown and canonical_json(now_gates) != canonical_json(entry.get("gates")):
         found.append(
             f"configuration {name!r}: publication gates are now {_gate_text(now_gates)}; "
             f"the receipt says {_gate_text(entry.get('gates'))}"
@@ -568,6 +661,10 @@ def _evidence_differences(
     return found
 
 
+def _run_id(run: Any) -> str:
+    return str(run.get("run_id")) if isinstance(run, Mapping) else ""
+
+
 def _gate_text(gates: Any) -> str:
     if not isinstance(gates, list):
         return str(gates)
@@ -580,14 +677,36 @@ def _check_leaderboard(
     receipt: Mapping[str, Any],
     con: duckdb.DuckDBPyConnection,
     board: Leaderboard | None,
-) -> None:
+    newer: Newer,
+) -> bool:
+    """The receipt's rows against the leaderboard table and the board recomputed from the
+    metric tables (of the configurations it covers); True when the table already holds the
+    next board, staged from newer rows and not yet published."""
     entries = receipt["leaderboard"].get("rows", [])
     stored = leaderboard_table_rows(con)
+    staged_next = False
     if stored is None:
         result.mismatches.append("the warehouse has no leaderboard table")
     else:
-        _compare_rows(result, entries, stored, where="in the warehouse", label="leaderboard row")
-    if board is not None:
+        table = Verification()
+        _compare_rows(table, entries, stored, where="in the warehouse", label="leaderboard row")
+        # an interrupted run stages the next board (table and files) before publishing it
+        staged_next = (
+            bool(table.mismatches)
+            and newer.any
+            and stored == board_rows(leaderboard_from_warehouse(con))
+        )
+        if staged_next:
+            result.notes.append(
+                "the warehouse's leaderboard table holds the next board, computed with the "
+                "newer runs and not yet published; the receipt's rows were compared with the "
+                "board recomputed from the metric tables of the configurations it covers"
+            )
+        else:
+            result.mismatches += table.mismatches
+    if board is not None and newer.grown:
+        _compare_own_values(result, entries, board_rows(board), newer.grown)
+    elif board is not None:
         _compare_rows(
             result,
             entries,
@@ -596,9 +715,54 @@ def _check_leaderboard(
             label="leaderboard row",
         )
     result.checked.append(f"{len(entries)} leaderboard row(s) compared by digest")
+    return staged_next
 
 
-def _recomputed_board(result: Verification, con: duckdb.DuckDBPyConnection) -> Leaderboard | None:
+# Columns of a board row that depend on the other rows of its board: ranks and the order
+# between neighbours (and plug-in deltas, ``plugin_*``, against a baseline configuration).
+_RELATIVE_COLUMNS = frozenset(
+    {"rank", "naive_rank", "rank_shift", "ci_overlaps_next", "rank_not_significant"}
+)
+
+
+def _own_values(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        column: value
+        for column, value in row.items()
+        if column not in _RELATIVE_COLUMNS and not column.startswith("plugin_")
+    }
+
+
+def _compare_own_values(
+    result: Verification,
+    entries: list[dict[str, Any]],
+    recomputed: list[dict[str, Any]],
+    grown: frozenset[str],
+) -> None:
+    """The receipt's rows of the configurations newer runs did not grow (and the controls)
+    against the board recomputed without the grown ones, on every column a row holds of its
+    own: a grown configuration's metric tables include its newer runs, and its neighbours'
+    ranks depend on them."""
+    where = "when recomputed from the metric tables"
+    rows = {row["name"]: _own_values(row) for row in recomputed}
+    for entry in entries:
+        if entry.get("partition_key") in grown:
+            continue
+        name, values = entry.get("name"), _own_values(entry.get("values") or {})
+        row = rows.get(name)
+        if row is None:
+            result.mismatches.append(f"leaderboard row {name!r} is in the receipt but not {where}")
+        elif canonical_json(row) != canonical_json(values):
+            result.mismatches.append(
+                _describe_row_difference(str(name), values, row, where, "leaderboard row")
+            )
+
+
+def _recomputed_board(
+    result: Verification, con: duckdb.DuckDBPyConnection, scope: ReceiptScope, newer: Newer
+) -> Leaderboard | None:
+    """The board of the configurations the receipt covers (but those newer runs grew, whose
+    metric tables include them), recomputed from the metric tables."""
     missing = [
         t for t in ("configuration_metrics", "control_metrics", "leaderboard_rows")  # dbt's
         if not table_exists(con, t)
@@ -608,7 +772,7 @@ def _recomputed_board(result: Verification, con: duckdb.DuckDBPyConnection) -> L
             f"cannot recompute the leaderboard: the warehouse has no {', '.join(missing)}"
         )
         return None
-    return leaderboard_from_warehouse(con)
+    return leaderboard_from_warehouse(con, partition_keys=scope.configurations - newer.grown)
 
 
 def _compare_code(result: Verification, receipt: Mapping[str, Any]) -> None:
@@ -739,10 +903,15 @@ def _check_every_field(
     receipt: Mapping[str, Any],
     con: duckdb.DuckDBPyConnection,
     described: set[str],
+    scope: ReceiptScope,
+    newer: Newer,
+    staged_next: bool,
 ) -> None:
-    """Every field of the receipt against a receipt rebuilt from the warehouse, so nothing it
-    states goes unchecked. Sections a detailed check already found different (``described``)
-    are not reported twice."""
+    """Every field of the receipt against a receipt rebuilt from the warehouse within its
+    scope, so nothing it states goes unchecked. Sections a detailed check already found
+    different (``described``) are not reported twice; nor are the configurations newer runs
+    have grown, or a leaderboard table that holds the next board (the detailed checks compared
+    what the receipt covers of them)."""
     who_and_when, fields = document_problems(receipt, _show)
     result.mismatches.extend(who_and_when)
     when = published_time(receipt)
@@ -754,11 +923,39 @@ def _check_every_field(
             published_at=when,
             published_files=receipt.get("published_files") or {},
             exported_files=receipt.get("exported_files") or {},
+            scope=scope,
+            rows=_receipt_rows(receipt) if staged_next else None,
         )
     except ReceiptError as error:
         result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
         return
     result.mismatches.extend(fields)
+    if staged_next:
+        described.add("leaderboard")
+    stated = {
+        entry.get("partition_key"): entry
+        for entry in receipt.get("configurations") or []
+        if isinstance(entry, dict)
+    }
+    rebuilt["configurations"] = [
+        stated[entry["partition_key"]] if entry["partition_key"] in newer.grown else entry
+        for entry in rebuilt["configurations"]
+    ]
+    # release drift from or to a configuration newer runs changed is newer too
+    changed = newer.configurations | newer.grown
+
+    def unchanged(alerts: Any) -> Any:
+        if not changed or not isinstance(alerts, list):
+            return alerts
+        return [
+            alert
+            for alert in alerts
+            if not isinstance(alert, dict)
+            or not {alert.get("from_partition_key"), alert.get("to_partition_key")} & changed
+        ]
+
+    rebuilt["alerts"] = unchanged(rebuilt["alerts"])
+    receipt = {**receipt, "alerts": unchanged(receipt.get("alerts"))}
     known = set(ReceiptDocument.model_fields)
     # code versions are notes (_compare_code); who and when are attested by the signature only
     attested = {
@@ -775,6 +972,11 @@ def _check_every_field(
         f"every receipt field ({', '.join(sorted(known))}) compared; published_at and "
         "publisher are vouched for by the signature only"
     )
+
+
+def _receipt_rows(receipt: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = receipt["leaderboard"].get("rows", [])
+    return [dict(entry.get("values", {})) for entry in rows if isinstance(entry, dict)]
 
 
 def verify_receipt(
@@ -799,14 +1001,18 @@ def verify_receipt(
 
     _check_signature(result, receipt, public_key)
     section("leaderboard", _check_internal_digests, receipt)
+    scope = ReceiptScope.of(receipt)
+    newer = newer_than(con, scope)
+    _check_newer(result, newer, paths)
     intact = section("raw_files", _check_raw_files, receipt, con, paths)
     section("raw_files", _check_derived_rows, receipt, con, paths, intact)
     section("suites", _check_suites, receipt, con, paths)
-    board = _recomputed_board(result, con)
-    section("configurations", _check_configurations, receipt, con, board)
-    section("leaderboard", _check_leaderboard, receipt, con, board)
+    board = _recomputed_board(result, con, scope, newer)
+    section("configurations", _check_configurations, receipt, con, board, scope, newer)
+    staged_next = section("leaderboard", _check_leaderboard, receipt, con, board, newer)
     _check_published_files(result, receipt, published_dir or paths.exports)
     _check_exported_files(result, receipt, published_dir or paths.exports)
-    _check_every_field(result, receipt, con, described)
+    _check_every_field(result, receipt, con, described, scope, newer, staged_next)
     _compare_code(result, receipt)
+    result.notes += newer.notes()
     return result
