@@ -477,6 +477,32 @@ def test_an_ingestion_and_a_publication_losing_a_write_conflict_are_retried(
         ).fetchall() == [("pair", "digest")]
 
 
+def test_every_write_transaction_goes_through_atomically():
+    """Only litmus.warehouse opens a write transaction (``atomically``, which retries a lost
+    conflict); the lake module's advisory-lock transaction is on PostgreSQL, not the lake."""
+    import ast
+
+    project = Path(__file__).resolve().parents[1]
+    owners = {project / "litmus" / "warehouse.py", project / "litmus" / "warehouse_lake.py"}
+    found = []
+    for path in sorted([*project.glob("litmus/**/*.py"), *project.glob("litmus_dagster/**/*.py")]):
+        if path in owners:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            called = isinstance(node, ast.Call) and (
+                getattr(node.func, "id", None) == "transaction"
+                or getattr(node.func, "attr", None) == "transaction"
+            )
+            begins = (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.lstrip().upper().startswith(("BEGIN", "COMMIT"))
+            )
+            if called or begins:
+                found.append(f"{path.relative_to(project)}:{node.lineno}")
+    assert found == []
+
+
 # ------------------------------------------------------------------------ lake maintenance
 
 
