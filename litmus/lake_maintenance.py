@@ -3,11 +3,12 @@
 A lake only grows: every write adds Parquet files (and delete files for the rows it
 replaced), every commit a snapshot, and nothing is removed while a snapshot refers to it.
 :func:`maintain_lake` runs DuckLake's maintenance functions in the order its ``CHECKPOINT``
-does (DuckLake 0.3, the extension built for DuckDB 1.5.5): inlined rows flushed to files,
-snapshots older than ``keep`` expired, adjacent small files merged, files with many deleted
-rows rewritten, then the files nothing refers to any more deleted once they are older than
-``keep`` (a reader may still scan a file until then), and files the catalog never tracked
-(left by a writer killed mid-transaction) likewise.
+does (DuckLake 0.3, the extension built for DuckDB 1.5.5), but for flushing inlined rows
+(small writes DuckLake keeps in the catalog rather than in files; they expire with their
+snapshots): snapshots older than ``keep`` expired, adjacent small files merged, files with
+many deleted rows rewritten, then the files nothing refers to any more deleted once they
+are older than ``keep`` (a reader may still scan a file until then), and files the catalog
+never tracked (left by a writer killed mid-transaction) likewise. None of these adds a file.
 
 Maintenance runs with no writer beside it (ducklake #1094, #1472): it holds the catalog's
 maintenance lock exclusively, which every writer holds shared for its connection's life
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -89,25 +90,25 @@ def maintain_lake(
     say = progress or (lambda _: None)
     with catalog_lock(lake, MAINTENANCE_LOCK, timeout_s, on_wait=say), open_lake(lake) as con:
         before = lake_files(con)
-        cutoff = sql_literal((datetime.now(UTC) - keep).isoformat())
+        # read at each step: what a step before it scheduled for deletion counts its age
+        # from then (with keep = 0, everything scheduled so far goes)
+        cutoff = f"now() - INTERVAL '{max(0, int(keep.total_seconds()))} seconds'"
         alias = sql_literal(LAKE_ALIAS)
         deleted = 0
         for step, statement in (
-            ("flushing inlined rows", f"CALL ducklake_flush_inlined_data({alias})"),
             (
                 "expiring old snapshots",
-                f"CALL ducklake_expire_snapshots({alias}, older_than => {cutoff}::TIMESTAMPTZ)",
+                f"CALL ducklake_expire_snapshots({alias}, older_than => {cutoff})",
             ),
             ("merging adjacent files", f"CALL ducklake_merge_adjacent_files({alias})"),
             ("rewriting files with deleted rows", f"CALL ducklake_rewrite_data_files({alias})"),
             (
                 "deleting files no longer referenced",
-                f"CALL ducklake_cleanup_old_files({alias}, older_than => {cutoff}::TIMESTAMPTZ)",
+                f"CALL ducklake_cleanup_old_files({alias}, older_than => {cutoff})",
             ),
             (
                 "deleting files never tracked",
-                f"CALL ducklake_delete_orphaned_files({alias}, "
-                f"older_than => {cutoff}::TIMESTAMPTZ)",
+                f"CALL ducklake_delete_orphaned_files({alias}, older_than => {cutoff})",
             ),
         ):
             say(step)

@@ -532,6 +532,7 @@ def test_lake_maintenance_drops_files_and_the_board_recomputes_identically(
     the embedded board again. Last in the module: it rewrites the shared lake's files."""
     from dagster import DagsterInstance
 
+    from litmus.labeling.sql import label_partition
     from litmus.lake_maintenance import lake_files, parquet_files
     from litmus.settings import litmus_paths
     from litmus_dagster.maintenance import maintain_lake_job
@@ -541,6 +542,11 @@ def test_lake_maintenance_drops_files_and_the_board_recomputes_identically(
         monkeypatch.setenv(name, value)
     lake = lake_from_environment()
     assert lake is not None
+    with connect(home / "warehouse.duckdb") as con:  # rows replaced: files superseded
+        for (key,) in con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories ORDER BY 1 LIMIT 2"
+        ).fetchall():
+            label_partition(con, key)
     with connect_read_only(home / "warehouse.duckdb") as con:
         rows_before, tracked_before = _table_digests(con), lake_files(con)
     on_disk_before = parquet_files(lake)
