@@ -181,8 +181,12 @@ def lake_team(
                         return None
                     if not any(r.dagster_run.tags.get(PARENT_RUN_TAG) for r in records):
                         return None  # the killed run is not retried yet
-                    scoring = [r for r in records if r.dagster_run.job_name != publish_job.name]
-                    last_scored = max(r.end_time or 0 for r in scoring)
+                    # the publication after the landed batch (retries included); the two
+                    # extra runs of one partition re-score unchanged inputs
+                    landing = [
+                        r for r in records if r.dagster_run.job_name == land_and_score_job.name
+                    ]
+                    last_scored = max(r.end_time or 0 for r in landing)
                     published_after = any(
                         r.dagster_run.job_name == publish_job.name
                         and (r.start_time or 0) >= last_scored
