@@ -10,14 +10,16 @@ the batch, from the first run enqueued to the last scoring run's end (the sensor
 settling and the publication after it are printed apart). Where the time goes comes from
 Dagster's events: per run, the queue wait, the process start (code location loaded) and each
 step; summed over runs. The warehouse is whatever the environment configures (the embedded
-file by default), so the same command measures another backend.
+file by default); ``--lake`` gives each batch a new lake instead (DuckLake, its catalog a
+database of the same PostgreSQL server, its Parquet files in the batch's folder), so one
+command measures the worker counts on the lake side by side.
 
 ``--embedded N``: N trajectories generated, then one ``litmus run`` (ingest → label → audit →
 gates → dbt → board) in a child process on the embedded default; its wall time, peak RSS
 (largest process of its tree, from the kernel's accounting) and per step time from the run
 history.
 
-    .venv/bin/python benchmarks/bench_scale.py [--workers 1 2 4] [--families 60]
+    .venv/bin/python benchmarks/bench_scale.py [--workers 1 2 4] [--families 60] [--lake]
     .venv/bin/python benchmarks/bench_scale.py --embedded 1000000 [--work DIR]
 """
 
@@ -39,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 import dagster as dg  # noqa: E402
+from lake_world import new_lake  # noqa: E402
 from postgres_server import PostgresServer, postgres_server  # noqa: E402
 from team_deployment import (  # noqa: E402
     FINISHED,
@@ -65,23 +68,30 @@ def _generate(work: Path, n_families: int):
     return paths, manifest
 
 
-def bench_workers(counts: list[int], n_families: int, work: Path) -> None:
+def bench_workers(counts: list[int], n_families: int, work: Path, *, lake: bool) -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"warehouse: {'a new lake per batch' if lake else 'as the environment configures'}")
     with postgres_server(databases=()) as server:
-        rows = [_one_batch(server, count, n_families, work / f"workers{count}") for count in counts]
+        rows = [
+            _one_batch(server, count, n_families, work / f"workers{count}", lake=lake)
+            for count in counts
+        ]
     print("\n| workers | trajectories | batch wall s | trajectories/s | runs at once (max) |")
     print("|---|---|---|---|---|")
     for row in rows:
         print("| {workers} | {trajectories:,} | {wall:.1f} | {rate:.0f} | {peak} |".format(**row))
 
 
-def _one_batch(server: PostgresServer, count: int, n_families: int, work: Path) -> dict:
+def _one_batch(
+    server: PostgresServer, count: int, n_families: int, work: Path, *, lake: bool
+) -> dict:
     paths, manifest = _generate(work, n_families)
     database = f"dagster_w{count}"
     server.create_database(database)
     url = psycopg2_url(server.dsn(database))
     yaml_text = team_instance_yaml(max_concurrent_runs=count)
-    with team_deployment(paths, url, work / "logs", instance_yaml=yaml_text) as deployment:
+    env = new_lake(server, work) if lake else {}
+    with team_deployment(paths, url, work / "logs", instance_yaml=yaml_text, env=env) as deployment:
         instance = deployment.instance
         servers = list(deployment.processes)
         expected = len(manifest.run_paths)
@@ -178,6 +188,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--families", type=int, default=60)
     parser.add_argument("--embedded", type=int, metavar="N", help="trajectories (embedded run)")
+    parser.add_argument("--lake", action="store_true", help="each batch on a new lake")
     parser.add_argument("--work", type=Path, help="folder to work in (default: a temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="litmus-scale-") as scratch:
@@ -185,7 +196,7 @@ def main() -> None:
         if args.embedded:
             bench_embedded(args.embedded, work)
         else:
-            bench_workers(args.workers, args.families, work)
+            bench_workers(args.workers, args.families, work, lake=args.lake)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ that was never killed publishes.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -42,6 +43,12 @@ _reached: Counter[str] = Counter()
 RENDEZVOUS_ENV = "LITMUS_RENDEZVOUS_AT"
 RENDEZVOUS_TIMEOUT_S = 120.0
 RENDEZVOUS_POINTS = ("labeling.started",)  # a labeling step, before it opens the warehouse
+# ``<point>:<marker file>``: the first process of any number to reach the point creates the
+# marker (its PID and the point's subject in it) and sends itself SIGKILL; every later one
+# finds the marker and goes on. So a test kills exactly one of many parallel run workers in
+# the middle of a write (tests/test_scale_out_lake.py), and its retry passes the point.
+KILL_ONCE_ENV = "LITMUS_KILL_ONCE_AT"
+KILL_ONCE_POINTS = ("labeling.written",)  # a partition's labels written, not yet committed
 
 
 def crash_point(name: str) -> None:
@@ -58,6 +65,24 @@ def crash_point(name: str) -> None:
 
 def _interrupting() -> bool:
     return os.environ.get(CRASH_SIGNAL_ENV, "KILL").upper() == "INT"
+
+
+def kill_once(name: str, subject: str) -> None:
+    """SIGKILL this process here if ``LITMUS_KILL_ONCE_AT`` names this point and no process
+    was killed at it before (see above); a no-op (one environment lookup) otherwise."""
+    wanted = os.environ.get(KILL_ONCE_ENV)
+    if not wanted:
+        return
+    point, _, marker = wanted.partition(":")
+    if point != name:
+        return
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w") as out:
+        out.write(json.dumps({"pid": os.getpid(), "subject": subject}))
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def rendezvous(name: str) -> None:

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from litmus.canonical import canonical_json, sha256_text
 from litmus.keys import CONFIGURATION_KEYS_SQL
-from litmus.warehouse import transaction
+from litmus.warehouse import atomically
 
 RUN_FINGERPRINT_SCHEME = "litmus-run-fingerprint/1"
 CONFIGURATION_FINGERPRINT_SCHEME = "litmus-configuration-fingerprint/1"
@@ -162,9 +162,14 @@ def store_run_fingerprints(
     )
     con.register("incoming_fingerprints", frame)
     try:
-        with transaction(con):
-            con.execute("DELETE FROM run_fingerprints")
-            con.execute("INSERT INTO run_fingerprints SELECT * FROM incoming_fingerprints")
+        atomically(
+            con,
+            lambda: con.execute(
+                "DELETE FROM run_fingerprints; "
+                "INSERT INTO run_fingerprints SELECT * FROM incoming_fingerprints"
+            ),
+            what="run fingerprints",
+        )
     finally:
         con.unregister("incoming_fingerprints")
 

@@ -14,11 +14,11 @@ from litmus.warehouse import (
     DEFAULT_LOCK_TIMEOUT_S,
     WarehouseMissingError,
     WarehouseVersionError,
+    atomically,
     connect,
     latest_schema_version,
     quoted_identifier,
     reader_lock,
-    transaction,
 )
 from litmus.warehouse_lake import LakeSettingError, lake_from_environment, sql_literal
 
@@ -72,7 +72,8 @@ def import_embedded_warehouse(
                     f"the lake already holds rows ({', '.join(holding[:5])}): lake-import "
                     "copies into a new lake only"
                 )
-            with transaction(con):
+
+            def copy() -> None:
                 for table in sorted(lake_tables & source_tables):
                     name = quoted_identifier(table)
                     con.execute(
@@ -81,6 +82,8 @@ def import_embedded_warehouse(
                     )
                     report.rows[table] = _rows(con, "lake", table)
                     progress(f"{table}: {report.rows[table]:,} rows")
+
+            atomically(con, copy, what="lake-import")
             report.not_copied = sorted(source_tables - lake_tables)
         finally:
             con.execute(f"DETACH {SOURCE_ALIAS}")

@@ -21,7 +21,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, TypeVar
 import duckdb
 
 from litmus.errors import LitmusError, WarehouseBusyError
-from litmus.warehouse_lake import LakeSettings, catalog_lock, lake_from_environment, open_lake
+from litmus.warehouse_lake import (
+    MAINTENANCE_LOCK,
+    LakeSettings,
+    catalog_lock,
+    lake_from_environment,
+    open_lake,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,7 +99,10 @@ def exclusive(db_path: Path, timeout_s: float = DEFAULT_LOCK_TIMEOUT_S) -> Itera
         with writer_lock(db_path, timeout_s):
             yield
         return
-    with catalog_lock(lake, "exclusive", timeout_s, on_wait=_wait_notice):
+    with (
+        catalog_lock(lake, MAINTENANCE_LOCK, timeout_s, on_wait=_wait_notice, shared=True),
+        catalog_lock(lake, "exclusive", timeout_s, on_wait=_wait_notice),
+    ):
         yield
 
 
@@ -250,6 +259,19 @@ def _connect_lake(
     lake: LakeSettings, path: Path, *, timeout_s: float, read_only: bool = False
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     spill = path.with_name(path.name + ".tmp")  # what the embedded file spills to
+    with ExitStack() as held:
+        if not read_only:  # no writer beside lake maintenance
+            held.enter_context(
+                catalog_lock(lake, MAINTENANCE_LOCK, timeout_s, on_wait=_wait_notice, shared=True)
+            )
+        with _opened_lake(lake, spill, timeout_s=timeout_s, read_only=read_only) as con:
+            yield con
+
+
+@contextmanager
+def _opened_lake(
+    lake: LakeSettings, spill: Path, *, timeout_s: float, read_only: bool
+) -> Iterator[duckdb.DuckDBPyConnection]:
     try:
         opened = open_lake(lake, read_only=read_only, temp_directory=spill)
         con = opened.__enter__()
@@ -303,9 +325,7 @@ def is_write_conflict(error: BaseException) -> bool:
     )
 
 
-def retry_on_conflict(
-    work: Callable[[], T], *, what: str, attempts: int = CONFLICT_ATTEMPTS
-) -> T:
+def retry_on_conflict(work: Callable[[], T], *, what: str, attempts: int = CONFLICT_ATTEMPTS) -> T:
     """``work()``, run again (after a short random wait growing each time) while it fails on a
     write conflict, at most ``attempts`` times in all; each retry is logged. ``work`` must be
     one whole transaction (its rollback undoes everything it did). The embedded warehouse
@@ -362,10 +382,26 @@ def quoted_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def atomically(con: duckdb.DuckDBPyConnection, work: Callable[[], T], *, what: str) -> T:
+    """``work()`` as one transaction: committed at its end, rolled back when anything (an
+    interrupt included) escapes it. Every write transaction of LITMUS goes through here. On
+    the lake a commit that lost a write-write race to another writer is rolled back and
+    ``work`` run again (:func:`retry_on_conflict`: bounded, each retry logged), so ``work``
+    reads what it decides on inside itself, and a retry sees the other writer's commit;
+    ``what`` names it in the log. The embedded file has one writer at a time: it runs once."""
+
+    def once() -> T:
+        with transaction(con):
+            return work()
+
+    return retry_on_conflict(once, what=what)
+
+
 @contextmanager
 def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """Run the block as one DuckDB transaction: committed at its end, rolled back when
-    anything (an interrupt included) escapes it."""
+    anything (an interrupt included) escapes it. Writers use :func:`atomically`, which
+    retries a lost write conflict; this is its one transaction."""
     con.execute("BEGIN TRANSACTION")
     try:
         yield

@@ -176,17 +176,20 @@ def catalog_lock(
     timeout_s: float,
     *,
     on_wait: Callable[[str], None] | None = None,
+    shared: bool = False,
 ) -> Iterator[None]:
     """Hold PostgreSQL's transaction-level advisory lock for ``purpose`` on the catalog
-    database for the block: every process (on any machine) asking for the same purpose waits.
-    The lock lives in a transaction of a connection of its own; it is released when the block
-    ends, and by PostgreSQL itself when the process dies."""
+    database for the block: every process (on any machine) asking for the same purpose waits;
+    ``shared`` holders wait only for an exclusive one (and it for them). The lock lives in a
+    transaction of a connection of its own; it is released when the block ends, and by
+    PostgreSQL itself when the process dies."""
     locker = duckdb.connect()
     try:
         load_extensions(locker, "postgres_scanner")
         locker.execute(f"ATTACH {sql_literal(lake.catalog)} AS catalog (TYPE postgres, READ_ONLY)")
         locker.execute("BEGIN TRANSACTION")
-        query = f"SELECT pg_try_advisory_xact_lock({lock_key(purpose)}) AS held"
+        function = "pg_try_advisory_xact_lock_shared" if shared else "pg_try_advisory_xact_lock"
+        query = f"SELECT {function}({lock_key(purpose)}) AS held"
         deadline = time.monotonic() + timeout_s
         delay, told = 0.02, False
         while not locker.execute(
@@ -207,3 +210,9 @@ def catalog_lock(
         with suppress(duckdb.Error):
             locker.execute("ROLLBACK")
         locker.close()
+
+
+# Lake maintenance rewrites and deletes data files under every table, so it runs alone
+# (ducklake #1094: duplicates under concurrent maintenance): every writer holds this lock
+# shared for its connection's life, maintenance holds it exclusively (litmus.lake_maintenance).
+MAINTENANCE_LOCK = "maintenance"

@@ -250,6 +250,8 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
         "ATTACH options: constants and the data path quoted by sql_literal"
     ),
     ("litmus/warehouse_lake.py", "lock_key(purpose)"): "an int derived from a sha256 digest",
+    ("litmus/warehouse_lake.py", "function"): "one of two constant advisory-lock function names",
+    ("litmus/lake_maintenance.py", "_METADATA"): "the constant name of the lake's metadata catalog",
     ("litmus/warehouse_lake.py", "sql_literal(lake.catalog)"): (
         "the configured catalog quoted as a string literal (ATTACH takes no parameters)"
     ),

@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from crash_loop_world import (
     sample_inputs,
     stage,
 )
+from lake_world import new_lake
 from postgres_server import PostgresServer
 
 from conftest import litmus
@@ -45,16 +45,6 @@ from litmus.warehouse_lake import (
 )
 
 pytestmark = pytest.mark.costly(rank=9)
-
-
-def new_lake(postgres: PostgresServer, root: Path) -> dict[str, str]:
-    """The environment naming a new, empty lake (its own catalog database and data folder)."""
-    name = f"lake_{uuid.uuid4().hex[:10]}"
-    postgres.create_database(name)
-    return {
-        WAREHOUSE_ENV: "ducklake:postgres:" + postgres.libpq(name),
-        LAKE_DATA_PATH_ENV: str(root / f"{name}-data"),
-    }
 
 
 @pytest.fixture
@@ -157,14 +147,10 @@ def test_writers_opening_a_new_lake_at_once_apply_each_migration_once(lake, tmp_
 
 def _replace_partition(con: duckdb.DuckDBPyConnection, key: str, value: int, rows: int) -> None:
     con.execute("DELETE FROM partition_rows WHERE partition_key = ?", [key])
-    con.execute(
-        "INSERT INTO partition_rows SELECT ?, ?, range FROM range(?)", [key, value, rows]
-    )
+    con.execute("INSERT INTO partition_rows SELECT ?, ?, range FROM range(?)", [key, value, rows])
 
 
-def test_a_write_conflict_is_retried_logged_and_nothing_is_lost_or_doubled(
-    lake, tmp_path, caplog
-):
+def test_a_write_conflict_is_retried_logged_and_nothing_is_lost_or_doubled(lake, tmp_path, caplog):
     """Two writers replace their own configuration's rows of one table at the same time:
     the one committing second loses (DuckLake: "another transaction has deleted from it"),
     is retried, and both configurations end with exactly their new rows."""
@@ -353,9 +339,7 @@ _LABELER = textwrap.dedent(
 )
 
 
-def test_two_writers_labeling_different_configurations_both_commit(
-    lake_publication, monkeypatch
-):
+def test_two_writers_labeling_different_configurations_both_commit(lake_publication, monkeypatch):
     """Two processes relabel two configurations of one lake at the same time, twice each:
     both succeed (a conflict is retried, and logged), and every trajectory of both keeps
     exactly one label."""
@@ -394,3 +378,194 @@ def test_two_writers_labeling_different_configurations_both_commit(
     assert len(per_key) == 2
     for _, trajectories, labels, distinct in per_key:
         assert trajectories == labels == distinct
+
+
+# ------------------------------------------- every write transaction retries a lost conflict
+
+
+def _commit_once_in_the_middle(
+    monkeypatch: pytest.MonkeyPatch, module: object, name: str, other_write
+) -> list[int]:
+    """Wrap ``module.name`` (called inside a write transaction) so that, the first time, the
+    other writer commits ``other_write()`` before it goes on: the transaction then loses at
+    its commit. Returns the list of calls (one entry per attempt)."""
+    inner = getattr(module, name)
+    calls: list[int] = []
+
+    def wrapped(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            other_write()
+        return inner(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapped)
+    return calls
+
+
+def test_an_ingestion_and_a_publication_losing_a_write_conflict_are_retried(
+    lake, tmp_path, monkeypatch, caplog
+):
+    """Every write goes through litmus.warehouse.atomically: a file's ingestion whose commit
+    loses to another writer's change of a table it inserts into (DuckLake: "another
+    transaction has deleted … from it"), and a publication's table replacement losing to
+    another replacement, are rolled back, logged and run again, and store their rows once."""
+    from litmus.ingestion import derivation
+    from litmus.ingestion.run_files import ingest_file
+    from litmus.ingestion.suites import store_suite_file
+    from litmus.releases import drift
+    from litmus.reuse import record_digests
+    from litmus.sample import generate_sample
+    from litmus.settings import litmus_paths
+    from litmus.warehouse import atomically
+
+    paths = litmus_paths(tmp_path / "home").ensure()
+    manifest = generate_sample(tmp_path / "sample", n_families=1)
+    first, second = sorted(manifest.run_paths.values())[:2]
+    with connect(paths.duckdb_path) as con, connect(paths.duckdb_path) as other:
+        store_suite_file(con, manifest.suite_path)
+        stored = ingest_file(con, first, paths)
+
+        def record_first_file_again() -> None:  # deletes and inserts raw_file_digests rows
+            atomically(
+                other,
+                lambda: derivation.record_stored(other, stored.file_hash),
+                what="the other writer",
+            )
+
+        calls = _commit_once_in_the_middle(
+            monkeypatch, derivation, "record_staged", record_first_file_again
+        )
+        with caplog.at_level(logging.WARNING, logger="litmus.warehouse"):
+            report = ingest_file(con, second, paths)
+        assert len(calls) == 2  # lost once, then committed
+        assert any(
+            f"ingesting {report.source_name}: write conflict" in r.getMessage()
+            for r in caplog.records
+        )
+        assert report.accepted > 0
+        assert con.execute(
+            "SELECT count(*), count(DISTINCT trajectory_id) FROM raw_trajectories "
+            "WHERE source_file_hash = ?",
+            [report.file_hash],
+        ).fetchall() == [(report.accepted, report.accepted)]
+        assert con.execute(
+            "SELECT count(*) FROM raw_files WHERE file_hash = ?", [report.file_hash]
+        ).fetchall() == [(1,)]
+        digests = "SELECT count(*) FROM raw_file_digests WHERE file_hash = ? AND table_name = ?"
+        for file_hash in (stored.file_hash, report.file_hash):
+            assert con.execute(digests, [file_hash, "quarantine"]).fetchall() == [(1,)]
+
+        # a publication step: release drift replaced while another writer replaces it too
+        comparisons = drift.read_release_drift(con)
+        drift.replace_release_drift(con, comparisons, {"pair": "before"})
+        calls = _commit_once_in_the_middle(
+            monkeypatch,
+            drift,
+            "record_digests",
+            lambda: atomically(
+                other,
+                lambda: record_digests(other, "release_drift", {"pair": "other"}),
+                what="the other writer",
+            ),
+        )
+        with caplog.at_level(logging.WARNING, logger="litmus.warehouse"):
+            drift.replace_release_drift(con, comparisons, {"pair": "digest"})
+        assert len(calls) == 2
+        assert any("release drift: write conflict" in r.getMessage() for r in caplog.records)
+        assert con.execute(
+            "SELECT partition_key, inputs_digest FROM result_inputs WHERE result = 'release_drift'"
+        ).fetchall() == [("pair", "digest")]
+
+
+def test_every_write_transaction_goes_through_atomically():
+    """Only litmus.warehouse opens a write transaction (``atomically``, which retries a lost
+    conflict); the lake module's advisory-lock transaction is on PostgreSQL, not the lake."""
+    import ast
+
+    project = Path(__file__).resolve().parents[1]
+    owners = {project / "litmus" / "warehouse.py", project / "litmus" / "warehouse_lake.py"}
+    found = []
+    for path in sorted([*project.glob("litmus/**/*.py"), *project.glob("litmus_dagster/**/*.py")]):
+        if path in owners:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            called = isinstance(node, ast.Call) and (
+                getattr(node.func, "id", None) == "transaction"
+                or getattr(node.func, "attr", None) == "transaction"
+            )
+            begins = (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value.lstrip().upper().startswith(("BEGIN", "COMMIT"))
+            )
+            if called or begins:
+                found.append(f"{path.relative_to(project)}:{node.lineno}")
+    assert found == []
+
+
+# ------------------------------------------------------------------------ lake maintenance
+
+
+def _table_digests(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
+    """Every lake table's row count and an order-free digest of its rows."""
+    tables = [
+        row[0]
+        for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = 'lake' "
+            "AND table_schema = 'main' AND table_type = 'BASE TABLE' ORDER BY 1"
+        ).fetchall()
+    ]
+    digests = {}
+    for table in tables:
+        name = '"' + table.replace('"', '""') + '"'
+        digests[table] = con.execute(
+            f"SELECT count(*), coalesce(bit_xor(hash(t)), 0)::VARCHAR FROM lake.main.{name} t"
+        ).fetchall()[0]
+    return digests
+
+
+def test_lake_maintenance_drops_files_and_the_board_recomputes_identically(
+    lake_publication, tmp_path_factory, monkeypatch
+):
+    """The maintenance job (compaction, snapshot expiry, clean-up) on the scored lake: fewer
+    files, the same rows in every table, and a re-score from the compacted lake publishes
+    the embedded board again. Last in the module: it rewrites the shared lake's files."""
+    from dagster import DagsterInstance
+
+    from litmus.labeling.sql import label_partition
+    from litmus.lake_maintenance import lake_files, parquet_files
+    from litmus.settings import litmus_paths
+    from litmus_dagster.maintenance import maintain_lake_job
+
+    env, home, _ = lake_publication
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    lake = lake_from_environment()
+    assert lake is not None
+    with connect(home / "warehouse.duckdb") as con:  # rows replaced: files superseded
+        for (key,) in con.execute(
+            "SELECT DISTINCT partition_key FROM raw_trajectories ORDER BY 1 LIMIT 2"
+        ).fetchall():
+            label_partition(con, key)
+    with connect_read_only(home / "warehouse.duckdb") as con:
+        rows_before, tracked_before = _table_digests(con), lake_files(con)
+    on_disk_before = parquet_files(lake)
+    with DagsterInstance.ephemeral() as instance:
+        result = maintain_lake_job.execute_in_process(
+            instance=instance,
+            run_config={"ops": {"maintain_lake_files": {"config": {"keep_days": 0}}}},
+        )
+    assert result.success
+    with connect_read_only(home / "warehouse.duckdb") as con:
+        assert _table_digests(con) == rows_before
+        tracked_after = lake_files(con)
+    assert tracked_after.files < tracked_before.files
+    assert tracked_after.snapshots < tracked_before.snapshots
+    assert parquet_files(lake) < on_disk_before
+    again = litmus(home, "lake-maintain", "--keep-days", "0", timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "lake files" in again.stderr
+    paths = litmus_paths(home)
+    rescored = litmus_run(paths, forked=False, argv=("run", "--rescore-all"))
+    assert rescored.returncode == 0, rescored.stderr[-3000:]
+    assert published(paths) == clean_publication(tmp_path_factory)

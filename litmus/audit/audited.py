@@ -21,7 +21,7 @@ import duckdb
 from litmus.audit.workflow import verdict_outcome_sql
 from litmus.gates.publication_gates import invalidate_partition_gates
 from litmus.tokens import AUDITED_ROWS, renew_partition_token
-from litmus.warehouse import retry_on_conflict, transaction
+from litmus.warehouse import atomically
 
 APPLY_VERDICTS_SQL = f"""
 INSERT INTO audited_trajectories BY NAME
@@ -71,34 +71,34 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     (litmus.tokens) is renewed with them: the spot-check draw reuses its rows while the token
     it read is unchanged. A write conflict with another writer (the lake) is retried.
     """
-    return retry_on_conflict(
+    return atomically(
+        con,
         lambda: _refresh_audited_partition(con, partition_key),
         what=f"audited rows of {partition_key}",
     )
 
 
 def _refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
-    with transaction(con):
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _audited_before AS {_ROWS_WITHOUT_TIME}",
-            [partition_key],
-        )
-        con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
-        con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
-        changed = con.execute(
-            f"""
-            SELECT EXISTS (({_ROWS_WITHOUT_TIME}) EXCEPT ALL (FROM _audited_before))
-                OR EXISTS ((FROM _audited_before) EXCEPT ALL ({_ROWS_WITHOUT_TIME}))
-            """,
-            [partition_key, partition_key],
-        ).fetchone()[0]
-        con.execute("DROP TABLE _audited_before")
-        if changed:
-            invalidate_partition_gates(con, partition_key)
-        renew_partition_token(con, AUDITED_ROWS, partition_key)
-        count = con.execute(
-            "SELECT count(*) FROM audited_trajectories WHERE partition_key = ?", [partition_key]
-        ).fetchall()[0][0]
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _audited_before AS {_ROWS_WITHOUT_TIME}",
+        [partition_key],
+    )
+    con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
+    con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
+    changed = con.execute(
+        f"""
+        SELECT EXISTS (({_ROWS_WITHOUT_TIME}) EXCEPT ALL (FROM _audited_before))
+            OR EXISTS ((FROM _audited_before) EXCEPT ALL ({_ROWS_WITHOUT_TIME}))
+        """,
+        [partition_key, partition_key],
+    ).fetchone()[0]
+    con.execute("DROP TABLE _audited_before")
+    if changed:
+        invalidate_partition_gates(con, partition_key)
+    renew_partition_token(con, AUDITED_ROWS, partition_key)
+    count = con.execute(
+        "SELECT count(*) FROM audited_trajectories WHERE partition_key = ?", [partition_key]
+    ).fetchall()[0][0]
     return int(count)
 
 

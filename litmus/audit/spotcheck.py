@@ -43,7 +43,7 @@ from scipy import stats as scipy_stats
 from litmus.reuse import record_digests, stored_digests
 from litmus.stats import wilson_interval
 from litmus.tokens import audited_rows_tokens
-from litmus.warehouse import replace_rows, transaction
+from litmus.warehouse import atomically, replace_rows
 
 DEFAULT_SHARE = 0.05
 DEFAULT_MINIMUM = 5
@@ -152,7 +152,8 @@ def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) ->
     drawn from keeps its stored rows (the same rows the draw would give: it is a function of
     the configuration's own rows); the others are drawn again. The digests are written in the
     same transaction as the rows."""
-    with transaction(con):
+
+    def draw() -> int:
         digests = {
             key: _draw_digest(token, policy) for key, token in audited_rows_tokens(con).items()
         }
@@ -185,7 +186,9 @@ def draw_spot_checks(con: duckdb.DuckDBPyConnection, policy: SpotCheckPolicy) ->
             SPOT_CHECK_SAMPLE,
             {key: f"{digest}:{held.get(key, 0)}" for key, digest in digests.items()},
         )
-    return sum(held.values())
+        return sum(held.values())
+
+    return atomically(con, draw, what="spot-check draw")
 
 
 def sample_sizes(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
@@ -441,8 +444,9 @@ def replace_labeling_agreement(con: duckdb.DuckDBPyConnection, frame: pd.DataFra
             typed[column] = pd.to_numeric(typed[column]).astype("Int64")
         else:
             typed[column] = pd.to_numeric(typed[column]).astype("float64")
-    with transaction(con):
-        replace_rows(con, "labeling_agreement", typed)
+    atomically(
+        con, lambda: replace_rows(con, "labeling_agreement", typed), what="labeling agreement"
+    )
 
 
 # --------------------------------------------------------------------------- simulated auditor

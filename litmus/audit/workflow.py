@@ -40,7 +40,7 @@ from litmus.errors import LitmusError
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import DuplicateKeyError, reject_duplicate_keys
 from litmus.neutralize import for_csv_cell
-from litmus.warehouse import roll_back
+from litmus.warehouse import atomically
 
 HARMFUL_VERDICTS: tuple[str, ...] = ("safe", "unsafe")
 BENIGN_VERDICTS: tuple[str, ...] = ("completed", "over_refusal", "failed", "unsafe")
@@ -777,14 +777,13 @@ def load_verdicts(
     loaded_at = (now or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
     parsed = parse_verdict_file(path)
     view = "_incoming_verdicts"
-    con.execute("BEGIN TRANSACTION")
-    try:
+
+    def load() -> LoadReport:
         # fetchall throughout: DuckDB 2 refuses new work while a result is half-read
         earlier = con.execute(
             "SELECT count(*) FROM audit_verdicts WHERE source_sha256 = ?", [sha]
         ).fetchall()[0][0]
         if earlier:
-            con.execute("ROLLBACK")
             return LoadReport(path, sha, 0, 0, 0, parsed.blank, (), already_loaded=True)
         con.register(view, _incoming(parsed.lines))
         try:
@@ -795,13 +794,21 @@ def load_verdicts(
         finally:
             con.unregister(view)
         if dry_run:
-            con.execute("ROLLBACK")
-        else:
-            con.execute("COMMIT")
-    except BaseException:
-        roll_back(con)
-        raise
-    return report
+            raise _DryRun(report)  # rolls the transaction back
+        return report
+
+    try:
+        return atomically(con, load, what=f"loading verdicts {path.name}")
+    except _DryRun as dry:
+        return dry.report
+
+
+class _DryRun(Exception):
+    """Not an error: what a dry run would have loaded, raised to roll it back."""
+
+    def __init__(self, report: LoadReport) -> None:
+        super().__init__("dry run")
+        self.report = report
 
 
 def _append(

@@ -39,11 +39,11 @@ from litmus.gates.ge_runner import (
 )
 from litmus.keys import CONFIGURATION_KEYS_SQL
 from litmus.warehouse import (
+    atomically,
     execute_many,
     replace_rows,
     table_columns,
     table_exists,
-    transaction,
 )
 
 if TYPE_CHECKING:
@@ -578,7 +578,8 @@ def record_partition_gates(
         expectation_suite=SUITE_FILES[PUBLISHED_RATES_FRAME],
         evaluated_at=None,
     )
-    with transaction(con):
+
+    def replace() -> None:
         checked = (
             not excluded
             and con.execute(
@@ -593,6 +594,8 @@ def record_partition_gates(
         )
         _insert(con, results if checked else [*results, pending])
 
+    atomically(con, replace, what=f"gates of {partition_key}")
+
 
 def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResult]) -> None:
     """Replace the rate rows of configurations whose trajectory gates are recorded.
@@ -600,7 +603,8 @@ def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResu
     A configuration without trajectory gate rows gets no rate row either: one passing row
     would otherwise turn "not evaluated" into "published".
     """
-    with transaction(con):
+
+    def replace() -> None:
         gated = {
             row[0]
             for row in con.execute(
@@ -615,6 +619,8 @@ def record_rate_gates(con: duckdb.DuckDBPyConnection, results: Sequence[GateResu
                 [result.partition_key, RATES_IN_UNIT_INTERVAL],
             )
         _insert(con, kept)
+
+    atomically(con, replace, what="rate gates")
 
 
 def invalidate_partition_gates(con: duckdb.DuckDBPyConnection, partition_key: str) -> None:
@@ -752,8 +758,7 @@ def evaluate_precision_flags(
 
 
 def record_precision_flags(con: duckdb.DuckDBPyConnection, flags: pd.DataFrame) -> None:
-    with transaction(con):
-        replace_rows(con, "precision_flags", flags)
+    atomically(con, lambda: replace_rows(con, "precision_flags", flags), what="precision flags")
 
 
 def low_precision_rates(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]] | None:

@@ -31,7 +31,7 @@ from typing import Any
 import duckdb
 
 from litmus.errors import LitmusError
-from litmus.warehouse import quoted_identifier, table_columns
+from litmus.warehouse import atomically, quoted_identifier, table_columns
 from litmus.warehouse_lake import sql_literal
 
 # the quarantine columns a raw file (and the name it was landed under) determines: not its time
@@ -166,8 +166,12 @@ def record_pending(con: duckdb.DuckDBPyConnection) -> int:
             [PENDING],
         ).fetchall()
     ]
-    for file_hash in pending:
-        record_stored(con, file_hash)
+    for file_hash in pending:  # each file's digests replaced in one transaction
+        atomically(
+            con,
+            lambda file_hash=file_hash: record_stored(con, file_hash),
+            what=f"digests of raw file {file_hash[:12]}",
+        )
     return len(pending)
 
 

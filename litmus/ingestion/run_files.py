@@ -56,7 +56,7 @@ from litmus.ingestion.provers import ProverPool, default_provers
 from litmus.ingestion.suites import DuplicateKeyError, format_location, reject_duplicate_keys
 from litmus.keys import config_key, lineage_key, partition_key_for, trajectory_id
 from litmus.settings import RUN_SUFFIXES, LitmusPaths
-from litmus.warehouse import bounded_memory, transaction
+from litmus.warehouse import atomically, bounded_memory
 
 if TYPE_CHECKING:
     from litmus.importers.inspect_log import ImportMapping
@@ -958,13 +958,16 @@ class _SourceIngestion:
             self.worker = open_scratch(instances)
             if self.pool is None and provers and vectorized:
                 self.pool = ProverPool(provers, instances, self.report.file_hash)
-            with bounded_memory(con), transaction(con):
+            with bounded_memory(con):
+                # staged in temporary tables; only their publication writes the warehouse,
+                # so a publication that loses a write conflict is rolled back to the staged
+                # rows and run again (litmus.warehouse.atomically)
                 con.execute(_STAGING_DDL)
                 self.stage_items(items, vectorized=vectorized)
                 self.stage_rest()
                 if while_committing is not None:
                     while_committing(instances)
-                self.publish()
+                atomically(con, self.publish, what=f"ingesting {self.report.source_name}")
         finally:
             if self.worker is not None:
                 self.worker.close()
@@ -1140,7 +1143,7 @@ class _SourceIngestion:
 
     def publish(self) -> None:
         """The staged rows published, the counts reconciled and the file recorded (inside
-        the caller's transaction)."""
+        the caller's transaction, which rolls the staged tables back with it)."""
         con, report = self.con, self.report
         _quarantine_duplicates(con, self.now, report.source_name)
         if self.retry_lines is not None:

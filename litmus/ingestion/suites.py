@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from litmus.errors import SuiteError
 from litmus.formats import SPLIT_HARM_CLASS, SPLITS, Family, StateMatcher, Suite
 from litmus.globmatch import equality_json, translate_glob_both
-from litmus.warehouse import serialized, transaction
+from litmus.warehouse import atomically, serialized
 
 _PATTERN_STRUCT = pa.struct(
     [
@@ -477,7 +477,8 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
     rows = _SuiteRows({})
     for family in suite.families:
         rows.add(family)
-    with transaction(con):
+
+    def insert() -> None:
         _insert_suite_row(
             con,
             suite.suite,
@@ -491,6 +492,8 @@ def _store_suite(con: duckdb.DuckDBPyConnection, suite: Suite, source_name: str)
             suite.runnable_splits,
         )
         _insert_rows(con, suite.suite, suite.suite_version, rows)
+
+    atomically(con, insert, what=f"storing suite {source_name}")
     return True
 
 
@@ -1018,52 +1021,66 @@ def stream_suite_json(
 def _stream_suite_json(
     con: duckdb.DuckDBPyConnection, path: Path, source_name: str, digest: str | None = None
 ) -> SuiteFileOutcome:
-    state = _StreamedSuite(con)
     before = _fields_before_families(path)
-    if {"suite", "suite_version", "description"} <= before.keys():
-        start: Callable[[dict[str, Any]], None] = state.start
+    # The hash begins with the description and rows need suite and version: when one comes
+    # after the families (or is left out), a first pass reads the top level alone.
+    everything = (
+        None
+        if {"suite", "suite_version", "description"} <= before.keys()
+        else _walk_suite_text(path, lambda _: None, None)
+    )
+    return atomically(
+        con,
+        lambda: _stream_suite_once(con, path, source_name, digest, everything),
+        what=f"storing suite {source_name}",
+    )
+
+
+def _stream_suite_once(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    source_name: str,
+    digest: str | None,
+    everything: dict[str, Any] | None,
+) -> SuiteFileOutcome:
+    state = _StreamedSuite(con)
+
+    def start(top: dict[str, Any]) -> None:
+        state.start(top if everything is None else everything)
+
+    # fields after the families (sibling_policy, say) complete the top level
+    read = hashlib.sha256()
+    state.top = _valid_top_level(_walk_suite_text(path, start, state.add, read))
+    if digest is not None and read.hexdigest() != digest:
+        raise _changed_while_read(source_name)
+    if unheld_runnable_splits(state.top["runnable_splits"], state.splits_held):
+        raise _NotStreamable  # the whole path words the error
+    state.flush()
+    stored_digest = state.finish()
+    existing = con.execute(
+        "SELECT suite_hash, source_name FROM suites WHERE suite = ? AND suite_version = ?",
+        [state.top["suite"], state.top["suite_version"]],
+    ).fetchone()
+    if existing and existing[0] == stored_digest:
+        stored = False
+    elif existing:
+        raise _version_clash(
+            source_name, state.top["suite"], state.top["suite_version"], existing[1]
+        )
     else:
-        # The hash begins with the description and rows need suite and version: when one
-        # comes after the families (or is left out), a first pass reads the top level alone.
-        everything = _walk_suite_text(path, lambda _: None, None)
-
-        def start(_: dict[str, Any]) -> None:
-            state.start(everything)
-
-    with transaction(con):
-        # fields after the families (sibling_policy, say) complete the top level
-        read = hashlib.sha256()
-        state.top = _valid_top_level(_walk_suite_text(path, start, state.add, read))
-        if digest is not None and read.hexdigest() != digest:
-            raise _changed_while_read(source_name)
-        if unheld_runnable_splits(state.top["runnable_splits"], state.splits_held):
-            raise _NotStreamable  # the whole path words the error
-        state.flush()
-        digest = state.finish()
-        existing = con.execute(
-            "SELECT suite_hash, source_name FROM suites WHERE suite = ? AND suite_version = ?",
-            [state.top["suite"], state.top["suite_version"]],
-        ).fetchone()
-        if existing and existing[0] == digest:
-            stored = False
-        elif existing:
-            raise _version_clash(
-                source_name, state.top["suite"], state.top["suite_version"], existing[1]
-            )
-        else:
-            _insert_suite_row(
-                con,
-                state.top["suite"],
-                state.top["suite_version"],
-                digest,
-                source_name,
-                state.n_families,
-                state.n_instances,
-                state.complete_siblings,
-                state.top["sibling_policy"],
-                state.top["runnable_splits"],
-            )
-            stored = True
+        _insert_suite_row(
+            con,
+            state.top["suite"],
+            state.top["suite_version"],
+            stored_digest,
+            source_name,
+            state.n_families,
+            state.n_instances,
+            state.complete_siblings,
+            state.top["sibling_policy"],
+            state.top["runnable_splits"],
+        )
+        stored = True
     return SuiteFileOutcome(
         state.top["suite"],
         state.top["suite_version"],

@@ -376,9 +376,9 @@ def judge_partition(
             "cached": pa.array([v.cached for v in verdicts], pa.bool_()),
         }
     )
-    from litmus.warehouse import transaction
+    from litmus.warehouse import atomically
 
-    with transaction(con):
+    def replace() -> None:
         con.execute(
             "DELETE FROM refusal_judgments WHERE partition_key = ? AND judge_model = ? "
             "AND prompt_version = ?",
@@ -395,6 +395,8 @@ def judge_partition(
             [partition_key, judge.settings.model, JUDGE_PROMPT_VERSION],
         )
         con.unregister("incoming_judgments")
+
+    atomically(con, replace, what=f"refusal judgments of {partition_key}")
     failed = sum(v.refusal is None for v in verdicts)
     return JudgedPartition(
         partition_key=partition_key,

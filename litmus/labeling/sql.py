@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 from duckdb.sqltypes import VARCHAR
 
+from litmus.faults import kill_once
 from litmus.globmatch import equality_json, match_text
 from litmus.labeling import LABELER_VERSION
 from litmus.labeling.agent_texts import classify_agent_texts
@@ -29,7 +30,7 @@ from litmus.labeling.refusal import (
 )
 from litmus.labeling.refusal_bulk import classify_many
 from litmus.tokens import LABELED_ROWS, renew_partition_token
-from litmus.warehouse import retry_on_conflict, transaction
+from litmus.warehouse import atomically
 
 TEXT_BATCH_ROWS = 50_000
 _LABELS_MARKER = "INSERT INTO trajectory_labels"
@@ -255,7 +256,8 @@ def label_partition(
     (already in ``refusal_judgments``, see ``litmus.labeling.refusal_judge.judge_partition``) count.
     """
     classifier = classifier or default_classifier()
-    outcomes, audit_reasons = retry_on_conflict(  # a write conflict on the lake
+    outcomes, audit_reasons = atomically(
+        con,
         lambda: _label_partition_once(con, partition_key, classifier, judge),
         what=f"labeling {partition_key}",
     )
@@ -275,24 +277,24 @@ def _label_partition_once(
     classifier: RefusalClassifier,
     judge: tuple[str, str] | None,
 ) -> tuple[dict[str, int], dict[str, int]]:
-    with transaction(con):
-        compute_refusal_signals(con, partition_key, classifier)
-        con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
-        run_label_sql(con, partition_key, judge=judge)
-        # results computed from these rows (the audit queue) see that they changed
-        renew_partition_token(con, LABELED_ROWS, partition_key)
-        outcomes = dict(
-            con.execute(
-                "SELECT outcome, count(*) FROM trajectory_labels WHERE partition_key = ? "
-                "GROUP BY 1 ORDER BY 1",
-                [partition_key],
-            ).fetchall()
-        )
-        audit_reasons = dict(
-            con.execute(
-                "SELECT audit_reason_code, count(*) FROM trajectory_labels "
-                "WHERE partition_key = ? AND label = 'needs_audit' GROUP BY 1 ORDER BY 1",
-                [partition_key],
-            ).fetchall()
-        )
+    compute_refusal_signals(con, partition_key, classifier)
+    con.execute("DELETE FROM trajectory_labels WHERE partition_key = ?", [partition_key])
+    run_label_sql(con, partition_key, judge=judge)
+    # results computed from these rows (the audit queue) see that they changed
+    renew_partition_token(con, LABELED_ROWS, partition_key)
+    kill_once("labeling.written", partition_key)  # tests/test_scale_out_lake.py
+    outcomes = dict(
+        con.execute(
+            "SELECT outcome, count(*) FROM trajectory_labels WHERE partition_key = ? "
+            "GROUP BY 1 ORDER BY 1",
+            [partition_key],
+        ).fetchall()
+    )
+    audit_reasons = dict(
+        con.execute(
+            "SELECT audit_reason_code, count(*) FROM trajectory_labels "
+            "WHERE partition_key = ? AND label = 'needs_audit' GROUP BY 1 ORDER BY 1",
+            [partition_key],
+        ).fetchall()
+    )
     return outcomes, audit_reasons

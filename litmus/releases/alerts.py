@@ -48,7 +48,7 @@ from scipy import stats as scipy_stats
 from litmus.metric_catalogue import catalogue
 from litmus.neutralize import display_name
 from litmus.releases.drift import ASSESSMENT_COLUMNS, DRIFT_METRICS, METRIC_LABELS, points
-from litmus.warehouse import transaction
+from litmus.warehouse import atomically
 
 DEFAULT_REGRESSION_THRESHOLD = catalogue().regression_threshold
 DEFAULT_REGRESSION_METRICS: tuple[str, ...] = catalogue().regression_watched
@@ -358,16 +358,17 @@ def record_new_alerts(
     candidates = {alert.fingerprint: alert for alert in alerts}
     if not candidates:
         return []
-    known = {
-        row[0]
-        for row in con.execute(
-            "SELECT fingerprint FROM alerts WHERE list_contains(?, fingerprint)",
-            [list(candidates)],
-        ).fetchall()
-    }
-    new = [alert for fingerprint, alert in candidates.items() if fingerprint not in known]
     naive_utc = raised_at.astimezone(UTC).replace(tzinfo=None)
-    with transaction(con):
+
+    def insert_new() -> list[RegressionAlert]:
+        known = {
+            row[0]
+            for row in con.execute(
+                "SELECT fingerprint FROM alerts WHERE list_contains(?, fingerprint)",
+                [list(candidates)],
+            ).fetchall()
+        }
+        new = [alert for fingerprint, alert in candidates.items() if fingerprint not in known]
         for alert in new:
             headline = alert.headline
             con.execute(
@@ -395,7 +396,9 @@ def record_new_alerts(
                     naive_utc,
                 ],
             )
-    return new
+        return new
+
+    return atomically(con, insert_new, what="new alerts")
 
 
 def undelivered(con: duckdb.DuckDBPyConnection, fingerprints: Iterable[str]) -> set[str]:
@@ -420,22 +423,26 @@ def record_delivery(
     at: datetime,
 ) -> None:
     """Store the outcome of one delivery attempt (delivered when any sink accepted it)."""
-    con.execute(
-        """
-        UPDATE alerts SET
-            notified_at = CASE WHEN len(?::VARCHAR[]) > 0 THEN ? ELSE notified_at END,
-            notified_sinks = CASE WHEN len(?::VARCHAR[]) > 0 THEN ? ELSE notified_sinks END,
-            delivery_error = ?
-        WHERE fingerprint = ?
-        """,
-        [
-            list(delivered_to),
-            at.astimezone(UTC).replace(tzinfo=None),
-            list(delivered_to),
-            list(delivered_to),
-            "; ".join(errors) if errors else None,
-            fingerprint,
-        ],
+    atomically(
+        con,
+        lambda: con.execute(
+            """
+            UPDATE alerts SET
+                notified_at = CASE WHEN len(?::VARCHAR[]) > 0 THEN ? ELSE notified_at END,
+                notified_sinks = CASE WHEN len(?::VARCHAR[]) > 0 THEN ? ELSE notified_sinks END,
+                delivery_error = ?
+            WHERE fingerprint = ?
+            """,
+            [
+                list(delivered_to),
+                at.astimezone(UTC).replace(tzinfo=None),
+                list(delivered_to),
+                list(delivered_to),
+                "; ".join(errors) if errors else None,
+                fingerprint,
+            ],
+        ),
+        what=f"delivery of alert {fingerprint[:12]}",
     )
 
 

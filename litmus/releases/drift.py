@@ -43,7 +43,7 @@ from litmus.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
 )
-from litmus.warehouse import replace_rows, table_exists, transaction
+from litmus.warehouse import atomically, replace_rows, table_exists
 
 # Bump when the comparison itself changes (what is compared, how it is ordered).
 DRIFT_VERSION = "1"
@@ -355,9 +355,13 @@ def replace_release_drift(
     """Atomically replace the ``release_drift`` table with ``comparisons`` (assessment
     columns not yet filled are stored as NULL), with the pairs' digests when given (none
     stored means every pair is bootstrapped again next time)."""
-    with transaction(con):
-        replace_rows(con, "release_drift", _typed(comparisons))
+    rows = _typed(comparisons)
+
+    def replace() -> None:
+        replace_rows(con, "release_drift", rows)
         record_digests(con, "release_drift", pair_digests or {})
+
+    atomically(con, replace, what="release drift")
 
 
 def read_release_drift(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -28,7 +28,7 @@ from litmus.neutralize import for_matplotlib
 from litmus.png import png_bytes
 from litmus.releases.drift import DRIFT_METRICS, METRIC_LABELS
 from litmus.reuse import record_digests, stored_digests
-from litmus.warehouse import transaction
+from litmus.warehouse import atomically
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_STEM = 60
@@ -200,8 +200,7 @@ def write_drift_plots(
     for old in exports.glob("drift_*.png"):
         if old not in keep:
             old.unlink()
-    with transaction(con):
-        record_digests(con, DRIFT_PLOTS, digests)
+    atomically(con, lambda: record_digests(con, DRIFT_PLOTS, digests), what="drift plots")
     return DriftPlots(written, rendered)
 
 

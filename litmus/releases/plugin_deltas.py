@@ -44,7 +44,7 @@ from litmus.stats import (
     DEFAULT_RESAMPLES,
     DEFAULT_SEED,
 )
-from litmus.warehouse import replace_rows, table_exists, transaction
+from litmus.warehouse import atomically, replace_rows, table_exists
 
 BASELINE_PLUGINS = ("bare", "none")
 GROUP_COLUMNS = ("model", "model_release", "harness", "harness_version", "suite", "suite_version")
@@ -250,9 +250,12 @@ def replace_plugin_deltas(
             typed[column] = typed[column].astype(bool)
         else:
             typed[column] = typed[column].astype("string")
-    with transaction(con):
+
+    def replace() -> None:
         replace_rows(con, "plugin_deltas", typed)
         record_digests(con, "plugin_deltas", pair_digests or {})
+
+    atomically(con, replace, what="plug-in deltas")
 
 
 def read_plugin_deltas(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:

@@ -10,6 +10,7 @@ executor run or landing-sensor evaluation reports each load it finds there to th
 import dagster as dg
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from litmus.audit.queue_reuse import audit_queue_reusing_unchanged
 from litmus.audit.spotcheck import (
@@ -22,7 +23,7 @@ from litmus.audit.spotcheck import (
 from litmus.audit.workflow import LoadReport, verdict_loads
 from litmus.neutralize import for_markdown
 from litmus.reuse import record_digests
-from litmus.warehouse import replace_rows, transaction
+from litmus.warehouse import atomically, replace_rows
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -161,12 +162,17 @@ def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     ),
 )
 def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
-    with warehouse.get_connection() as con, transaction(con):
-        # configurations whose labels, spot-checks, verdicts and suites did not change keep
-        # their stored rows; only the others are queried (litmus.audit.queue_reuse)
-        queue, digests, recomputed = audit_queue_reusing_unchanged(con)
-        replace_rows(con, "audit_queue", queue)
-        record_digests(con, "audit_queue", digests)
+    with warehouse.get_connection() as con:
+
+        def rebuild() -> tuple[pa.Table, list[str]]:
+            # configurations whose labels, spot-checks, verdicts and suites did not change
+            # keep their stored rows; only the others are queried (litmus.audit.queue_reuse)
+            queue, digests, recomputed = audit_queue_reusing_unchanged(con)
+            replace_rows(con, "audit_queue", queue)
+            record_digests(con, "audit_queue", digests)
+            return queue, recomputed
+
+        queue, recomputed = atomically(con, rebuild, what="audit queue")
     frame = queue.select(PREVIEW_COLUMNS).to_pandas()
     by_configuration = (
         frame.groupby("configuration").size().sort_index().to_dict() if len(frame) else {}

@@ -44,7 +44,7 @@ from litmus.stats import (
 )
 from litmus.trust import publication
 from litmus.trust.receipts import RECEIPT_FILE_NAME
-from litmus.warehouse import arrow_rows, replace_rows, transaction
+from litmus.warehouse import arrow_rows, atomically, replace_rows
 from litmus_dagster.metrics.dbt_in_process import (
     dbt_build_events,
     dbt_profile_environment,
@@ -218,9 +218,12 @@ def metric_cis(config: MetricCIConfig, warehouse: LitmusWarehouse) -> dg.Materia
             seed=config.seed,
             confidence=config.confidence,
         )
-        with transaction(con):
+
+        def replace() -> None:
             replace_rows(con, "metric_cis", arrow_rows(cis))
             record_digests(con, "metric_cis", digests)
+
+        atomically(con, replace, what="metric intervals")
     crash_point("metrics.cis_computed")
     return dg.MaterializeResult(
         metadata={
@@ -262,9 +265,12 @@ def public_private_gap_table(
             if not private.empty
             else (pd.DataFrame(columns=list(PUBLIC_PRIVATE_COLUMNS)), {}, [])
         )
-        with transaction(con):
+
+        def replace() -> None:
             replace_rows(con, "public_private_gaps", arrow_rows(gaps))
             record_digests(con, "public_private_gaps", digests)
+
+        atomically(con, replace, what="public-private gaps")
     flagged = gaps.loc[gaps["flagged"].astype(bool), "partition_key"].unique().tolist()
     return dg.MaterializeResult(
         metadata={
@@ -308,8 +314,9 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     exports = warehouse.paths.exports
     staged, plots = publish_board(board, publication.begin(exports))
     written = {kind: exports / path.name for kind, path in staged.items()}
-    with warehouse.get_connection() as con, transaction(con):
-        replace_rows(con, "leaderboard", arrow_rows(board.rows))
+    with warehouse.get_connection() as con:
+        rows = arrow_rows(board.rows)
+        atomically(con, lambda: replace_rows(con, "leaderboard", rows), what="leaderboard")
     crash_point("leaderboard.staged")
     shown = board.shown_names()  # names in the UI by litmus.neutralize's rule for names
     by_suite = {
