@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -39,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from local_processes import free_port
 
 SUPERUSER = "litmus"
 HOST = "127.0.0.1"
@@ -111,12 +111,6 @@ def _run(command: list[str], *, as_server_user: bool) -> None:
         )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 def _postmaster_pid(data_dir: Path) -> int:
     """The server's PID from ``postmaster.pid`` (its first line); read as root or as owner."""
     pid_file = data_dir / "postmaster.pid"
@@ -142,7 +136,7 @@ def postgres_server(databases: tuple[str, ...] = DEFAULT_DATABASES) -> Iterator[
         )
         port = 0
         for attempt in range(3):  # a free port can be taken between probe and start
-            port = _free_port()
+            port = free_port()
             options = (
                 f"-c listen_addresses={HOST} -p {port} -c unix_socket_directories={root} "
                 "-c fsync=off -c max_connections=100"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from local_processes import free_port, stop_process
 
 HOST = "127.0.0.1"
 BINARY_ENV = "LITMUS_REDIS_SERVER"
@@ -60,12 +60,6 @@ def find_binary() -> Path:
     )
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
-
-
 def _answers_ping(port: int) -> bool:
     try:
         with socket.create_connection((HOST, port), timeout=1) as connection:
@@ -83,7 +77,7 @@ def redis_server() -> Iterator[RedisServer]:
     process: subprocess.Popen | None = None
     try:
         for attempt in range(3):  # a free port can be taken between probe and start
-            port = _free_port()
+            port = free_port()
             with (root / "server.log").open("ab") as log:
                 process = subprocess.Popen(
                     [
@@ -100,7 +94,7 @@ def redis_server() -> Iterator[RedisServer]:
                 time.sleep(0.1)
             if process.poll() is None and _answers_ping(port):
                 break
-            _stop(process)
+            stop_process(process, timeout=10)
             process = None
             if attempt == 2:
                 log_text = (root / "server.log").read_text(errors="replace")[-2000:]
@@ -109,18 +103,8 @@ def redis_server() -> Iterator[RedisServer]:
         yield RedisServer(host=HOST, port=port, pid=process.pid)
     finally:
         if process is not None:
-            _stop(process)
+            stop_process(process, timeout=10)
         shutil.rmtree(root, ignore_errors=True)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

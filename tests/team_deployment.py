@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,8 +26,10 @@ from typing import TypeVar
 
 import dagster as dg
 import yaml
+from local_processes import free_port, stop_process
 
 from litmus.settings import LitmusPaths
+from litmus.warehouse import connect_read_only
 
 REPO = Path(__file__).resolve().parents[1]
 TEAM_INSTANCE = REPO / "deploy" / "team" / "dagster.yaml"
@@ -108,10 +109,20 @@ def run_event_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, floa
     return times
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def label_counts(paths: LitmusPaths, partition_key: str) -> tuple[int, int, int]:
+    """(raw trajectories, labeled rows, distinct labeled trajectories) of one configuration:
+    all three equal when every trajectory was labeled exactly once."""
+    with connect_read_only(paths.duckdb_path) as con:
+        counts = con.execute(
+            """
+            SELECT (SELECT count(*) FROM raw_trajectories WHERE partition_key = $key),
+                   count(*), count(DISTINCT (run_id, instance_id, epoch))
+            FROM labeled_trajectories WHERE partition_key = $key
+            """,
+            {"key": partition_key},
+        ).fetchone()
+    assert counts is not None
+    return counts
 
 
 def wait_for(
@@ -174,7 +185,7 @@ def team_deployment(
         shutil.copyfile(TEAM_INSTANCE, dagster_home / "dagster.yaml")
     else:
         (dagster_home / "dagster.yaml").write_text(instance_yaml)
-    port = _free_port()
+    port = free_port()
     logs.mkdir(parents=True, exist_ok=True)
     workspace = logs / "workspace.yaml"
     workspace.write_text(
@@ -208,7 +219,7 @@ def team_deployment(
     finally:
         _kill_unfinished_runs(instance)
         for process in reversed(deployment.processes):
-            _stop(process)
+            stop_process(process, timeout=30)
         instance.dispose()
         if previous_url is None:
             os.environ.pop(URL_ENV, None)
@@ -234,15 +245,3 @@ def _kill_unfinished_runs(instance: dg.DagsterInstance) -> None:
         for pid in pids - {None, os.getpid()}:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process's PID (the daemon and the code server shut down the threads and
-    servers they own), SIGKILL of that PID if it has not ended in 30 s."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)

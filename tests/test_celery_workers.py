@@ -39,11 +39,18 @@ import yaml
 from crash_loop_world import clean_publication, published, sample_inputs
 from postgres_server import PostgresServer
 from redis_server import RedisServer, redis_broker  # noqa: F401 (a fixture)
-from team_deployment import BIN, REPO, TEAM_INSTANCE, psycopg2_url, team_deployment, wait_for
+from team_deployment import (
+    BIN,
+    REPO,
+    TEAM_INSTANCE,
+    label_counts,
+    psycopg2_url,
+    team_deployment,
+    wait_for,
+)
 
 from litmus.faults import RENDEZVOUS_ENV
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.warehouse import connect_read_only
 from litmus_dagster.jobs import land_and_score_job, publish_job
 
 pytestmark = pytest.mark.costly(rank=2)
@@ -298,15 +305,7 @@ def test_a_run_whose_process_was_killed_failed_and_its_retry_scored_it_once(
     assert [run.status for run in retries] == [dg.DagsterRunStatus.SUCCESS]
     partition = by_id[world.killed].tags[PARTITION_TAG]
     assert retries[0].tags[PARTITION_TAG] == partition
-    with connect_read_only(world.paths.duckdb_path) as con:
-        raw, labeled, distinct = con.execute(
-            """
-            SELECT (SELECT count(*) FROM raw_trajectories WHERE partition_key = $key),
-                   count(*), count(DISTINCT (run_id, instance_id, epoch))
-            FROM labeled_trajectories WHERE partition_key = $key
-            """,
-            {"key": partition},
-        ).fetchone()
+    raw, labeled, distinct = label_counts(world.paths, partition)
     assert raw > 0
     assert labeled == distinct == raw
 

@@ -28,6 +28,7 @@ from postgres_server import PostgresServer
 from team_deployment import (
     BIN,
     StepWindow,
+    label_counts,
     psycopg2_url,
     step_windows,
     team_deployment,
@@ -162,15 +163,7 @@ def test_runs_of_one_partition_never_run_at_once(team_world: TeamWorld) -> None:
     assert all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in same)
     for before, after in itertools.pairwise(same):
         assert before.end_time <= after.start_time
-    with connect_read_only(world.paths.duckdb_path) as con:
-        raw, labeled, distinct = con.execute(
-            """
-            SELECT (SELECT count(*) FROM raw_trajectories WHERE partition_key = $key),
-                   count(*), count(DISTINCT (run_id, instance_id, epoch))
-            FROM labeled_trajectories WHERE partition_key = $key
-            """,
-            {"key": world.twice},
-        ).fetchone()
+    raw, labeled, distinct = label_counts(world.paths, world.twice)
     assert raw > 0
     assert labeled == distinct == raw  # written by one run at a time: each row once
 
