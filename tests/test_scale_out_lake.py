@@ -143,7 +143,8 @@ def lake_team(
     meeting.mkdir()
     marker = root / "killed.json"
     env = {
-        RENDEZVOUS_ENV: f"labeling.started:2:{meeting}",
+        # three labeling steps meet: the one killed may be among them, two survivors overlap
+        RENDEZVOUS_ENV: f"labeling.started:3:{meeting}",
         KILL_ONCE_ENV: f"labeling.written:{marker}",
         "LITMUS_PUBLISHER": PUBLISHER,
     }
