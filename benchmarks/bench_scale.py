@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import itertools
 import math
 import os
@@ -35,14 +36,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import dagster as dg  # noqa: E402
 from lake_world import new_lake  # noqa: E402
 from postgres_server import PostgresServer, postgres_server  # noqa: E402
+from replicated_sample import write_replicated_sample  # noqa: E402
 from team_deployment import (  # noqa: E402
     FINISHED,
     psycopg2_url,
@@ -153,22 +159,33 @@ def _report(
     }
 
 
-def bench_embedded(n_trajectories: int, work: Path) -> None:
-    n_families = math.ceil(n_trajectories / (9 * SPLITS))
+def bench_embedded(n_trajectories: int, work: Path, base_families: int) -> None:
+    paths = litmus_paths(work / "embedded" / "home").ensure()
     started = time.perf_counter()
-    paths, manifest = _generate(work / "embedded", n_families)
-    print(f"generated {manifest.n_trajectories:,} trajectories in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+    sample = write_replicated_sample(
+        paths.suites, paths.landing, n_trajectories, base_families=base_families,
+        work=work / "embedded",
+    )  # fmt: skip
+    generated_s = time.perf_counter() - started
+    print(f"generated {sample.n_trajectories:,} trajectories ({sample.replicas} replicas of "
+          f"{sample.base_trajectories:,}) in {generated_s:.0f} s", flush=True)  # fmt: skip
     env = {**os.environ, "LITMUS_HOME": str(paths.home), "DAGSTER_HOME": ""}
     env.pop("LITMUS_DUCKDB_PATH", None)
-    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     started = time.perf_counter()
-    subprocess.run([str(REPO / ".venv" / "bin" / "litmus"), "run"], env=env, check=True)
+    run = subprocess.Popen([str(REPO / ".venv" / "bin" / "litmus"), "run"], env=env)
+    peaks = _sample_tree_rss(run)
     wall = time.perf_counter() - started
-    peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
+    if run.returncode:
+        raise SystemExit(f"litmus run failed (exit code {run.returncode}) after {wall:.0f} s")
+    # the largest process of the run's tree, from the kernel's accounting (the generator above
+    # ran in this process, so it is not counted)
+    largest_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
     size_gb = paths.duckdb_path.stat().st_size / 1024**3
-    print(f"\nembedded litmus run, {manifest.n_trajectories:,} trajectories: {wall:.0f} s wall, "
-          f"peak RSS {peak_gb:.2f} GB, warehouse {size_gb:.2f} GB")  # fmt: skip
+    print(f"\nembedded litmus run, {sample.n_trajectories:,} trajectories: {wall:.0f} s wall, "
+          f"peak RSS {largest_gb:.2f} GB (largest process), {peaks.tree_gb:.2f} GB (its whole "
+          f"tree at once, sampled every {RSS_SAMPLE_S} s), warehouse {size_gb:.2f} GB")  # fmt: skip
+    _print_warehouse_counts(paths.duckdb_path)
     from litmus_dagster.executor import local_instance
 
     instance = local_instance(paths)
@@ -176,11 +193,59 @@ def bench_embedded(n_trajectories: int, work: Path) -> None:
     for record in instance.get_run_records():
         for window in step_windows(instance, [record.dagster_run.run_id]):
             steps[window.step_key] += window.end - window.start
-    per_configuration = len(manifest.run_paths)
-    print(f"  step time summed over the runs (s; {per_configuration} configurations):")
+    print(f"  step time summed over the runs (s; {len(sample.run_paths)} configurations):")
     for step, seconds in sorted(steps.items(), key=lambda item: -item[1]):
         print(f"    {step:<40} {seconds:8.1f}")
     instance.dispose()
+
+
+RSS_SAMPLE_S = 1.0
+
+
+@dataclass
+class _TreePeaks:
+    tree_gb: float = 0.0
+
+
+def _sample_tree_rss(run: subprocess.Popen) -> _TreePeaks:
+    """Wait for ``run``, sampling the summed RSS of it and its descendants; progress every
+    minute (elapsed, RSS now, peak so far)."""
+    peaks = _TreePeaks()
+    root = psutil.Process(run.pid)
+    started = time.monotonic()
+    last_report = started
+    while run.poll() is None:
+        total = 0
+        for process in [root, *_descendants(root)]:
+            with contextlib.suppress(psutil.Error):
+                total += process.memory_info().rss
+        peaks.tree_gb = max(peaks.tree_gb, total / 1024**3)
+        if time.monotonic() - last_report >= 60:
+            last_report = time.monotonic()
+            print(f"  [{last_report - started:6.0f} s] tree RSS {total / 1024**3:.2f} GB, "
+                  f"peak {peaks.tree_gb:.2f} GB", flush=True)  # fmt: skip
+        time.sleep(RSS_SAMPLE_S)
+    return peaks
+
+
+def _descendants(root: psutil.Process) -> list[psutil.Process]:
+    try:
+        return root.children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _print_warehouse_counts(duckdb_path: Path) -> None:
+    import duckdb
+
+    with duckdb.connect(str(duckdb_path), read_only=True) as con:
+        stored = con.execute("SELECT count(*) FROM raw_trajectories").fetchone()[0]
+        quarantined = con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
+        labels = con.execute(
+            "SELECT label, count(*) FROM trajectory_labels GROUP BY label ORDER BY label"
+        ).fetchall()
+    print(f"  rows accepted {stored:,}, quarantined {quarantined:,}; labels: "
+          + ", ".join(f"{label} {n:,}" for label, n in labels))  # fmt: skip
 
 
 def main() -> None:
@@ -189,12 +254,16 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=60)
     parser.add_argument("--embedded", type=int, metavar="N", help="trajectories (embedded run)")
     parser.add_argument("--lake", action="store_true", help="each batch on a new lake")
+    parser.add_argument(
+        "--base-families", type=int, default=3000,
+        help="families generated once, then copied up to N (benchmarks/replicated_sample.py)",
+    )  # fmt: skip
     parser.add_argument("--work", type=Path, help="folder to work in (default: a temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="litmus-scale-") as scratch:
         work = args.work or Path(scratch)
         if args.embedded:
-            bench_embedded(args.embedded, work)
+            bench_embedded(args.embedded, work, args.base_families)
         else:
             bench_workers(args.workers, args.families, work, lake=args.lake)
 
