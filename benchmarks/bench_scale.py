@@ -14,13 +14,16 @@ file by default); ``--lake`` gives each batch a new lake instead (DuckLake, its 
 database of the same PostgreSQL server, its Parquet files in the batch's folder), so one
 command measures the worker counts on the lake side by side.
 
-``--embedded N``: N trajectories generated, then one ``litmus run`` (ingest → label → audit →
-gates → dbt → board) in a child process on the embedded default; its wall time, peak RSS
-(largest process of its tree, from the kernel's accounting) and per step time from the run
-history.
+``--embedded N``: N trajectories (rounded up to whole copies of a generated base sample of
+``--base-families`` families, benchmarks/replicated_sample.py), then one ``litmus run`` (ingest
+→ label → audit → gates → dbt → board) in a child process on the embedded default; its wall
+time, peak RSS (the largest process of its tree from the kernel's accounting, and the tree's
+sum sampled each second), rows accepted and quarantined, labels, and per step time from the
+run history.
 
     .venv/bin/python benchmarks/bench_scale.py [--workers 1 2 4] [--families 60] [--lake]
-    .venv/bin/python benchmarks/bench_scale.py --embedded 1000000 [--work DIR]
+    .venv/bin/python benchmarks/bench_scale.py --embedded 1000000 [--base-families 3000] \
+        [--work DIR]
 """
 
 from __future__ import annotations
