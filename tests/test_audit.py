@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from gates_world import build_warehouse, partition_key_of
 
+from litmus.audit import audited
 from litmus.audit.audited import partitions_needing_refresh, refresh_audited_partition
 from litmus.audit.workflow import (
     EXPORT_COLUMNS,
@@ -139,6 +140,23 @@ def refresh(paths: LitmusPaths, partition_key: str = PENDING) -> list[dict[str, 
         "FROM audited_trajectories WHERE partition_key = ? ORDER BY instance_id",
         [partition_key],
     )
+
+
+def test_the_refresh_runs_under_a_small_memory_bound_and_gives_the_limit_back(
+    home: LitmusPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refresh holds DuckDB to AUDIT_MEMORY_LIMIT (not its default, 80 % of RAM): its
+    statements run under a bound of 64 MB with the same rows, and the connection's
+    own limit is what it was afterwards."""
+    expected = refresh(home)
+    monkeypatch.setattr(audited, "AUDIT_MEMORY_LIMIT", "64MB")
+    setting = "SELECT current_setting('memory_limit')"
+    with connect(home.duckdb_path) as con:
+        con.execute("DELETE FROM audited_trajectories")
+        before = con.execute(setting).fetchone()
+        refresh_audited_partition(con, PENDING)
+        assert con.execute(setting).fetchone() == before
+    assert refresh(home) == expected
 
 
 # ----------------------------------------------------------------------------- the queue
