@@ -321,13 +321,13 @@ def kill_at_each_point_then_rerun(
     assert not (killed.exports / publication.STAGING_NAME).exists()
 
 
-# Ctrl-C (SIGINT) at points of each phase, in pipeline order: ingestion, labeling, the staged
-# board, the publication's renames (which an interrupt waits for). Fewer than the kill chains:
-# each point is one more whole run.
+# Ctrl-C (SIGINT) at points of each phase, in pipeline order: ingestion, labeling, the
+# publication's renames (which an interrupt waits for); the staged board is interrupted after
+# a publication (NEWER_FILE_INTERRUPT_POINTS). Fewer than the kill chains: each point is one
+# more whole run.
 INTERRUPT_POINTS: tuple[tuple[str, int], ...] = (
     ("ingest.file_committed", 2),
     ("pipeline.configuration_scored", 2),
-    ("leaderboard.staged", 1),
     ("publication.file_moved", 1),
 )
 
@@ -372,6 +372,15 @@ def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> lis
     return verification.notes
 
 
+def assert_status_says_not_scored_yet(paths: LitmusPaths, after: str) -> None:
+    """``litmus status`` after a run stopped between labeling and the metrics: a configuration
+    labeled and gated is "not scored yet", not a failed rates gate."""
+    status = litmus_run(paths, argv=("status",))
+    assert status.returncode == 0, f"{after}: {status.stderr[-2000:]}"
+    assert any(line.endswith("  withheld: not scored yet") for line in status.stdout.splitlines())
+    assert "rates_in_unit_interval" not in status.stdout, f"{after}: {status.stdout}"
+
+
 def interrupt_at_each_point_then_rerun(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -385,6 +394,8 @@ def interrupt_at_each_point_then_rerun(
         assert_stopped_in_one_line(litmus_run(interrupted, at, interrupt=True), at)
         assert_board_matches_its_receipt(interrupted, at)
         assert_status_board_and_receipt_agree(interrupted, at)
+        if point == "pipeline.configuration_scored":
+            assert_status_says_not_scored_yet(interrupted, at)
 
     rerun = litmus_run(interrupted)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
