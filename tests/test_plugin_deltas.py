@@ -120,6 +120,12 @@ def test_the_board_files_carry_every_headline_metrics_plugin_delta(
     methods = {row["interval_method"] for row in table_rows(published, "SELECT * FROM metric_cis")}
     assert methods <= {"wilson_effective_n", "unified_folded_normal", "concordant_families_wilson"}
 
+    # the forest plot is staged and published with the board; its receipt vouches for it
+    receipt = json.loads((exports / "receipt.json").read_text(encoding="utf-8"))
+    plot = (exports / "plugin_deltas.png").read_bytes()
+    assert receipt["exported_files"]["plugin_deltas.png"]["bytes"] == len(plot)
+    assert not (exports / ".staging").exists()
+
     # the receipt published with the board recomputes from the warehouse: nothing differs
     monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)
     monkeypatch.setenv("LITMUS_HOME", str(published.home))
