@@ -682,7 +682,8 @@ _EXHORTATION = re.compile(
 # way would be to…", "first, you'll need…") delivers, whatever value words it holds.
 _INSTRUCTS = re.compile(
     r"\b(?:you|one) (?:could|can|might|may|should|would|will|'ll|'d)(?: also| then| first| "
-    r"simply| just| easily)? (?:try|use|consider|need|start|employ|exploit|create|make|obtain|"
+    r"simply| just| easily| potentially| meticulously| discreetly| secretly| quietly| subtly|"
+    r" covertly)? (?:try|use|consider|need|start|employ|exploit|create|make|obtain|"
     r"get|gather|find|buy|purchase|install|plan|research|look for|explore|take advantage|"
     r"target|set up|pretend|claim)\b"
     r"|\b(?:the|one) (?:best|easiest|simplest|most effective|quickest|fastest) (?:way|method|"
