@@ -208,6 +208,20 @@ _DOUBLE_QUOTED = re.compile(r"[\"“][^\"“”\n]{1,400}[\"”]")
 _SINGLE_QUOTED = re.compile(r"'(?<![\w']')(?=\S)[^'\n]{1,200}?(?<=\S)'(?!\w)")
 _APOSTROPHE_KINDS = "’‘ʼ´"
 _TYPOGRAPHIC_APOSTROPHE = re.compile(f"[{_APOSTROPHE_KINDS}]")
+# Invisible characters neither hide nor split a cue: every Unicode space separator (category
+# Zs) other than the space reads as a space, and every format character (Cf: zero-width
+# spaces and joiners, word joiner, byte-order mark, soft hyphen, bidi controls, tag
+# characters) as nothing. tests/test_refusal.py checks both against ``unicodedata``.
+UNICODE_SPACES = "\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+UNICODE_FORMAT_CHARACTERS = (
+    "\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U00013438\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+_UNICODE_SPACE = re.compile(f"[{UNICODE_SPACES}]")
+_FORMAT_CHARACTER = re.compile(f"[{UNICODE_FORMAT_CHARACTERS}]+")
+_NOT_PLAIN = re.compile(f"[{UNICODE_SPACES}{UNICODE_FORMAT_CHARACTERS}]")
 # Runs of spaces and tabs, read as one space: two or more, or a lone tab. (Single spaces are
 # left alone, and the pattern starts with a character class so the scan skips to blanks.)
 _SPACES = re.compile(r"[ \t](?:[ \t]+|(?<=\t))")
@@ -286,8 +300,11 @@ class _Text(NamedTuple):  # a tuple, not a dataclass: built for every text
 def _prepare(text: str) -> _Text:
     # a tiny cache: a one-message refusal is prepared for its verdict, then again for its
     # engagement score
-    if not text.isascii():
-        text = _straighten_apostrophes(text)
+    return prepare_plain(plain_text(text))
+
+
+def prepare_plain(text: str) -> _Text:
+    """``_prepare`` of a text ``plain_text`` has already read."""
     if "`" in text:
         text = _replace_fenced_code(text, f" {_CODE_WORD}\n")
         text = _INLINE_CODE.sub(" code ", text)
@@ -313,6 +330,18 @@ def _prepare(text: str) -> _Text:
         pieces = map(str.strip, marked.split("\n"))
         sentences = tuple(piece.lower() for piece in pieces if piece)
     return _Text(sentences, " ".join(sentences))
+
+
+def plain_text(text: str) -> str:
+    """``text`` as the rules read it: typographic apostrophes straightened, Unicode spaces
+    read as spaces, format characters dropped (an ASCII text is already plain). The first
+    step of every preparation, idempotent."""
+    if text.isascii():
+        return text
+    text = _straighten_apostrophes(text)
+    if _NOT_PLAIN.search(text) is None:  # one scan for what is usually absent
+        return text
+    return _FORMAT_CHARACTER.sub("", _UNICODE_SPACE.sub(" ", text))
 
 
 def _straighten_apostrophes(text: str) -> str:
