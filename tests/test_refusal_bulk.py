@@ -475,3 +475,5 @@ def test_every_unicode_space_and_format_character_is_read_as_plain_text() -> Non
     assert {c for c in spaces if refusal.plain_text(f"a{c}b") != "a b"} == set()
     assert {c for c in formats if refusal.plain_text(f"a{c}b") != "ab"} == set()
     assert refusal.plain_text("I\u2019m\xa0\u200bhere") == "I'm here"
+    # what lets plain_text skip its scan on a printable text
+    assert not any(c.isprintable() for c in (spaces - {" "}) | formats)
