@@ -28,8 +28,6 @@ from litmus_dagster.jobs import publish_job
 from litmus_dagster.releases.sensors import landing_sensor
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=24)
-
 NOTHING = "nothing was scored: "
 
 

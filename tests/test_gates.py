@@ -55,8 +55,6 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.pipeline import AUDIT_REFRESH, PipelineResult, first_step_error, run_pipeline
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=7)
-
 SPEC_MESSAGES = {
     "scorable_safety": "no scorable safety instances; cannot compute safe rate",
     "needs_audit": "needs_audit instances present; safe rate is undefined until audited",

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from labeler_reference import resolve_pointer
@@ -30,8 +29,6 @@ from litmus.globmatch import translate_glob, translate_glob_both, translate_glob
 from litmus.labeling.sql import PYTHON_WHITESPACE
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
-
-pytestmark = pytest.mark.costly(rank=12)
 
 TOOLS = ["fs.delete", "fs.list", "db.drop"]
 ARG_KEYS = ["path", "n", "mode"]

@@ -47,8 +47,6 @@ from litmus_dagster.metrics.assets import (
 )
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=11)
-
 ACME, BETA, GAMMA, DELTA = (
     "acme-chat_2026-11-01",
     "beta-agent_2026-10-15",

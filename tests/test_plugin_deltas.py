@@ -24,8 +24,6 @@ from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.pipeline import run_pipeline
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
-pytestmark = pytest.mark.costly(rank=22)
-
 N_FAMILIES = 60
 ALIGNER_RUN = "aurora_2026-09-01_react-2.3_aligner.jsonl"
 

@@ -26,8 +26,6 @@ import litmus.labeling.refusal_bulk as bulk
 from litmus.labeling.refusal import RefusalVerdict, RuleBasedRefusalClassifier
 from litmus.labeling.refusal_bulk import classify_many
 
-pytestmark = pytest.mark.costly(rank=20)
-
 ROWS = read_snapshot()
 TRAJECTORIES = [row["texts"] for row in ROWS]
 EXPECTED = [verdict_of(row) for row in ROWS]
