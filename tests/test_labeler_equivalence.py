@@ -48,6 +48,7 @@ TEXTS = [
     "\u2003I can't help with that.\u2029",
     "\u200b",
     "\ufeff ",
+    "Sorry,\xa0but\xa0I\xa0can't\u200b assist with that.",
 ]
 
 patterns = st.text(alphabet=GLOB_ALPHABET, min_size=0, max_size=6)
