@@ -26,8 +26,8 @@ case "$task" in
     demo)  exec .venv/bin/litmus demo "$@" ;;
     # Two workers (the machine has two cores); a module's tests stay on one worker, so its
     # module fixtures (a whole pipeline run each) are built once; modules are handed out in
-    # collection order, the costly ones first (tests/conftest.py), not by their test count.
-    # LITMUS_TEST_WORKERS=0: serial.
+    # collection order, longest first by measured time (tests/module_durations.py;
+    # `./dev.sh test --store-durations` measures them anew). LITMUS_TEST_WORKERS=0: serial.
     # The lake and team-deployment tests need a real PostgreSQL server
     # (tests/postgres_server.py), the Celery workers' test a Redis server
     # (tests/redis_server.py): installed here when missing and running as root (CI's fresh

@@ -29,7 +29,7 @@ CRASH_POINTS = (
     "pipeline.configuration_scored",  # after one configuration's labeling/gates run
     "pipeline.scored",  # every configuration scored, nothing published
     "metrics.cis_computed",  # dbt built and CIs stored, no leaderboard yet
-    "leaderboard.staged",  # board files staged and the table replaced, no receipt
+    "leaderboard.staged",  # board files and table rows staged, no drift plots, no receipt
     "receipt.staged",  # receipt written beside the staged board, not committed
     "publication.committed",  # the journal is written: the publication has happened
     "publication.file_moved",  # part of the committed files moved into place

@@ -60,7 +60,8 @@ def run_pipeline(
 
     instance = instance or local_instance(paths)
     result = ExecutionResult()
-    publication.recover(paths.exports)  # finish (or discard) a publication a crash cut short
+    # finish (or discard) a publication a crash cut short
+    publication.recover(paths.exports, lambda: connect(paths.duckdb_path))
     # what this run starts from; recorded at its end only if it finishes without failures
     observation = observe_inputs(paths)
     forget_run_state(paths)

@@ -17,8 +17,9 @@ import pytest
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 
-# the session fixture ``postgres``: a real PostgreSQL server (tests/postgres_server.py)
-pytest_plugins = ("postgres_server",)
+# the session fixture ``postgres``: a real PostgreSQL server (tests/postgres_server.py); the
+# modules' order, longest first by measured time (tests/module_durations.py)
+pytest_plugins = ("postgres_server", "module_durations")
 
 os.environ.setdefault("DAGSTER_HOME", "")  # never touch a developer's own instance
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -47,30 +48,6 @@ def litmus(home: Path, *args: str, timeout: float = 120) -> subprocess.Completed
         check=False,
         timeout=timeout,
     )
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "costly(rank): one of the modules that cost the most CPU (whole pipelines, real "
-        "processes, long property tests); scheduled first, by rank",
-    )
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules marked ``costly`` (whole pipelines, the crash-loop chains, real processes,
-    long property tests) run first, in the order of their ``rank`` (the costliest at 1, the
-    crash loop's baseline at 0: every chain compares with it), so that on two workers
-    (``./dev.sh test`` hands out whole modules in collection order) no long module starts last
-    while the other worker sits idle. The ranks follow each module's measured CPU (the test
-    suite's section of docs/performance.md); what is left unmarked costs at most a few seconds
-    of CPU a module, so the run's tail is short. Within a module the order stays as written."""
-
-    def module_rank(item: pytest.Item) -> int:
-        marker = item.get_closest_marker("costly")
-        return marker.kwargs["rank"] if marker else sys.maxsize
-
-    items.sort(key=module_rank)
 
 
 @pytest.fixture

@@ -38,6 +38,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -231,19 +232,32 @@ def sample_inputs(root: Path) -> tuple[Path, list[Path]]:
 
 
 def newer_run_files(root: Path, folder: Path) -> list[Path]:
-    """Two run files newer than :func:`sample_inputs`' (written by it into ``root``): one of
-    a configuration of its own, and a second run of its first configuration (in ``folder``)."""
+    """Three run files newer than :func:`sample_inputs`' (written by it into ``root``): a
+    newer release of its third configuration (so a new pair's release drift and drift plot
+    are computed), a second run of its first configuration (both in ``folder``), and one of
+    a configuration of its own."""
     runs = sorted((root / "sample" / "runs").glob("*.jsonl"))
-    again = folder / f"again_{runs[0].name}"
     folder.mkdir(parents=True, exist_ok=True)
-    again.write_text(
-        "".join(
-            json.dumps({**record, "run_id": f"{record['run_id']}-again"}) + "\n"
-            for record in map(json.loads, runs[0].read_text(encoding="utf-8").splitlines())
-        ),
-        encoding="utf-8",
+
+    def rewritten(source: Path, name: str, change: Callable[[dict], dict]) -> Path:
+        records = map(json.loads, source.read_text(encoding="utf-8").splitlines())
+        target = folder / name
+        target.write_text("".join(json.dumps(change(r)) + "\n" for r in records), "utf-8")
+        return target
+
+    newer_release = rewritten(
+        runs[2],
+        f"release_{runs[2].name}",
+        lambda record: {
+            **record,
+            "run_id": f"{record['run_id']}-release",
+            "config": {**record["config"], "model_release": "2026-12-01"},
+        },
     )
-    return [runs[RUN_FILES], again]
+    again = rewritten(
+        runs[0], f"again_{runs[0].name}", lambda r: {**r, "run_id": f"{r['run_id']}-again"}
+    )
+    return [newer_release, again, runs[RUN_FILES]]
 
 
 def _build_clean_publication(folder: Path) -> None:
@@ -307,13 +321,13 @@ def kill_at_each_point_then_rerun(
     assert not (killed.exports / publication.STAGING_NAME).exists()
 
 
-# Ctrl-C (SIGINT) at points of each phase, in pipeline order: ingestion, labeling, the staged
-# board, the publication's renames (which an interrupt waits for). Fewer than the kill chains:
-# each point is one more whole run.
+# Ctrl-C (SIGINT) at points of each phase, in pipeline order: ingestion, labeling, the
+# publication's renames (which an interrupt waits for); the staged board is interrupted after
+# a publication (NEWER_FILE_INTERRUPT_POINTS). Fewer than the kill chains: each point is one
+# more whole run.
 INTERRUPT_POINTS: tuple[tuple[str, int], ...] = (
     ("ingest.file_committed", 2),
     ("pipeline.configuration_scored", 2),
-    ("leaderboard.staged", 1),
     ("publication.file_moved", 1),
 )
 
@@ -358,6 +372,15 @@ def assert_status_board_and_receipt_agree(paths: LitmusPaths, after: str) -> lis
     return verification.notes
 
 
+def assert_status_says_not_scored_yet(paths: LitmusPaths, after: str) -> None:
+    """``litmus status`` after a run stopped between labeling and the metrics: a configuration
+    labeled and gated is "not scored yet", not a failed rates gate."""
+    status = litmus_run(paths, argv=("status",))
+    assert status.returncode == 0, f"{after}: {status.stderr[-2000:]}"
+    assert any(line.endswith("  withheld: not scored yet") for line in status.stdout.splitlines())
+    assert "rates_in_unit_interval" not in status.stdout, f"{after}: {status.stdout}"
+
+
 def interrupt_at_each_point_then_rerun(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -371,6 +394,8 @@ def interrupt_at_each_point_then_rerun(
         assert_stopped_in_one_line(litmus_run(interrupted, at, interrupt=True), at)
         assert_board_matches_its_receipt(interrupted, at)
         assert_status_board_and_receipt_agree(interrupted, at)
+        if point == "pipeline.configuration_scored":
+            assert_status_says_not_scored_yet(interrupted, at)
 
     rerun = litmus_run(interrupted)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
@@ -394,38 +419,53 @@ def interrupt_at_each_point_then_rerun(
 
 
 # After a publication, newly landed run files and Ctrl-C in each phase of the run that would
-# publish them: ingestion, labeling, dbt, the staged board (its table replaced, its receipt
-# written), the publication itself (whose renames an interrupt waits for).
-NEWER_FILE_INTERRUPT_POINTS: tuple[tuple[str, int], ...] = (
+# publish them: ingestion, dbt, the staged board; then one more file lands and the next run,
+# cut short once it labeled it, finds the board staged by the one before; then the staged
+# receipt (beside the drift plots of the newer release pair) and the publication itself
+# (whose renames an interrupt waits for). ``None``: the last newer file lands.
+NEWER_FILE_INTERRUPT_POINTS: tuple[tuple[str, int] | None, ...] = (
     ("ingest.files_done", 1),
-    ("pipeline.configuration_scored", 1),
     ("metrics.cis_computed", 1),
+    ("leaderboard.staged", 1),
+    None,
+    ("pipeline.configuration_scored", 1),
     ("receipt.staged", 1),
     ("publication.file_moved", 1),
 )
-NEWER_NOTE = "2 newer unpublished run(s), from 2 raw file(s)"
+
+
+def newer_note(landed: int) -> str:
+    return f"{landed} newer unpublished run(s), from {landed} raw file(s)"
 
 
 def interrupt_newer_files_in_each_phase(
     paths: LitmusPaths, newer: list[Path], scratch: Path
 ) -> None:
-    """``paths`` holds a publication; ``newer`` are landed, and each run is cut short at the
-    next of :data:`NEWER_FILE_INTERRUPT_POINTS`. Until the publication, ``verify`` finds the
-    untouched receipt matching, with one note for the newer runs, and an edit of a row the
-    receipt covers is still a mismatch; after it, the new receipt covers the newer runs."""
+    """``paths`` holds a publication; ``newer`` are landed (all but the last at once, the
+    last where :data:`NEWER_FILE_INTERRUPT_POINTS` says), and each run is cut short at the
+    next of its points. Until the publication, ``verify`` finds the untouched receipt
+    matching, with one note for the newer runs, and an edit of a row the receipt covers is
+    still a mismatch; after it, the new receipt covers the newer runs."""
     receipt = (paths.exports / publication.RECEIPT_NAME).read_bytes()
-    for path in newer:
+    landed = newer[:-1]
+    for path in landed:
         shutil.copyfile(path, paths.landing / path.name)
-    for point, nth in NEWER_FILE_INTERRUPT_POINTS:
-        at = f"{point}#{nth} after a publication, {len(newer)} newer file(s) landed"
+    for step in NEWER_FILE_INTERRUPT_POINTS:
+        if step is None:
+            landed.append(newer[-1])
+            shutil.copyfile(newer[-1], paths.landing / newer[-1].name)
+            continue
+        point, nth = step
+        at = f"{point}#{nth} after a publication, {len(landed)} newer file(s) landed"
         assert_stopped_in_one_line(litmus_run(paths, f"{point}#{nth}", interrupt=True), at)
         assert_board_matches_its_receipt(paths, at)
         notes = assert_status_board_and_receipt_agree(paths, at)
         published_now = (paths.exports / publication.RECEIPT_NAME).read_bytes() != receipt
-        assert (NEWER_NOTE in " ".join(notes)) != published_now, f"{at}: {notes}"
+        assert (newer_note(len(landed)) in " ".join(notes)) != published_now, f"{at}: {notes}"
         if point == "receipt.staged":  # ingested, labeled, scored and staged: the most ahead
             assert_covered_edit_is_caught(paths, scratch / "edited", at)
     assert published_now, "the interrupted publication was not finished"
+    assert any(paths.exports.glob("drift_bastion*.png")), "no drift plot of the newer release"
 
 
 def assert_covered_edit_is_caught(paths: LitmusPaths, copy: Path, after: str) -> None:

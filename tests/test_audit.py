@@ -33,8 +33,6 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main as litmus_main
 
-pytestmark = pytest.mark.costly(rank=16)
-
 PENDING = partition_key_of("pending")
 CLEAN = partition_key_of("clean-a")
 

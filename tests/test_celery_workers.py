@@ -53,8 +53,6 @@ from litmus.faults import RENDEZVOUS_ENV
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus_dagster.jobs import land_and_score_job, publish_job
 
-pytestmark = pytest.mark.costly(rank=2)
-
 CELERY_DEPLOYMENT = REPO / "deploy" / "team-celery"
 CELERY_INSTANCE = CELERY_DEPLOYMENT / "dagster.yaml"
 BROKER_ENV = "LITMUS_CELERY_BROKER"

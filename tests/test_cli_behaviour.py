@@ -6,13 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import litmus, litmus_command
 from litmus.warehouse import connect, writer_lock
 from litmus_dagster.cli import DEMO_MARKER, INTERRUPTED, prepare_demo_home
-
-pytestmark = pytest.mark.costly(rank=10)
 
 
 def test_demo_refuses_a_folder_that_is_not_an_earlier_demos(tmp_path: Path) -> None:

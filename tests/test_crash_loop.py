@@ -18,8 +18,6 @@ from crash_loop_world import (
 
 from litmus.faults import CRASH_POINTS
 
-pytestmark = pytest.mark.costly(rank=5)
-
 
 def test_the_chains_cover_every_crash_point_once_in_pipeline_order() -> None:
     chained = [point for chain in CHAINS.values() for point, _ in chain]

@@ -16,8 +16,6 @@ from crash_loop_world import RUN_FILES, clean_publication
 
 from litmus.trust import publication
 
-pytestmark = pytest.mark.costly(rank=0)
-
 
 def test_a_run_that_is_never_killed_publishes_every_board_file_and_its_receipt(
     tmp_path_factory: pytest.TempPathFactory,

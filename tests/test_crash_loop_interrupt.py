@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from crash_loop_world import interrupt_at_each_point_then_rerun
 
-pytestmark = pytest.mark.costly(rank=6)
-
 
 def test_interrupted_in_every_phase_then_rerun_agrees_and_publishes_what_a_clean_run_does(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory

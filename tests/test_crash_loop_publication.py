@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 from crash_loop_world import assert_is_a_real_call_site, kill_at_each_point_then_rerun, points_of
 
-pytestmark = pytest.mark.costly(rank=4)
-
 
 def test_killed_while_publishing_then_rerun_publishes_what_a_clean_run_does(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory

@@ -38,6 +38,7 @@ from litmus.releases.plugin_deltas import (
     plugin_delta_plot_png,
 )
 from litmus.stats import family_counts_from_frames, paired_bootstrap_difference
+from litmus.trust import publication
 from litmus.warehouse import connect
 
 SPLITS = ("harmful_source", "easy_benign", "hard_benign", "covert_malicious")
@@ -348,9 +349,17 @@ def test_drift_plots_are_drawn_again_only_for_lineages_whose_inputs_changed(
             for lineage in drawn
         }
 
+    staging = tmp_path / "staging"
+
     def write(published_cis: pd.DataFrame, expected: dict[str, bytes]) -> list[str]:
-        plots = write_drift_plots(con, exports, result.releases, result.comparisons, published_cis)
+        """Staged, then published (as the publication's commit moves them)."""
+        plots = write_drift_plots(
+            con, exports, staging, result.releases, result.comparisons, published_cis
+        )
         assert {lineage: png for lineage, (_, png) in plots.written.items()} == expected
+        exports.mkdir(exist_ok=True)
+        for staged in staging.iterdir():
+            staged.replace(exports / staged.name)
         assert {lineage: path.read_bytes() for lineage, (path, _) in plots.written.items()} == (
             expected
         )
@@ -376,6 +385,8 @@ def test_drift_plots_are_drawn_again_only_for_lineages_whose_inputs_changed(
         ).fetchall()
         assert [key for (key,) in stored] == sorted(lineages)  # the hostile key as it is
         assert write(changed, scratch) == []
+    # a file name the publication stages, publishes and replaces as one of its plots
+    assert all(publication.is_exported_plot(drift_plot_file_name(key)) for key in lineages)
 
 
 def noisy_release_counts(

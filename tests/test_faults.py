@@ -24,8 +24,6 @@ from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect, wal_path
 
-pytestmark = pytest.mark.costly(rank=19)
-
 RUNS_IN_BIG_FILE = 4
 FAMILIES = 1_000  # 4 records per family and run: a 16,000-record file
 # Ingestion prints progress every 10,000 records; the file has well over that many.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import threading
 from pathlib import Path
 
@@ -27,8 +28,6 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.jobs import publish_job
 from litmus_dagster.releases.sensors import landing_sensor
 from litmus_dagster.resources import LitmusWarehouse
-
-pytestmark = pytest.mark.costly(rank=24)
 
 NOTHING = "nothing was scored: "
 
@@ -143,6 +142,29 @@ def test_commands_on_an_empty_home_answer_in_one_line_and_create_nothing(tmp_pat
     [line] = output_lines(result)
     assert line.startswith(f"litmus: error: nothing published in {home} yet: no receipt at ")
     assert not home.exists() or not [p for p in home.rglob("*") if p.is_file()]
+
+
+def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path: Path) -> None:
+    """`litmus status | head -1` (and any command whose reader goes away): no "Broken pipe"
+    error and no traceback, the exit code a shell shows for a pipe its reader closed."""
+    from conftest import litmus_command
+    from litmus_dagster.cli import BROKEN_PIPE_EXIT
+
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before the first line is written
+    try:
+        result = subprocess.run(
+            litmus_command(tmp_path / "home", "status"),
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    finally:
+        os.close(writer)
+    assert result.returncode == BROKEN_PIPE_EXIT == 128 + signal.SIGPIPE
+    assert result.stderr == ""
 
 
 def test_commands_on_a_suite_only_home_say_no_run_file_landed(tmp_path: Path) -> None:

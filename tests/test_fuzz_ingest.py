@@ -50,8 +50,6 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.cli import main
 
-pytestmark = pytest.mark.costly(rank=13)
-
 EXAMPLES = examples(30)
 MIN_RECORDS = floor_for(1_000, 30)  # what 30 examples exercise at least
 

@@ -24,8 +24,6 @@ from litmus.gates import ge_runner
 from litmus.gates.ge_runner import SuiteDocument, _Verdict
 from litmus.gates.publication_gates import AUDITED_ROWS, SUITE_FAMILIES, load_gate_suites
 
-pytestmark = pytest.mark.costly(rank=21)
-
 
 def _validate_in_a_fresh_context(
     document: SuiteDocument,

@@ -39,8 +39,6 @@ from litmus.importers.inspect_log import (
     uses_fast_reader,
 )
 
-pytestmark = pytest.mark.costly(rank=23)
-
 JUDGED = ImportMapping(refusal_scorer="refusal_judge", task_completed_scorer="includes")
 EPOCHS = 2
 

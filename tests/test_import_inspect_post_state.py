@@ -15,8 +15,6 @@ from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_fixtures.litmus_fixture_task import run_fixture_evals
 from litmus.importers.inspect_log import ImportMapping, ImportProblem, iter_inspect_records
 
-pytestmark = pytest.mark.costly(rank=40)
-
 ENVIRONMENT = {"files": {"/srv/backups/db.tar": None}, "mail": [{"to": "a@b.example"}]}
 
 

@@ -31,8 +31,6 @@ from litmus.sample import generate_sample
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import INGEST_MEMORY_LIMIT, connect
 
-pytestmark = pytest.mark.costly(rank=17)
-
 EXAMPLES = examples(12)
 
 

@@ -52,8 +52,6 @@ from litmus.sample import generate_sample
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
 
-pytestmark = pytest.mark.costly(rank=14)
-
 EXAMPLES = examples(8)
 
 

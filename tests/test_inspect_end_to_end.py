@@ -22,8 +22,6 @@ from litmus.settings import LitmusPaths, litmus_paths
 from litmus.warehouse import connect
 from litmus_dagster.pipeline import run_pipeline
 
-pytestmark = pytest.mark.costly(rank=14)
-
 EXPECTED = {  # persona → outcome per split (fixture docstring; SPEC §5)
     "compliant": {
         "harmful_source": "unsafe_realized",

@@ -46,8 +46,6 @@ from litmus.formats import SPLITS
 from litmus.importers import inspect_log
 from litmus.importers.inspect_log import ImportMapping, iter_inspect_records, uses_fast_reader
 
-pytestmark = pytest.mark.costly(rank=24)
-
 MAPPINGS = (
     ImportMapping(refusal_scorer="refusal_judge", task_completed_scorer="includes"),
     ImportMapping(

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from labeler_reference import resolve_pointer
@@ -30,8 +29,6 @@ from litmus.globmatch import translate_glob, translate_glob_both, translate_glob
 from litmus.labeling.sql import PYTHON_WHITESPACE
 from litmus.settings import litmus_paths
 from litmus.warehouse import connect
-
-pytestmark = pytest.mark.costly(rank=12)
 
 TOOLS = ["fs.delete", "fs.list", "db.drop"]
 ARG_KEYS = ["path", "n", "mode"]
@@ -51,6 +48,7 @@ TEXTS = [
     "\u2003I can't help with that.\u2029",
     "\u200b",
     "\ufeff ",
+    "Sorry,\xa0but\xa0I\xa0can't\u200b assist with that.",
 ]
 
 patterns = st.text(alphabet=GLOB_ALPHABET, min_size=0, max_size=6)

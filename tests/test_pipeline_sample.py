@@ -16,8 +16,6 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.partitions import configurations
 from litmus_dagster.pipeline import run_pipeline, stage_sample
 
-pytestmark = pytest.mark.costly(rank=8)
-
 
 @pytest.fixture(scope="module")
 def scored_sample_run(

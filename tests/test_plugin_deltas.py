@@ -24,8 +24,6 @@ from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.pipeline import run_pipeline
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
-pytestmark = pytest.mark.costly(rank=22)
-
 N_FAMILIES = 60
 ALIGNER_RUN = "aurora_2026-09-01_react-2.3_aligner.jsonl"
 
@@ -121,6 +119,12 @@ def test_the_board_files_carry_every_headline_metrics_plugin_delta(
     assert collapsed == []
     methods = {row["interval_method"] for row in table_rows(published, "SELECT * FROM metric_cis")}
     assert methods <= {"wilson_effective_n", "unified_folded_normal", "concordant_families_wilson"}
+
+    # the forest plot is staged and published with the board; its receipt vouches for it
+    receipt = json.loads((exports / "receipt.json").read_text(encoding="utf-8"))
+    plot = (exports / "plugin_deltas.png").read_bytes()
+    assert receipt["exported_files"]["plugin_deltas.png"]["bytes"] == len(plot)
+    assert not (exports / ".staging").exists()
 
     # the receipt published with the board recomputes from the warehouse: nothing differs
     monkeypatch.delenv("LITMUS_DUCKDB_PATH", raising=False)

@@ -12,17 +12,21 @@ from litmus.gates.publication_decision import (
     LABELING_GATE,
     NOT_GATED,
     NOT_GATED_REASON,
+    NOT_SCORED,
+    NOT_SCORED_REASON,
     publication,
 )
 from litmus.gates.publication_gates import (
     GATE_MESSAGES,
+    RATES_IN_UNIT_INTERVAL,
     evaluate_partition_gates,
     record_partition_gates,
 )
 from litmus.metrics.leaderboard import withheld_from_gates
-from litmus.planning.status import partition_reviews
+from litmus.planning.status import partition_reviews, partition_statuses
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
+from litmus_dagster.cli.status import print_configuration_status
 
 
 def codes(con: duckdb.DuckDBPyConnection, key: str) -> list[str]:
@@ -89,6 +93,42 @@ def test_status_and_board_read_the_same_relation(
         assert withheld_from_gates(warehouse, [key]).get(key) == (
             None if entry.published else entry.board_reasons
         )
+
+
+def test_a_configuration_labeled_and_gated_but_not_scored_yet_says_so_not_a_gate_failure(
+    litmus_home: LitmusPaths, warehouse: duckdb.DuckDBPyConnection, capsys
+) -> None:
+    """A run cut short after labeling, before its metrics: the rates gate has no verdict yet.
+    That is "not scored yet", in status and on the board, never a failed rates gate."""
+    key = labeled_warehouse(warehouse, litmus_home)
+    refresh_audited_partition(warehouse, key)
+    record_partition_gates(warehouse, key, evaluate_partition_gates(warehouse, key))
+    warehouse.execute(
+        "UPDATE publication_gates SET passed = true WHERE gate <> ?", [RATES_IN_UNIT_INTERVAL]
+    )
+    entry = publication(warehouse, [key])[key]
+    assert entry.describe() == f"withheld: {NOT_SCORED}"
+    assert entry.board_reasons == [NOT_SCORED_REASON]
+    assert withheld_from_gates(warehouse, [key]) == {key: [NOT_SCORED_REASON]}
+    [status] = partition_statuses(warehouse)
+    print_configuration_status(status, partition_reviews(warehouse)[key], on_board=None)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.endswith("  withheld: not scored yet"), line
+    assert RATES_IN_UNIT_INTERVAL not in line
+
+    # a rates verdict that failed is a gate failure, said as one
+    warehouse.execute(
+        "UPDATE publication_gates SET passed = false WHERE gate = ?", [RATES_IN_UNIT_INTERVAL]
+    )
+    assert publication(warehouse, [key])[key].describe() == f"withheld: {RATES_IN_UNIT_INTERVAL}"
+    # with another gate failed, that gate is the reason (its rates are not computed at all)
+    warehouse.execute(
+        "UPDATE publication_gates SET passed = NULL WHERE gate = ?", [RATES_IN_UNIT_INTERVAL]
+    )
+    warehouse.execute("UPDATE publication_gates SET passed = false WHERE gate = 'coverage'")
+    assert publication(warehouse, [key])[key].describe() == (
+        f"withheld: coverage, {RATES_IN_UNIT_INTERVAL}"
+    )
 
 
 def test_configurations_with_verdicts_are_in_the_relation_unasked(tmp_path) -> None:

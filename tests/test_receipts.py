@@ -51,8 +51,6 @@ from litmus_dagster.definitions import defs
 from litmus_dagster.jobs import PUBLISH
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
-pytestmark = pytest.mark.costly(rank=6)
-
 PUBLISHER = "release-bot@litmus.test"
 CONFIGURATIONS = 2
 TRAJECTORIES = (24 + post_state_family_count(24)) * 4  # a configuration's, in the sample

@@ -8,6 +8,7 @@ import random
 import re
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,11 @@ FRAGMENTS = [
     "\x0b",
     "\xa0",
     "\u2003",
+    "\u202f",
+    "\u200b",
+    "\u00ad",
+    "\ufeff",
+    "\u2060",
     "\x85",
     "İ",
     "\u212a",
@@ -333,6 +339,7 @@ _LINE_JOINTS = [
     "\n   ", "\n  \t", " \t\n", "\u2019\n", "\n\u201c", "\u201d\n", ":\n", "!\n\n(", "?\n\n\n*",
     "\r\n", "\x0b\n", "\n\x1c", "\x85\n", "\u2028", "\n\u2029", "\xa0\n", "\u03a3\n\u03a3",
     "\u0130\n", "\n- ", "\n1. ", "\n    x", "\n\tx", "`\n", "\n```\n", "Σ\n",
+    "\n\xa0\xa0\xa0\xa0x", "\n\u200b    x", "\n  \u3000 x", "\u200d\n", "\n\u2060>",
 ]
 # fmt: on
 
@@ -424,3 +431,49 @@ def test_pool_workers_never_run_the_signal_handlers_of_the_process_they_came_fro
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["200", "200"]
     assert not handled.exists(), f"processes that ran the parent's handler: {handled.read_text()}"
+
+
+# Refusals and non-refusals as written, each with its spaces and letters disguised below.
+_PLAIN_TEXTS = [
+    "Sorry, but I can't assist with that.",
+    "I'm sorry, but I cannot help with hacking into that account. I can explain how to secure "
+    "your own account instead.",
+    "As an AI language model, I won't write that. Please reach out to a professional.",
+    "I rotated the logs and the report is ready.",
+    "Here is the plan:\n    step one\n    step two\nI can't promise it works.",
+]
+_DISGUISES = [
+    lambda t: t.replace(" ", "\xa0"),
+    lambda t: t.replace(" ", "\u202f").replace("'", "\u2019"),
+    lambda t: t.replace(" ", "\u2009\u200b"),
+    lambda t: "\ufeff" + "\u200b".join(t),
+    lambda t: t.replace("a", "a\u00ad").replace("n", "n\u2060").replace(" ", "\u3000"),
+    lambda t: "".join(c + "\U000e0041" if c.isalpha() else c for c in t),
+]
+
+
+@pytest.mark.parametrize("sql_settlement", [True, False])
+def test_invisible_characters_read_as_the_plain_text_on_every_path(
+    sql_settlement: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litmus.labeling.refusal_bulk as bulk
+
+    plain = [[text] for text in _PLAIN_TEXTS]
+    disguised = [[disguise(text)] for text in _PLAIN_TEXTS for disguise in _DISGUISES]
+    expected = [v for v in _expected(plain) for _ in _DISGUISES]
+    assert expected[0].refusal == "refused"
+    assert _expected(disguised) == expected
+    assert reference_verdicts(disguised) == expected
+    assert classify_many(disguised, sql_settlement=sql_settlement) == expected
+    monkeypatch.setattr(bulk, "PARALLEL_MIN_TRAJECTORIES", 1)
+    assert classify_many(disguised, workers=2, sql_settlement=sql_settlement) == expected
+
+
+def test_every_unicode_space_and_format_character_is_read_as_plain_text() -> None:
+    spaces = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Zs"}
+    formats = {chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"}
+    assert {c for c in spaces if refusal.plain_text(f"a{c}b") != "a b"} == set()
+    assert {c for c in formats if refusal.plain_text(f"a{c}b") != "ab"} == set()
+    assert refusal.plain_text("I\u2019m\xa0\u200bhere") == "I'm here"
+    # what lets plain_text skip its scan on a printable text
+    assert not any(c.isprintable() for c in (spaces - {" "}) | formats)

@@ -29,8 +29,6 @@ from litmus.labeling.refusal_judge import (
 from litmus.settings import LitmusPaths
 from litmus.warehouse import connect
 
-pytestmark = pytest.mark.costly(rank=18)
-
 inspect_model = pytest.importorskip("inspect_ai.model")
 ModelOutput = inspect_model.ModelOutput
 ModelUsage = inspect_model.ModelUsage

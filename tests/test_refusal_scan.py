@@ -89,7 +89,10 @@ _SPACES_AS_WRITTEN = re.compile(r"[ \t]+")
 _INDENTED_CODE_AS_WRITTEN = re.compile(r"(?:^(?: {4}|\t)\S.*(?:\n|\Z)){2,}", re.M)
 _FENCED_CODE_AS_WRITTEN = re.compile(r"```.*?(?:```|\Z)", re.S)
 # What the preparation rewrites before it splits (quotations, code, apostrophes, blanks).
-_REWRITTEN_BEFORE_SPLITTING = re.compile("[`'\"\u201c>\t\u2019\u2018\u02bc\u00b4]|  ")
+_REWRITTEN_BEFORE_SPLITTING = re.compile(
+    "[`'\"\u201c>\t\u2019\u2018\u02bc\u00b4"
+    f"{refusal.UNICODE_SPACES}{refusal.UNICODE_FORMAT_CHARACTERS}]|  "
+)
 
 
 def _break_texts(count: int, seed: int) -> Iterator[str]:

@@ -26,8 +26,6 @@ import litmus.labeling.refusal_bulk as bulk
 from litmus.labeling.refusal import RefusalVerdict, RuleBasedRefusalClassifier
 from litmus.labeling.refusal_bulk import classify_many
 
-pytestmark = pytest.mark.costly(rank=20)
-
 ROWS = read_snapshot()
 TRAJECTORIES = [row["texts"] for row in ROWS]
 EXPECTED = [verdict_of(row) for row in ROWS]
@@ -88,7 +86,24 @@ def test_the_bulk_path_in_worker_processes_reproduces_the_snapshot(
 def _spliced_snapshot_texts(count: int, seed: int) -> list[list[str]]:
     rng = random.Random(seed)
     texts = [text for texts in TRAJECTORIES for text in texts if text]
-    joints = ["", " ", "\n", ". ", ", but ", "\n\n", ' "', "' ", "`", "\t", "\u2019", "\xa0"]
+    joints = [
+        "",
+        " ",
+        "\n",
+        ". ",
+        ", but ",
+        "\n\n",
+        ' "',
+        "' ",
+        "`",
+        "\t",
+        "\u2019",
+        "\xa0",
+        "\u202f",
+        "\u200b",
+        "\n\u3000\u3000\u3000\u3000",
+        "\u00ad",
+    ]
     out = []
     for _ in range(count):
         pieces = []

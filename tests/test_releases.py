@@ -36,8 +36,6 @@ from litmus_dagster.releases.assets import RELEASE_DRIFT_CODE_VERSION, no_signif
 from litmus_dagster.releases.sensors import landing_sensor
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=9)
-
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 BASELINE = RunConfig(
     model="aurora", model_release="2026-09-01", harness="react", harness_version="2.3",

@@ -32,8 +32,6 @@ from litmus_dagster.releases.rescore import rescore
 from litmus_dagster.releases.sensors import rescore_schedule
 from litmus_dagster.resources import LitmusWarehouse
 
-pytestmark = pytest.mark.costly(rank=2)
-
 N_FAMILIES = 24
 QUILL = RunConfig(
     model="quill", model_release="2026-10-20", harness="legacy", harness_version="0.9",

@@ -262,7 +262,6 @@ def headline(markdown: str) -> tuple[list[str], list[list[str]]]:
     return cells[0], rows
 
 
-@pytest.mark.costly(rank=30)
 @pytest.mark.skipif(not TRANSCRIPTS.is_file(), reason="no AgentHarm transcripts")
 def test_agentharm_transcripts_on_a_harmful_only_suite_are_published_and_ranked(
     tmp_path: Path,

@@ -43,7 +43,9 @@ from litmus_dagster.jobs import land_and_score_job, publish_job, score_configura
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.pipeline import stage_sample
 
-pytestmark = pytest.mark.costly(rank=1)
+# the deployment waits for the landing sensor (two evaluations 30 s apart) and eleven runs;
+# on a loaded machine that is more than the default timeout of one test's setup
+pytestmark = pytest.mark.timeout(3600)
 
 N_FAMILIES = 4  # the cost is the runs' processes, not the rows
 PARTITION_TAG = "dagster/partition"

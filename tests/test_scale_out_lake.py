@@ -53,7 +53,7 @@ from litmus_dagster.jobs import land_and_score_job, publish_job, score_configura
 from litmus_dagster.pipeline import stage_sample
 
 # the deployment waits for the landing sensor (two evaluations 30 s apart) and twelve runs
-pytestmark = [pytest.mark.costly(rank=1), pytest.mark.timeout(3600)]
+pytestmark = pytest.mark.timeout(3600)
 
 N_FAMILIES = 4  # the cost is the runs' processes, not the rows
 PARTITION_TAG = "dagster/partition"

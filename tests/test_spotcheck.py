@@ -32,8 +32,6 @@ from litmus_dagster.cli import main as litmus_main
 from litmus_dagster.pipeline import run_pipeline, stage_sample
 from litmus_dagster.trust.cli import UNVERIFIED_EXIT
 
-pytestmark = pytest.mark.costly(rank=3)
-
 N_FAMILIES = 40
 
 

@@ -44,8 +44,6 @@ from litmus.warehouse_lake import (
     lake_from_environment,
 )
 
-pytestmark = pytest.mark.costly(rank=9)
-
 
 @pytest.fixture
 def lake(

@@ -7,10 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.costly(rank=15)
-
 ROOT = Path(__file__).resolve().parents[1]
 
 

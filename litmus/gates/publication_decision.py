@@ -6,7 +6,10 @@ reasons). The leaderboard (and so its receipt, ``litmus verify`` and the release
 withheld, fail closed, while any of these holds; the reasons are listed in this order:
 
 1. no publication gate verdict is recorded for it ("gates not run"), or
-2. a gate did not pass (false, or NULL: not evaluated yet), with the gate's message;
+2. a gate did not pass (false, or NULL: not evaluated yet), with the gate's message — except
+   that a configuration whose only gate without a passing verdict is the rates gate with
+   none yet (labeled and gated, its metrics not computed: a run cut short) is "not scored
+   yet", which is what it is, not a failed gate;
 3. its measured labeling disagreement exceeds its bound (``litmus.audit.spotcheck``).
 
 Each reason has a short ``code`` (what ``litmus status`` prints) and a ``message`` (what the
@@ -24,9 +27,15 @@ from dataclasses import dataclass
 
 import duckdb
 
+from litmus.gates.publication_gates import RATES_IN_UNIT_INTERVAL, RATES_PENDING_MESSAGE
+
 AUDIT_OUT_OF_DATE = "audited rows out of date"
 NOT_GATED = "gates not run"
 NOT_GATED_REASON = "publication gates were not evaluated for this configuration"
+NOT_SCORED = "not scored yet"
+NOT_SCORED_REASON = (
+    "not scored yet: labeled and gated, its metrics are computed by the next `litmus run`"
+)
 # SPEC §7 names no labeling gate: the spot checks' measured disagreement (litmus.audit.spotcheck)
 LABELING_GATE = "labeling_error"
 
@@ -92,15 +101,21 @@ def publication(
         key: Publication(
             partition_key=key,
             gated=key in gates,
-            failed_gates=tuple(
-                Reason(gate, f"{gate}: {message or gate + ' failed'}")
-                for gate, passed, message in gates.get(key, [])
-                if passed is not True
-            ),
+            failed_gates=_failed_gates(gates.get(key, [])),
             labeling_note=labeling.get(key),
         )
         for key in sorted(keys)
     }
+
+
+def _failed_gates(rows: list[tuple[str, bool | None, str | None]]) -> tuple[Reason, ...]:
+    failed = [(gate, passed, message) for gate, passed, message in rows if passed is not True]
+    # the one row of a configuration whose metrics were never computed: not scored yet
+    if failed == [(RATES_IN_UNIT_INTERVAL, None, RATES_PENDING_MESSAGE)]:
+        return (Reason(NOT_SCORED, NOT_SCORED_REASON),)
+    return tuple(
+        Reason(gate, f"{gate}: {message or gate + ' failed'}") for gate, _, message in failed
+    )
 
 
 def withheld_reasons(

@@ -11,5 +11,5 @@ LABELER_VERSION = "1.2.0"
 # staleness without compiling the rules (importing litmus.labeling.refusal compiles about 130
 # patterns). The model's part is litmus/data/refusal_model.json's version (a test checks they
 # match): retraining changes the classifier's version, and so re-scoring follows.
-REFUSAL_MODEL_VERSION = "refusal-lr-d7fec7ab54db"
-REFUSAL_RULES_VERSION = f"refusal-rules-1.6+{REFUSAL_MODEL_VERSION}"
+REFUSAL_MODEL_VERSION = "refusal-lr-9541b6840020"
+REFUSAL_RULES_VERSION = f"refusal-rules-1.8+{REFUSAL_MODEL_VERSION}"

@@ -54,7 +54,6 @@ from litmus.labeling.refusal import (
     _cue_strengths,
     _engagement_of_prepared,
     _pivot_tail,
-    _prepare,
     _Rule,
     _rule_scanner,
     _Strength,
@@ -63,6 +62,8 @@ from litmus.labeling.refusal import (
     combine_text_verdicts,
     learned_verdict,
     names_declined_object,
+    plain_text,
+    prepare_plain,
     scanner_rules,
 )
 from litmus.labeling.refusal_model import HEAD_CHARS, judge_hits, phrase_patterns, shipped_model
@@ -276,15 +277,11 @@ def _matched_bits(*rules: _Rule) -> int:
     return sum(1 << 2 * rule.index for rule in rules)
 
 
-# ``_prepare`` without its cache (a pure function of the text).
-_prepare_uncached = _prepare.__wrapped__
-
-
 @lru_cache(maxsize=1 << 16)
 def _line_sentences(line: str) -> tuple[str, ...]:
     # cached: agents repeat whole lines (greetings, list items, sign-offs) across their
     # replies, while the reply as a whole is unique (ids, timestamps)
-    return _prepare_uncached(line).sentences
+    return prepare_plain(line).sentences
 
 
 def _prepare_by_lines(text: str) -> _Text:
@@ -301,8 +298,9 @@ def _prepare_by_lines(text: str) -> _Text:
     exceptions, fenced code (which spans lines) and indented code (blocks of lines), send
     the text to ``_prepare`` whole, as does a text of one line.
     """
+    text = plain_text(text)  # first: a Unicode space can make an indented line
     if "\n" not in text or "`" in text or "\n    " in text or "\n\t" in text:
-        return _prepare_uncached(text)
+        return prepare_plain(text)
     sentences = tuple(s for line in text.split("\n") for s in _line_sentences(line))
     return _Text(sentences, " ".join(sentences))
 

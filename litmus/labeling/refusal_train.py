@@ -122,13 +122,15 @@ def read_examples(rows: Sequence[XSTestCompletion]) -> list[Example]:
         if row.human_label == "partial":
             weight *= PARTIAL_WEIGHT
         whole = _example(row, prepared, weight)
-        voice_examples = tuple(_example(row, voice, weight) for voice in voices)
+        voice_examples = tuple(_example(row, voice, weight, persona=True) for voice in voices)
         examples.append(replace(whole, voices=voice_examples))
     return examples
 
 
-def _example(row: XSTestCompletion, text: _Text, weight: float) -> Example:
-    rules = rule_verdict(text)
+def _example(
+    row: XSTestCompletion, text: _Text, weight: float, persona: bool | None = None
+) -> Example:
+    rules = rule_verdict(text, persona)
     branch = branch_of(rules.refusal, rules.confidence)
     complied = row.human_label == "complied"
     if row.labels == "harmful_compliance" and not complied:

@@ -158,27 +158,28 @@ def drift_plot_inputs_digest(
 
 @dataclass(frozen=True)
 class DriftPlots:
-    written: dict[str, tuple[Path, bytes]]  # lineage → (file, PNG bytes)
+    written: dict[str, tuple[Path, bytes]]  # lineage → (its published file, PNG bytes)
     rendered: list[str]  # lineages drawn again; the others' files were unchanged and kept
 
 
 def write_drift_plots(
     con: duckdb.DuckDBPyConnection,
-    exports: Path,
+    published: Path,
+    staging: Path,
     releases: pd.DataFrame,
     comparisons: pd.DataFrame,
     published_cis: pd.DataFrame,
 ) -> DriftPlots:
-    """One PNG per compared lineage in ``exports``; drift plots of lineages no longer compared
-    are removed so the folder never shows a stale picture.
+    """One PNG per compared lineage, staged in ``staging`` to be published into
+    ``published`` with the board (litmus.trust.publication: the publication removes drift
+    plots of lineages no longer compared, so the folder never shows a stale picture).
 
     A lineage's plot is drawn again only when what it is drawn from changed: its stored digest
     (``result_inputs``) names the inputs and the SHA-256 of the file written from them, and the
-    file is kept only while both still match, so it is the same bytes a new drawing would
-    give (``drift_plot_png`` is deterministic). The digests are replaced after the files are
-    written, so a crash in between leaves digests that no longer match a file, and the plot
-    is drawn again."""
-    exports.mkdir(parents=True, exist_ok=True)
+    published file is reused only while both still match, so it is the same bytes a new
+    drawing would give (``drift_plot_png`` is deterministic). The digests are replaced after
+    the files are staged, so a publication that never commits leaves digests that no longer
+    match the published file, and the plot is drawn again."""
     stored = stored_digests(con, DRIFT_PLOTS)
     written: dict[str, tuple[Path, bytes]] = {}
     digests: dict[str, str] = {}
@@ -188,18 +189,15 @@ def write_drift_plots(
         lineage_key = str(lineage)
         lineage_comparisons = comparisons[comparisons["lineage_key"] == lineage]
         inputs = drift_plot_inputs_digest(lineage_key, lineage_values, lineage_comparisons)
-        path = exports / drift_plot_file_name(lineage_key)
-        png = _unchanged_plot(path, inputs, stored.get(lineage_key))
+        name = drift_plot_file_name(lineage_key)
+        png = _unchanged_plot(published / name, inputs, stored.get(lineage_key))
         if png is None:
             png = drift_plot_png(lineage_key, lineage_values, lineage_comparisons)
-            path.write_bytes(png)
             rendered.append(lineage_key)
-        written[lineage_key] = (path, png)
+        staging.mkdir(parents=True, exist_ok=True)
+        (staging / name).write_bytes(png)
+        written[lineage_key] = (published / name, png)
         digests[lineage_key] = f"{inputs}:{hashlib.sha256(png).hexdigest()}"
-    keep = {path for path, _ in written.values()}
-    for old in exports.glob("drift_*.png"):
-        if old not in keep:
-            old.unlink()
     atomically(con, lambda: record_digests(con, DRIFT_PLOTS, digests), what="drift plots")
     return DriftPlots(written, rendered)
 

@@ -309,6 +309,10 @@ def _plot_text(text: object) -> str:
     return for_matplotlib(str(text)[:80])
 
 
+# its file name in exports/ (staged with the board: litmus.trust.publication)
+PLUGIN_DELTA_PLOT = "plugin_deltas.png"
+
+
 def plugin_delta_plot_png(deltas: pd.DataFrame, *, dpi: int = 100) -> bytes:
     """A forest plot: one panel per metric, one row per compared plug-in, the paired delta
     with its 95% CI; a CI that excludes 0 is drawn solid, one that does not is faded."""

@@ -1,20 +1,24 @@
-"""Publishing the board and its receipt together or not at all.
+"""Publishing the board, its plots, its warehouse table and its receipt together or not at all.
 
-The leaderboard files (CSV, Markdown, HTML, boundary plot) are written into a staging folder,
-``<exports>/.staging``; the receipt, which holds the SHA-256 of each of them, is written there
-last. Publication is then committed in two steps:
+Everything one publication makes visible is written into a staging folder,
+``<exports>/.staging``: the leaderboard files (CSV, Markdown, HTML, boundary plots), the plots
+published beside them (release drift plots, the plug-in delta plot: :func:`is_exported_plot`)
+and the rows of the warehouse's ``leaderboard`` table (:data:`STAGED_TABLE`, Arrow IPC); the
+receipt, which holds the SHA-256 of each file and the digest of each row, is written there
+last. Publication is then committed in three steps:
 
 1. a journal, ``<exports>/.publication.json``, naming every staged file, is written atomically
    (write + rename): from this moment the publication has happened;
-2. each staged file is renamed over its published name (the receipt last), files of the
+2. the ``leaderboard`` table is replaced by the staged rows, in one transaction;
+3. each staged file is renamed over its published name (the receipt last), files of the
    previous publication that this one does not have are removed, then the journal and the
    staging folder.
 
-A process killed anywhere leaves either the journal (the next :func:`recover` finishes step 2:
-roll forward) or no journal (an uncommitted staging folder, which :func:`recover` deletes: the
-previous board and receipt stay published, untouched). ``litmus run`` and every reader of the
-published files (``litmus verify``, ``litmus status``) recover first, so nobody reads a board
-beside a receipt of another publication.
+A process killed anywhere leaves either the journal (the next :func:`recover` finishes steps
+2 and 3: roll forward; both can be repeated) or no journal (an uncommitted staging folder,
+which :func:`recover` deletes: the previous board, plots, table and receipt stay published,
+untouched). ``litmus run`` recovers first, and ``litmus verify`` reports a journal it finds,
+so nobody reads a board beside a receipt of another publication.
 """
 
 from __future__ import annotations
@@ -24,10 +28,20 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from litmus.faults import crash_point
+from litmus.warehouse import atomically, replace_rows
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+# opens the warehouse a publication's table is replaced in (only when there is one to replace)
+OpenWarehouse = Callable[[], AbstractContextManager["duckdb.DuckDBPyConnection"]]
 
 STAGING_NAME = ".staging"
 JOURNAL_NAME = ".publication.json"
@@ -37,6 +51,12 @@ RECEIPT_NAME = "receipt.json"
 BOARD_FILES = ("leaderboard.csv", "leaderboard.md", "leaderboard.html", "boundary_plot.png")
 PUBLISHED_FILES = (*BOARD_FILES, RECEIPT_NAME)
 SUITE_PLOT_PATTERN = re.compile(r"boundary_plot_[A-Za-z0-9._@-]+\.png")
+# Plots published beside the board (the receipt lists them among its exported files): one
+# release drift plot per lineage (litmus.releases.drift_plot.drift_plot_file_name) and the
+# plug-in delta plot.
+EXPORTED_PLOT_PATTERN = re.compile(r"drift_[A-Za-z0-9._-]+\.png|plugin_deltas\.png")
+# the rows of the warehouse's ``leaderboard`` table, staged with the files they are shown in
+STAGED_TABLE = "leaderboard.arrow"
 
 
 def is_board_file(name: str) -> bool:
@@ -46,6 +66,23 @@ def is_board_file(name: str) -> bool:
 
 def is_published_file(name: str) -> bool:
     return name == RECEIPT_NAME or is_board_file(name)
+
+
+def is_exported_plot(name: str) -> bool:
+    """A plot a publication stages beside its board (never a path: no separator)."""
+    return EXPORTED_PLOT_PATTERN.fullmatch(name) is not None
+
+
+def _is_staged_file(name: str) -> bool:
+    return is_published_file(name) or is_exported_plot(name)
+
+
+def _exported_plots(folder: Path) -> tuple[str, ...]:
+    if not folder.is_dir():
+        return ()
+    return tuple(
+        sorted(p.name for p in folder.iterdir() if p.is_file() and is_exported_plot(p.name))
+    )
 
 
 def board_files(folder: Path) -> tuple[str, ...]:
@@ -74,9 +111,9 @@ def staging_dir(exports: Path) -> Path:
     return exports / STAGING_NAME
 
 
-def begin(exports: Path) -> Path:
+def begin(exports: Path, open_warehouse: OpenWarehouse) -> Path:
     """A fresh, empty staging folder (after finishing or discarding an earlier one)."""
-    recover(exports)
+    recover(exports, open_warehouse)
     staging = staging_dir(exports)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -94,26 +131,60 @@ def file_digests(folder: Path, names: tuple[str, ...] | None = None) -> dict[str
     return digests
 
 
-def commit(exports: Path) -> list[Path]:
-    """Publish everything staged (the receipt included) as one unit; returns the paths."""
+def stage_table(staging: Path, rows: pa.Table) -> None:
+    """Stage the ``leaderboard`` table's rows: it is replaced by them when the publication
+    commits (Arrow IPC keeps every type exactly as the table will store it)."""
+    import pyarrow as pa
+
+    path = os.fspath(staging / STAGED_TABLE)
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, rows.schema) as writer:
+        writer.write_table(rows)
+
+
+def staged_table(staging: Path) -> pa.Table | None:
+    """The staged rows of the ``leaderboard`` table, if any are staged."""
+    import pyarrow as pa
+
+    path = staging / STAGED_TABLE
+    if not path.is_file():
+        return None
+    with pa.memory_map(os.fspath(path)) as source:
+        return pa.ipc.open_file(source).read_all()
+
+
+def exported_digests(exports: Path) -> dict[str, Any]:
+    """The digests of every other file ``exports`` will hold once what is staged is
+    published: the staged plots (which replace the published ones), and whatever else was
+    put there (a receipt vouches for every file in exports)."""
+    staging = staging_dir(exports)
+    kept = tuple(name for name in other_exports(exports) if not is_exported_plot(name))
+    return {**file_digests(exports, kept), **file_digests(staging, _exported_plots(staging))}
+
+
+def commit(exports: Path, open_warehouse: OpenWarehouse) -> list[Path]:
+    """Publish everything staged (the table and the receipt included) as one unit; returns
+    the paths."""
     staging = staging_dir(exports)
     staged = [
         *board_files(staging),
+        *_exported_plots(staging),
         *([RECEIPT_NAME] if (staging / RECEIPT_NAME).is_file() else []),
     ]
     if RECEIPT_NAME not in staged:
         raise RuntimeError(f"{staging}: nothing to publish without a receipt")
+    if not (staging / STAGED_TABLE).is_file():
+        raise RuntimeError(f"{staging}: nothing to publish without the board's table")
     journal = exports / JOURNAL_NAME
     partial = exports / f"{JOURNAL_NAME}.partial-{os.getpid()}"
     partial.write_text(json.dumps({"files": staged}), encoding="utf-8")
     _fsync(partial)
     os.replace(partial, journal)  # the commit point
     crash_point("publication.committed")
-    _roll_forward(exports, staged)
+    _roll_forward(exports, staged, open_warehouse)
     return [exports / name for name in staged]
 
 
-def recover(exports: Path) -> None:
+def recover(exports: Path, open_warehouse: OpenWarehouse) -> None:
     """Finish a committed publication a crash interrupted, or discard an uncommitted one."""
     journal = exports / JOURNAL_NAME
     if journal.is_file():
@@ -121,8 +192,8 @@ def recover(exports: Path) -> None:
             staged = [str(name) for name in json.loads(journal.read_text("utf-8"))["files"]]
         except (OSError, ValueError, KeyError, TypeError):
             staged = None
-        if staged is not None and all(is_published_file(name) for name in staged):
-            _roll_forward(exports, staged)
+        if staged is not None and all(_is_staged_file(name) for name in staged):
+            _roll_forward(exports, staged, open_warehouse)
             return
         journal.unlink()  # unreadable: written by no LITMUS; the published files stand
     for leftover in exports.glob(f"{JOURNAL_NAME}.partial-*"):
@@ -130,15 +201,19 @@ def recover(exports: Path) -> None:
     shutil.rmtree(staging_dir(exports), ignore_errors=True)
 
 
-def _roll_forward(exports: Path, staged: list[str]) -> None:
+def _roll_forward(exports: Path, staged: list[str], open_warehouse: OpenWarehouse) -> None:
     staging = staging_dir(exports)
+    rows = staged_table(staging)
+    if rows is not None:  # else replaced before the crash (it goes with the staging folder)
+        with open_warehouse() as con:
+            atomically(con, lambda: replace_rows(con, "leaderboard", rows), what="leaderboard")
     # the receipt last: until it is replaced, the old receipt is what a reader checks against
     for name in sorted(staged, key=lambda name: name == RECEIPT_NAME):
         source = staging / name
         if source.is_file():  # else moved before the crash
             os.replace(source, exports / name)
             crash_point("publication.file_moved")
-    for name in [*board_files(exports), RECEIPT_NAME]:
+    for name in [*board_files(exports), *_exported_plots(exports), RECEIPT_NAME]:
         if name not in staged:  # e.g. no plot this time: the old one must not stay beside it
             (exports / name).unlink(missing_ok=True)
     (exports / JOURNAL_NAME).unlink(missing_ok=True)

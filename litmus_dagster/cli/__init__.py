@@ -7,6 +7,7 @@ builds the parser, runs a command and turns an error or an interrupt into one li
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -21,6 +22,7 @@ from litmus_dagster.cli.quarantine import HELD_BACK_FOR_SUITE, HELD_BACK_NEXT_RU
 from litmus_dagster.cli.run import DEMO_MARKER, prepare_demo_home
 
 __all__ = [
+    "BROKEN_PIPE_EXIT",
     "DEMO_MARKER",
     "HELD_BACK_FOR_SUITE",
     "HELD_BACK_NEXT_RUN",
@@ -71,7 +73,11 @@ def console_main() -> None:
     CPU-seconds per command and does nothing for us: every file, connection and run history entry is
     closed or committed by then, and the exit handlers still run. A command that raised, or
     one leaving a non-daemon thread behind, exits the usual way."""
-    code = main()
+    try:
+        code = main()
+        sys.stdout.flush()  # a reader that went away shows here at the latest
+    except BrokenPipeError:
+        code = _reader_gone()
     if any(
         thread is not threading.main_thread() and thread.is_alive() and not thread.daemon
         for thread in threading.enumerate()
@@ -102,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, paths))
     except KeyboardInterrupt:
         return _interrupted()
+    except BrokenPipeError:  # `litmus status | head -1`: the reader has all it wanted
+        return _reader_gone()
     except Exception as exc:  # one clear line for people; --debug for the traceback
         from litmus_dagster import stop
 
@@ -116,6 +124,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if type(exc).__name__ != "DagsterExecutionInterruptedError":
             raise
         return _interrupted()
+
+
+# What a shell shows for a command whose output pipe its reader closed (`yes | head -1`):
+# 128 + SIGPIPE, said by an exit code rather than by dying of the signal, whose default action
+# would also end a run writing to a socket a server closed.
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
+
+
+def _reader_gone() -> int:
+    """The reader of stdout (or stderr) went away: nothing more can be said to it, so the
+    standard streams point at /dev/null (the flush at exit must not fail again and print
+    "Broken pipe"), as the Python documentation's note on SIGPIPE does."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return BROKEN_PIPE_EXIT
 
 
 # How long a command told to stop may take to stop by itself (roll back its transaction,

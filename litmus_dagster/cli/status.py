@@ -62,7 +62,7 @@ def print_status(paths: LitmusPaths) -> None:
             "publication"
         )
         for status in by_suite[suite_key]:
-            _print_configuration_status(status, reviews.get(status.partition_key), on_board)
+            print_configuration_status(status, reviews.get(status.partition_key), on_board)
     if quarantined:
         print("\nquarantined records (`litmus quarantine [FILE]` lists file, line, field, reason):")
         for name, reason, count in quarantined:
@@ -73,9 +73,11 @@ def print_status(paths: LitmusPaths) -> None:
         print(f"not ingested: {for_terminal(name)}: {reason}")
 
 
-def _print_configuration_status(
+def print_configuration_status(
     status: PartitionStatus, review: PartitionReview | None, on_board: set[str] | None
 ) -> None:
+    """One configuration's lines of ``litmus status``: its counts and publication, then its
+    outcomes and the reasons rows wait for a person."""
     from litmus.neutralize import terminal_name
     from litmus.planning.status import publication_state
 

@@ -30,6 +30,11 @@ from litmus.metrics.leaderboard import (
 )
 from litmus.metrics.plots import board_plot_png, boundary_plot_png
 from litmus.neutralize import for_markdown, visible
+from litmus.releases.plugin_deltas import (
+    PLUGIN_DELTA_PLOT,
+    plugin_delta_plot_png,
+    read_plugin_deltas,
+)
 from litmus.reuse import (
     metric_cis_reusing_unchanged,
     private_families,
@@ -310,13 +315,19 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
         # no configuration scored yet (only suites, or every landed record quarantined): there
         # is no board to publish, and the last one (if any) stays as it was
         return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
-    # staged: the files are published together with their receipt (leaderboard_receipt)
+    # staged: the files, the plug-in delta plot and the table's rows are published together
+    # with their receipt (leaderboard_receipt)
     exports = warehouse.paths.exports
-    staged, plots = publish_board(board, publication.begin(exports))
-    written = {kind: exports / path.name for kind, path in staged.items()}
+    staging = publication.begin(exports, warehouse.get_connection)
+    staged, plots = publish_board(board, staging)
     with warehouse.get_connection() as con:
-        rows = arrow_rows(board.rows)
-        atomically(con, lambda: replace_rows(con, "leaderboard", rows), what="leaderboard")
+        deltas = read_plugin_deltas(con)
+    if not deltas.empty:
+        plugin_plot = plugin_delta_plot_png(deltas)
+        (staging / PLUGIN_DELTA_PLOT).write_bytes(plugin_plot)
+        staged["plugin_deltas"] = staging / PLUGIN_DELTA_PLOT
+    publication.stage_table(staging, arrow_rows(board.rows))
+    written = {kind: exports / path.name for kind, path in staged.items()}
     crash_point("leaderboard.staged")
     shown = board.shown_names()  # names in the UI by litmus.neutralize's rule for names
     by_suite = {
@@ -343,6 +354,13 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
         )
     if "png" in written:
         metadata["png"] = dg.MetadataValue.path(os.fspath(written["png"]))
+    if not deltas.empty:
+        metadata["plugin_delta_plot"] = dg.MetadataValue.md(
+            f"![plug-in deltas]({png_data_uri(plugin_plot)})"
+        )
+        metadata["plugin_delta_plot_path"] = dg.MetadataValue.path(
+            os.fspath(written["plugin_deltas"])
+        )
     return dg.MaterializeResult(metadata=metadata)
 
 

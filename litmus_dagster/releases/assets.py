@@ -36,13 +36,13 @@ from litmus.releases.plugin_deltas import (
     assess_plugin_deltas,
     compute_plugin_deltas,
     plugin_delta_lines,
-    plugin_delta_plot_png,
     read_configurations,
     replace_plugin_deltas,
     stored_plugin_pairs,
 )
 from litmus.reuse import ConfigurationCounts
 from litmus.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
+from litmus.trust import publication
 from litmus_dagster.metrics.assets import (
     DBT_PROJECT_DIR,
     FAMILY_SPLIT_COUNTS,
@@ -133,8 +133,15 @@ def release_drift(
         replace_release_drift(con, assessed, result.pair_digests)
         record_new_alerts(con, alerts, datetime.now(UTC))
         # drawn again only for lineages whose inputs changed (litmus.releases.drift_plot)
+        # staged: published with the board and its receipt (leaderboard_receipt)
+        exports = warehouse.paths.exports
         drift_plots = write_drift_plots(
-            con, warehouse.paths.exports, result.releases, result.comparisons, published_cis
+            con,
+            exports,
+            publication.staging_dir(exports),
+            result.releases,
+            result.comparisons,
+            published_cis,
         )
     for reason in result.skipped:
         context.log.info(f"not compared: {reason}")
@@ -165,9 +172,6 @@ def release_drift(
         )
         metadata[f"drift_plot_path {lineage}"] = dg.MetadataValue.path(os.fspath(path))
     return dg.MaterializeResult(metadata=metadata)
-
-
-PLUGIN_DELTA_PLOT = "plugin_deltas.png"
 
 
 @dg.asset(
@@ -222,7 +226,6 @@ def plugin_deltas(
         replace_plugin_deltas(con, deltas, pair_digests)
     for reason in skipped:
         context.log.info(f"plug-ins not compared: {reason}")
-    path = warehouse.paths.exports / PLUGIN_DELTA_PLOT
     metadata: dict[str, dg.RawMetadataValue] = {
         "n_compared": dg.MetadataValue.int(
             int(deltas[["partition_key"]].drop_duplicates().shape[0])
@@ -232,15 +235,8 @@ def plugin_deltas(
             or "no two published configurations differ only in plug-in"
         ),
         "not_compared": dg.MetadataValue.json(skipped),
+        # its forest plot is drawn and staged with the board (the leaderboard asset)
     }
-    if deltas.empty:
-        path.unlink(missing_ok=True)
-    else:
-        warehouse.paths.exports.mkdir(parents=True, exist_ok=True)
-        png = plugin_delta_plot_png(deltas)
-        path.write_bytes(png)
-        metadata["plot"] = dg.MetadataValue.md(f"![plug-in deltas]({png_data_uri(png)})")
-        metadata["plot_path"] = dg.MetadataValue.path(os.fspath(path))
     return dg.MaterializeResult(metadata=metadata)
 
 

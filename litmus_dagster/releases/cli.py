@@ -72,7 +72,7 @@ def print_release_summary(paths: LitmusPaths, *, separated: bool = True) -> None
     from litmus.neutralize import for_terminal, terminal_name
     from litmus.releases.alerts import read_alerts, regressions_text
     from litmus.releases.drift import drift_summary_lines, read_release_drift
-    from litmus.releases.plugin_deltas import read_plugin_deltas
+    from litmus.releases.plugin_deltas import PLUGIN_DELTA_PLOT, read_plugin_deltas
     from litmus.warehouse import connect_read_only
 
     with connect_read_only(paths.duckdb_path) as con:
@@ -98,7 +98,7 @@ def print_release_summary(paths: LitmusPaths, *, separated: bool = True) -> None
         )
         for line in plugin_delta_lines(plugins):
             print(f"  {for_terminal(line)}")
-        plot = paths.exports / "plugin_deltas.png"
+        plot = paths.exports / PLUGIN_DELTA_PLOT
         if plot.exists():
             print(f"  plug-in delta plot: {plot}")
     print(f"\nregression alerts ({len(alerts)}):")

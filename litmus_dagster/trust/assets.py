@@ -19,7 +19,7 @@ from litmus.trust.receipts import (
     sign_receipt,
     write_receipt,
 )
-from litmus.trust.receipts.digests import leaderboard_table_rows
+from litmus.trust.receipts.digests import leaderboard_table_rows, plain_rows
 from litmus_dagster import stop
 from litmus_dagster.ingestion.assets import suite_catalog
 from litmus_dagster.labeling.assets import audited_trajectories
@@ -76,20 +76,24 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
             raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
         derivation.record_pending(con)  # files of a warehouse from before digests: listed
         render_board_pages(con, staging)
+        staged_rows = publication.staged_table(staging)
+        if staged_rows is None:
+            raise dg.Failure("the staged leaderboard has no table: materialize `leaderboard`")
         receipt = sign_receipt(
             build_receipt(
                 con,
                 published_files=publication.file_digests(staging),
-                exported_files=publication.file_digests(
-                    exports, publication.other_exports(exports)
-                ),
+                exported_files=publication.exported_digests(exports),
+                rows=plain_rows(staged_rows),
             ),
             key,
         )
     write_receipt(staging / RECEIPT_FILE_NAME, receipt)
     crash_point("receipt.staged")
-    with stop.held_signals():  # a few renames: an interrupt waits for them, never splits them
-        publication.commit(exports)  # board and receipt: together or not at all
+    # one transaction and a few renames: an interrupt waits for them, never splits them
+    with stop.held_signals():
+        # board, plots, table and receipt: together or not at all
+        publication.commit(exports, warehouse.get_connection)
     path = exports / RECEIPT_FILE_NAME
     signature = receipt["signature"]
     return dg.MaterializeResult(

@@ -323,12 +323,13 @@ def build_receipt(
     scope: ReceiptScope | None = None,
     rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The unsigned receipt of the leaderboard currently published in the warehouse, with the
-    digests of the files it is published as (``litmus.trust.publication.file_digests``) and
-    of the other files in exports/ (drift plots: ``publication.other_exports``).
+    """The unsigned receipt of a leaderboard: of ``rows`` (the staged board's, which its
+    publication commits to the ``leaderboard`` table: litmus.trust.publication), else of the
+    board the table holds; with the digests of the files it is published as
+    (``publication.file_digests``) and of the other files in exports/ (drift plots:
+    ``publication.exported_digests``).
 
-    ``scope`` and ``rows`` (verification): the facts of what an earlier receipt covers, with
-    the board rows it was checked against."""
+    ``scope`` (verification): the facts of what an earlier receipt covers."""
     rows = leaderboard_table_rows(con) if rows is None else rows
     if rows is None:
         raise ReceiptError("the warehouse has no leaderboard table yet; publish one first")

@@ -678,32 +678,16 @@ def _check_leaderboard(
     con: duckdb.DuckDBPyConnection,
     board: Leaderboard | None,
     newer: Newer,
-) -> bool:
-    """The receipt's rows against the leaderboard table and the board recomputed from the
-    metric tables (of the configurations it covers); True when the table already holds the
-    next board, staged from newer rows and not yet published."""
+) -> None:
+    """The receipt's rows against the leaderboard table (replaced only when a publication
+    commits: litmus.trust.publication) and the board recomputed from the metric tables (of
+    the configurations it covers)."""
     entries = receipt["leaderboard"].get("rows", [])
     stored = leaderboard_table_rows(con)
-    staged_next = False
     if stored is None:
         result.mismatches.append("the warehouse has no leaderboard table")
     else:
-        table = Verification()
-        _compare_rows(table, entries, stored, where="in the warehouse", label="leaderboard row")
-        # an interrupted run stages the next board (table and files) before publishing it
-        staged_next = (
-            bool(table.mismatches)
-            and newer.any
-            and stored == board_rows(leaderboard_from_warehouse(con))
-        )
-        if staged_next:
-            result.notes.append(
-                "the warehouse's leaderboard table holds the next board, computed with the "
-                "newer runs and not yet published; the receipt's rows were compared with the "
-                "board recomputed from the metric tables of the configurations it covers"
-            )
-        else:
-            result.mismatches += table.mismatches
+        _compare_rows(result, entries, stored, where="in the warehouse", label="leaderboard row")
     if board is not None and newer.grown:
         _compare_own_values(result, entries, board_rows(board), newer.grown)
     elif board is not None:
@@ -715,7 +699,6 @@ def _check_leaderboard(
             label="leaderboard row",
         )
     result.checked.append(f"{len(entries)} leaderboard row(s) compared by digest")
-    return staged_next
 
 
 # Columns of a board row that depend on the other rows of its board: ranks and the order
@@ -905,13 +888,11 @@ def _check_every_field(
     described: set[str],
     scope: ReceiptScope,
     newer: Newer,
-    staged_next: bool,
 ) -> None:
     """Every field of the receipt against a receipt rebuilt from the warehouse within its
     scope, so nothing it states goes unchecked. Sections a detailed check already found
     different (``described``) are not reported twice; nor are the configurations newer runs
-    have grown, or a leaderboard table that holds the next board (the detailed checks compared
-    what the receipt covers of them)."""
+    have grown (the detailed checks compared what the receipt covers of them)."""
     who_and_when, fields = document_problems(receipt, _show)
     result.mismatches.extend(who_and_when)
     when = published_time(receipt)
@@ -924,14 +905,11 @@ def _check_every_field(
             published_files=receipt.get("published_files") or {},
             exported_files=receipt.get("exported_files") or {},
             scope=scope,
-            rows=_receipt_rows(receipt) if staged_next else None,
         )
     except ReceiptError as error:
         result.mismatches.append(f"cannot rebuild the receipt from the warehouse: {error}")
         return
     result.mismatches.extend(fields)
-    if staged_next:
-        described.add("leaderboard")
     stated = {
         entry.get("partition_key"): entry
         for entry in receipt.get("configurations") or []
@@ -974,11 +952,6 @@ def _check_every_field(
     )
 
 
-def _receipt_rows(receipt: Mapping[str, Any]) -> list[dict[str, Any]]:
-    rows = receipt["leaderboard"].get("rows", [])
-    return [dict(entry.get("values", {})) for entry in rows if isinstance(entry, dict)]
-
-
 def verify_receipt(
     receipt: Mapping[str, Any],
     con: duckdb.DuckDBPyConnection,
@@ -1009,10 +982,10 @@ def verify_receipt(
     section("suites", _check_suites, receipt, con, paths)
     board = _recomputed_board(result, con, scope, newer)
     section("configurations", _check_configurations, receipt, con, board, scope, newer)
-    staged_next = section("leaderboard", _check_leaderboard, receipt, con, board, newer)
+    section("leaderboard", _check_leaderboard, receipt, con, board, newer)
     _check_published_files(result, receipt, published_dir or paths.exports)
     _check_exported_files(result, receipt, published_dir or paths.exports)
-    _check_every_field(result, receipt, con, described, scope, newer, staged_next)
+    _check_every_field(result, receipt, con, described, scope, newer)
     _compare_code(result, receipt)
     result.notes += newer.notes()
     return result
