@@ -55,9 +55,9 @@ FROM joined
 
 
 # The refresh holds a configuration's rows twice (before and rebuilt) and compares them both
-# ways. Under DuckDB's default limit (80 % of RAM) it kept that in memory: 2.4 GB above the
-# run's baseline at 1.1 M rows a configuration (the 10 M benchmark, docs/operations.md).
-# Bounded, the excess spills to the warehouse's temporary folder.
+# ways. Under DuckDB's default limit (80 % of RAM) it kept that in memory: 4.4 GB for one
+# configuration of 1.1 M rows (the 10 M benchmark, docs/operations.md); bounded, the excess
+# spills to the warehouse's temporary folder (1.4 GB).
 AUDIT_MEMORY_LIMIT = "1GB"
 
 # a configuration's audited rows as the gates and metrics read them (not when they were labeled)
