@@ -305,11 +305,24 @@ def _prepare(text: str) -> _Text:
 
 def prepare_plain(text: str) -> _Text:
     """``_prepare`` of a text ``plain_text`` has already read."""
+    return prepare_code_free(without_code(text))
+
+
+def without_code(text: str) -> str:
+    """The preparation's first steps: code replaced by placeholder words. Fenced and indented
+    code are the only rewrites that read across lines; inline code goes with them because
+    the indented-code pattern reads its placeholder ("   `x`" becomes an indented line)."""
     if "`" in text:
         text = _replace_fenced_code(text, f" {_CODE_WORD}\n")
         text = _INLINE_CODE.sub(" code ", text)
     if "\n    " in text or "\n\t" in text:  # a second indented line, which the pattern needs
         text = _replace_indented_code(text, f" {_CODE_WORD}\n")
+    return text
+
+
+def prepare_code_free(text: str) -> _Text:
+    """The rest of the preparation, on a text ``without_code`` has read: every step reads
+    within one line (see ``refusal_bulk._prepare_by_lines``)."""
     if ">" in text:
         text = _BLOCKQUOTE.sub(f" {_QUOTE_WORD}.", text)
     if '"' in text or "“" in text:

@@ -63,8 +63,9 @@ from litmus.labeling.refusal import (
     learned_verdict,
     names_declined_object,
     plain_text,
-    prepare_plain,
+    prepare_code_free,
     scanner_rules,
+    without_code,
 )
 from litmus.labeling.refusal_model import HEAD_CHARS, judge_hits, phrase_patterns, shipped_model
 from litmus.labeling.refusal_scan import RuleScanner
@@ -281,26 +282,26 @@ def _matched_bits(*rules: _Rule) -> int:
 def _line_sentences(line: str) -> tuple[str, ...]:
     # cached: agents repeat whole lines (greetings, list items, sign-offs) across their
     # replies, while the reply as a whole is unique (ids, timestamps)
-    return prepare_plain(line).sentences
+    return prepare_code_free(line).sentences
 
 
 def _prepare_by_lines(text: str) -> _Text:
     """``_prepare(text)``, with the lines of a multi-line text prepared (and cached) one by
-    one where that gives the same sentences.
+    one after its code is replaced.
 
-    Every rewrite of the preparation but two reads within one line: inline code, block
-    quotes and both kinds of quotation exclude the newline (``[^…\n]``, ``.``; a single
-    quote's lookbehind sees the newline before a line as it sees the start of a text, both
-    not a word character), blanks are spaces and tabs, apostrophes and lowering act per
-    character (lowering's final-sigma context stops at a newline), and a newline always ends
-    a sentence. A sentence break's whitespace can run across lines, but it only becomes the
-    newline the lines are cut at anyway, and the blank pieces either way are dropped. The two
-    exceptions, fenced code (which spans lines) and indented code (blocks of lines), send
-    the text to ``_prepare`` whole, as does a text of one line.
+    Code is replaced in the whole text first (``without_code``): fenced code spans lines,
+    indented code is a block of lines. Every later rewrite (``prepare_code_free``) reads
+    within one line: block quotes and both kinds of quotation exclude the newline
+    (``[^…\n]``, ``.``; a single quote's lookbehind sees the newline before a line as it sees
+    the start of a text, both not a word character), blanks are spaces and tabs, apostrophes
+    and lowering act per character (lowering's final-sigma context stops at a newline), and
+    a newline always ends a sentence. A sentence break's whitespace can run across lines,
+    but it only becomes the newline the lines are cut at anyway, and the blank pieces either
+    way are dropped.
     """
-    text = plain_text(text)  # first: a Unicode space can make an indented line
-    if "\n" not in text or "`" in text or "\n    " in text or "\n\t" in text:
-        return prepare_plain(text)
+    text = without_code(plain_text(text))  # plain first: a Unicode space can indent a line
+    if "\n" not in text:
+        return prepare_code_free(text)
     sentences = tuple(s for line in text.split("\n") for s in _line_sentences(line))
     return _Text(sentences, " ".join(sentences))
 
@@ -475,7 +476,7 @@ def _classify_in_workers(
     trajectories: Sequence[Sequence[str]], workers: int
 ) -> list[RefusalVerdict]:
     """The rules' verdicts on ``trajectories`` over ``workers`` processes, worker w taking every
-    w-th trajectory.
+    w-th block of ``_SHARE_BLOCK`` trajectories (``_share``).
 
     Forked where the platform can (the workers run only the Python rules, never DuckDB, so
     nothing of this process's DuckDB state is used in them), else spawned with their share
@@ -485,7 +486,9 @@ def _classify_in_workers(
     """
     global _WORKER_INPUT
     fork = "fork" in multiprocessing.get_all_start_methods()
-    shares = [(w, workers, None if fork else trajectories[w::workers]) for w in range(workers)]
+    shares = [
+        (w, workers, None if fork else _share(trajectories, w, workers)) for w in range(workers)
+    ]
     _WORKER_INPUT = trajectories
     try:
         context = multiprocessing.get_context("fork" if fork else "spawn")
@@ -503,8 +506,33 @@ def _classify_in_workers(
         _WORKER_INPUT = ()
     classified: list[RefusalVerdict] = [None] * len(trajectories)  # type: ignore[list-item]
     for w, (distinct, codes) in enumerate(done):
-        classified[w::workers] = [distinct[code] for code in array("I", codes)]
+        verdicts = [distinct[code] for code in array("I", codes)]
+        for k, start in enumerate(_share_starts(len(trajectories), w, workers)):
+            classified[start : start + _SHARE_BLOCK] = verdicts[
+                k * _SHARE_BLOCK : (k + 1) * _SHARE_BLOCK
+            ]
     return classified
+
+
+# Trajectories per block of a worker's share. Blocks, not every w-th trajectory: a forked
+# worker writes to the objects it reads (reference counts), and each page it writes to is
+# copied for it; with blocks, each page of the inherited trajectories is mostly one
+# worker's. Blocks small enough that the shares stay balanced however costs are ordered.
+_SHARE_BLOCK = 4096
+
+
+def _share_starts(count: int, worker: int, workers: int) -> range:
+    """Where the blocks of ``worker``'s share of ``count`` trajectories start."""
+    return range(worker * _SHARE_BLOCK, count, workers * _SHARE_BLOCK)
+
+
+def _share(trajectories: Sequence[Sequence[str]], worker: int, workers: int) -> list[Sequence[str]]:
+    """``worker``'s share: every ``workers``-th block of ``_SHARE_BLOCK`` trajectories."""
+    return [
+        texts
+        for start in _share_starts(len(trajectories), worker, workers)
+        for texts in trajectories[start : start + _SHARE_BLOCK]
+    ]
 
 
 def _leave_stopping_to_the_parent() -> None:
@@ -520,7 +548,7 @@ def _classify_share(
     share: tuple[int, int, Sequence[Sequence[str]] | None],
 ) -> tuple[list[RefusalVerdict], bytes]:
     worker, workers, sent = share
-    mine = _WORKER_INPUT[worker::workers] if sent is None else sent
+    mine = _share(_WORKER_INPUT, worker, workers) if sent is None else sent
     # The rules create no reference cycles, so the cyclic collector would free nothing here;
     # it would only walk the inherited trajectories again and again (about a tenth of the
     # worker's time on a million texts, measured in benchmarks/bench_refusal.py).
