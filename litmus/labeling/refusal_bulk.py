@@ -338,17 +338,15 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
     phrases = found if len(sentence) <= HEAD_CHARS else None
     if _PLACEHOLDER_ONLY.match(sentence):
         return _complied_fields(("complied", 0.5), sentence, phrases)
-    strength = _Strength.NONE
+    cue, strength, failure, scoped_bit, open_door_bit, acknowledges, penalty = _bits_reading(
+        candidates
+    )
     decline_end = None
-    if candidates & _CUE_BITS:  # else no cue rule matches, nor could
+    if cue:  # else no cue rule matches, nor could
         decline_end = _DECLINE.search_end(sentence, candidates)
-        if decline_end is not None or candidates & _STRONG_BITS:
+        if decline_end is not None:
             strength = _Strength.STRONG
-        elif candidates & _MEDIUM_BITS:
-            strength = _Strength.MEDIUM
-        elif candidates & _WEAK_BITS:
-            strength = _Strength.WEAK
-        if strength and candidates & _FAILURE_BITS:  # a failure report is not a refusal
+        if failure:  # a failure report is not a refusal
             strength = _Strength.NONE
     if strength == _Strength.NONE:
         return _complied_fields(
@@ -374,14 +372,41 @@ def _one_sentence_fields(sentence: str) -> _Fields | None:
         return ("complied", None, confidence, None)
     scoped = (
         refusal == "partial"
-        or bool(candidates & _SCOPED_BIT)
+        or scoped_bit
         or (decline_end is not None and names_declined_object(sentence, decline_end))
     )
-    open_door = bool(candidates & _OPEN_DOOR_BIT) or sentence.rstrip().endswith("?")
-    score = bool(candidates & _ACKNOWLEDGE_BIT) + scoped + open_door
+    open_door = open_door_bit or sentence.rstrip().endswith("?")
+    score = acknowledges + scoped + open_door
     if score:
-        score -= bool(candidates & _MORALIZE_BIT) + bool(candidates & _PERSON_VERDICT_BIT)
+        score -= penalty
     return (refusal, 0, confidence, max(0, score))
+
+
+# What a one-sentence text's scanner bits say: (a cue rule matches or could, the cue strength
+# unless the decline matches, a failure report, scoped, open door, acknowledges, moralizing
+# and person-verdict penalty).
+_BitsReading = tuple[bool, _Strength, bool, bool, bool, bool, int]
+
+
+@lru_cache(maxsize=1 << 12)
+def _bits_reading(candidates: int) -> _BitsReading:
+    # cached: texts share their few combinations of bits
+    strength = _Strength.NONE
+    if candidates & _STRONG_BITS:
+        strength = _Strength.STRONG
+    elif candidates & _MEDIUM_BITS:
+        strength = _Strength.MEDIUM
+    elif candidates & _WEAK_BITS:
+        strength = _Strength.WEAK
+    return (
+        bool(candidates & _CUE_BITS),
+        strength,
+        bool(candidates & _FAILURE_BITS),
+        bool(candidates & _SCOPED_BIT),
+        bool(candidates & _OPEN_DOOR_BIT),
+        bool(candidates & _ACKNOWLEDGE_BIT),
+        bool(candidates & _MORALIZE_BIT) + bool(candidates & _PERSON_VERDICT_BIT),
+    )
 
 
 def _complied_fields(

@@ -282,6 +282,7 @@ class RuleScanner:
         self._pattern_bits = [pattern_bit for pattern_bit, _ in self._entry_bits]
         self._triggered_bits = [triggered_bits for _, triggered_bits in self._entry_bits]
         self._bits_of_entries: dict[tuple[int, ...], int] = {}
+        self._answers_of_entries: dict[tuple[int, ...], tuple[int, tuple[int, ...]]] = {}
 
     def _add(self, pattern: str, pattern_bit: int = 0, triggered_bits: int = 0) -> None:
         if self._set.add(pattern) != len(self._entry_bits):
@@ -300,9 +301,16 @@ class RuleScanner:
         pass; None if ``text`` is not scannable."""
         if not scannable(text):
             return None
-        entries = sorted(self._set.match(text.encode()))
-        cut = bisect_left(entries, self._phrase_count)
-        return self._bits(tuple(entries[cut:])), tuple(entries[:cut])
+        entries = tuple(sorted(self._set.match(text.encode())))
+        # texts share their few combinations of entries: each is split and read once
+        answer = self._answers_of_entries.get(entries)
+        if answer is None:
+            if len(self._answers_of_entries) >= _MAX_ENTRY_COMBINATIONS:
+                self._answers_of_entries.clear()
+            cut = bisect_left(entries, self._phrase_count)
+            answer = self._bits(entries[cut:]), entries[:cut]
+            self._answers_of_entries[entries] = answer
+        return answer
 
     def _bits(self, entries: tuple[int, ...]) -> int:
         # Texts share their few combinations of entries: each is turned into bits once.
