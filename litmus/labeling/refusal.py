@@ -797,7 +797,7 @@ def _cue_strength(sentence: str) -> _Strength:
 @lru_cache(maxsize=4)
 def _cue_strengths(sentences: tuple[str, ...]) -> tuple[_Strength, ...]:
     # cached: a text's decision table, its after-decline count and its voices all read them
-    strengths = [_cue_strength(s) for s in sentences]
+    strengths = list(map(_cue_strength, sentences))
     for index, strength in enumerate(strengths):
         if not strength:
             continue

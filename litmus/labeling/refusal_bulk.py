@@ -24,6 +24,7 @@ import signal
 from array import array
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import chain
 
 import duckdb
 import pyarrow as pa
@@ -299,10 +300,12 @@ def _prepare_by_lines(text: str) -> _Text:
     but it only becomes the newline the lines are cut at anyway, and the blank pieces either
     way are dropped.
     """
+    if text.isascii() and "\n" not in text and "`" not in text:
+        return prepare_code_free(text)  # (most agent replies) already plain, and no code
     text = without_code(plain_text(text))  # plain first: a Unicode space can indent a line
     if "\n" not in text:
         return prepare_code_free(text)
-    sentences = tuple(s for line in text.split("\n") for s in _line_sentences(line))
+    sentences = tuple(chain.from_iterable(map(_line_sentences, text.split("\n"))))
     return _Text(sentences, " ".join(sentences))
 
 

@@ -301,15 +301,17 @@ class RuleScanner:
         pass; None if ``text`` is not scannable."""
         if not scannable(text):
             return None
-        entries = tuple(sorted(self._set.match(text.encode())))
-        # texts share their few combinations of entries: each is split and read once
-        answer = self._answers_of_entries.get(entries)
+        # Texts share their few combinations of entries: each is sorted, split and read once
+        # (keyed as RE2 lists it: the same entries in another order are read again, alike).
+        found = tuple(self._set.match(text.encode()))
+        answer = self._answers_of_entries.get(found)
         if answer is None:
             if len(self._answers_of_entries) >= _MAX_ENTRY_COMBINATIONS:
                 self._answers_of_entries.clear()
+            entries = sorted(found)
             cut = bisect_left(entries, self._phrase_count)
-            answer = self._bits(entries[cut:]), entries[:cut]
-            self._answers_of_entries[entries] = answer
+            answer = self._bits(tuple(entries[cut:])), tuple(entries[:cut])
+            self._answers_of_entries[found] = answer
         return answer
 
     def _bits(self, entries: tuple[int, ...]) -> int:
