@@ -1354,10 +1354,20 @@ def _generic_object(text: str) -> bool:
     """``_GENERIC_OBJECT`` matches ``text`` (tests/test_refusal_scan.py checks the two agree)."""
     if not _SCANNING:
         return _GENERIC_OBJECT.reference_search(text) is not None
-    text = text.rstrip()
-    if text.endswith(_OBJECT_END_PUNCTUATION):
-        text = text[:-1]
-    return _GENERIC_OBJECT_WORD_SET.issuperset(text.split())
+    return _generic_words(text.split())
+
+
+def _generic_words(words: list[str]) -> bool:
+    """``_generic_object`` of the text split into ``words`` (the list is consumed): its last
+    word loses one final [.!,;] (the text's last character once trailing blanks are gone)."""
+    if not words:
+        return True
+    last = words.pop()
+    if last.endswith(_OBJECT_END_PUNCTUATION):
+        last = last[:-1]
+    return (not last or last in _GENERIC_OBJECT_WORD_SET) and _GENERIC_OBJECT_WORD_SET.issuperset(
+        words
+    )
 
 
 _MORALIZE = _Rule(
@@ -1447,13 +1457,15 @@ def names_declined_object(sentence: str, end: int) -> bool:
     """True when what follows the decline ending at ``end`` names its object."""
     # The verb pattern matches stems ("provid"); drop the rest of the verb first.
     rest = sentence[_WORD_TAIL.match(sentence, end).end() :]  # type: ignore[union-attr]
-    words = len(rest.split())
-    if words < 3:  # cutting it at the reason cannot add words
+    words = rest.split()
+    if len(words) < 3:  # cutting it at the reason cannot add words
         return False
     if _ANY_REASON_LITERAL.search(rest) is not None:
         rest = _REASON.split(rest, maxsplit=1)[0]
-        words = len(rest.split())
-    return words >= 3 and not _generic_object(rest)
+        words = rest.split()
+    if len(words) < 3:
+        return False
+    return not (_generic_words(words) if _SCANNING else _generic_object(rest))
 
 
 @lru_cache(maxsize=1 << 14)
