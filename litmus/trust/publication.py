@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litmus.faults import crash_point
+from litmus.files import write_atomically
 from litmus.warehouse import atomically, replace_rows
 
 if TYPE_CHECKING:
@@ -172,11 +173,8 @@ def commit(exports: Path, open_warehouse: OpenWarehouse) -> list[Path]:
         raise RuntimeError(f"{staging}: nothing to publish without a receipt")
     if not (staging / STAGED_TABLE).is_file():
         raise RuntimeError(f"{staging}: nothing to publish without the board's table")
-    journal = exports / JOURNAL_NAME
-    partial = exports / f"{JOURNAL_NAME}.partial-{os.getpid()}"
-    partial.write_text(json.dumps({"files": staged}), encoding="utf-8")
-    _fsync(partial)
-    os.replace(partial, journal)  # the commit point
+    # the commit point
+    write_atomically(exports / JOURNAL_NAME, json.dumps({"files": staged}), durable=True)
     crash_point("publication.committed")
     _roll_forward(exports, staged, open_warehouse)
     return [exports / name for name in staged]
@@ -194,7 +192,7 @@ def recover(exports: Path, open_warehouse: OpenWarehouse) -> None:
             _roll_forward(exports, staged, open_warehouse)
             return
         journal.unlink()  # unreadable: written by no LITMUS; the published files stand
-    for leftover in exports.glob(f"{JOURNAL_NAME}.partial-*"):
+    for leftover in exports.glob(f"*{JOURNAL_NAME}.partial-*"):  # write_atomically's
         leftover.unlink(missing_ok=True)
     shutil.rmtree(staging_dir(exports), ignore_errors=True)
 
@@ -216,8 +214,3 @@ def _roll_forward(exports: Path, staged: list[str], open_warehouse: OpenWarehous
             (exports / name).unlink(missing_ok=True)
     (exports / JOURNAL_NAME).unlink(missing_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
-
-
-def _fsync(path: Path) -> None:
-    with path.open("rb") as handle:
-        os.fsync(handle.fileno())
