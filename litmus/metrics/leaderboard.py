@@ -293,8 +293,7 @@ class BoardInputs:
         from litmus.gates.publication_gates import required_coverage as configured_coverage
 
         keys = [
-            key
-            for (key,) in con.execute("SELECT partition_key FROM configuration_metrics").fetchall()
+            key for (key,) in con.sql("SELECT partition_key FROM configuration_metrics").fetchall()
         ]
         flags = low_precision_rates(con)
         if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
