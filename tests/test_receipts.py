@@ -25,7 +25,7 @@ from litmus.audit.workflow import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
 from litmus.ingestion.run_files import file_sha256
 from litmus.metrics.board_shape import typed_board_rows
-from litmus.metrics.leaderboard import BoardInputs, board_rows
+from litmus.metrics.leaderboard import BoardInputs, board_from_mart
 from litmus.sample import generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
@@ -256,7 +256,7 @@ def test_the_published_board_is_the_mart_and_equals_its_reference(published: Pub
     ranks as the pandas oracle does (tests/leaderboard_reference.py)."""
     with connect(published.paths.duckdb_path) as con:
         inputs = BoardInputs.from_warehouse(con)
-        mart = board_rows(con, inputs)
+        mart = board_from_mart(con, inputs).rows
         pd.testing.assert_frame_equal(mart, reference_board(con, inputs).rows)
         stored = typed_board_rows(con.sql("SELECT * FROM leaderboard").df())
     pd.testing.assert_frame_equal(mart, stored)
