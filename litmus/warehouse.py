@@ -36,6 +36,7 @@ from litmus.warehouse_lake import (
     catalog_lock,
     lake_from_environment,
     open_lake,
+    sql_literal,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,15 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 DEFAULT_LOCK_TIMEOUT_S = 900.0
+
+# DuckDB's own default memory limit is 80 % of the machine's RAM, and a step over a large
+# warehouse takes it (8.2 GB for the audit queue over 10 M trajectories, docs/operations.md).
+# Every warehouse connection, and dbt's (``dbt_project/profiles.yml``), holds this bound
+# instead: joins, sorts and aggregates beyond it spill to the warehouse's temporary folder,
+# so a process's footprint stays flat as the warehouse grows.
+MEMORY_LIMIT_ENV = "LITMUS_MEMORY_LIMIT"
+DEFAULT_MEMORY_LIMIT = "1GB"
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -172,6 +182,7 @@ def connect(
     with writer_lock(path, timeout_s):
         con = duckdb.connect(str(path))
         try:
+            limit_memory(con)
             con.execute("SET max_vacuum_tasks = 0")  # see RECLAIM_DELETED_SHARE
             try:
                 upgrade_schema(con)
@@ -281,6 +292,7 @@ def _opened_lake(
         raise
     _lake_connections[id(con)] = lake
     try:
+        limit_memory(con)
         try:
             if read_only:
                 check_schema_version(con)
@@ -368,6 +380,7 @@ def connect_read_only(
     with reader_lock(path, timeout_s):
         con = duckdb.connect(str(path), read_only=True)
         try:
+            limit_memory(con)
             try:
                 check_schema_version(con)
             except WarehouseVersionError as error:
@@ -461,21 +474,34 @@ def replace_rows(con: duckdb.DuckDBPyConnection, table_name: str, rows: object) 
 INGEST_MEMORY_LIMIT = "384MB"
 
 
+def memory_limit() -> str:
+    """The DuckDB memory limit of every warehouse connection: ``LITMUS_MEMORY_LIMIT`` when
+    set (a DuckDB size such as ``2GB``), else :data:`DEFAULT_MEMORY_LIMIT`."""
+    return os.environ.get(MEMORY_LIMIT_ENV, "").strip() or DEFAULT_MEMORY_LIMIT
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, limit: str | None = None) -> None:
+    """Set the connection's memory limit to ``limit`` (default: :func:`memory_limit`)."""
+    chosen = limit or memory_limit()
+    try:
+        con.execute(f"SET memory_limit = {sql_literal(chosen)}")
+    except duckdb.Error as error:
+        source = f"{MEMORY_LIMIT_ENV}={chosen!r}" if limit is None else repr(chosen)
+        raise LitmusError(
+            f"{source} is not a DuckDB memory size (say e.g. 1GB or 512MB): {error}"
+        ) from None
+
+
 @contextmanager
 def bounded_memory(
     con: duckdb.DuckDBPyConnection, limit: str = INGEST_MEMORY_LIMIT
 ) -> Iterator[None]:
-    """DuckDB's memory limit set to ``limit`` for the block, then put back as it was."""
-    setting = "SELECT current_setting('memory_limit')"
-    before = con.execute(setting).fetchall()[0][0]
-    con.execute("RESET memory_limit")
-    # the setting reads back rounded: setting that text again would lower it a little
-    was_default = con.execute(setting).fetchall()[0][0] == before
-    con.execute(f"SET memory_limit = '{limit}'")
+    """DuckDB's memory limit set to ``limit`` for the block, then back to the warehouse's."""
+    limit_memory(con, limit)
     try:
         yield
     finally:
-        con.execute("RESET memory_limit" if was_default else f"SET memory_limit = '{before}'")
+        limit_memory(con)
 
 
 # ----------------------------------------------------------------------------- the schema

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 from gates_world import build_warehouse, partition_key_of
 
-from litmus.audit import audited
 from litmus.audit.audited import partitions_needing_refresh, refresh_audited_partition
 from litmus.audit.workflow import (
     EXPORT_COLUMNS,
@@ -30,7 +29,7 @@ from litmus.audit.workflow import (
     verdict_history,
 )
 from litmus.settings import LitmusPaths, litmus_paths
-from litmus.warehouse import connect
+from litmus.warehouse import MEMORY_LIMIT_ENV, connect
 from litmus_dagster.cli import main as litmus_main
 
 PENDING = partition_key_of("pending")
@@ -140,20 +139,17 @@ def refresh(paths: LitmusPaths, partition_key: str = PENDING) -> list[dict[str, 
     )
 
 
-def test_the_refresh_runs_under_a_small_memory_bound_and_gives_the_limit_back(
+def test_the_refresh_under_a_small_memory_limit_rebuilds_the_same_rows(
     home: LitmusPaths, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The refresh holds DuckDB to AUDIT_MEMORY_LIMIT (not its default, 80 % of RAM): its
-    statements run under a bound of 64 MB with the same rows, and the connection's
-    own limit is what it was afterwards."""
+    """The refresh holds a configuration's rows twice; under a warehouse memory limit of
+    64 MB (LITMUS_MEMORY_LIMIT) what exceeds it spills, and the rows are the same."""
     expected = refresh(home)
-    monkeypatch.setattr(audited, "AUDIT_MEMORY_LIMIT", "64MB")
-    setting = "SELECT current_setting('memory_limit')"
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "64MB")
     with connect(home.duckdb_path) as con:
         con.execute("DELETE FROM audited_trajectories")
-        before = con.execute(setting).fetchone()
         refresh_audited_partition(con, PENDING)
-        assert con.execute(setting).fetchone() == before
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == ("61.0 MiB",)
     assert refresh(home) == expected
 
 

@@ -29,6 +29,7 @@ from postgres_server import PostgresServer
 
 from conftest import litmus
 from litmus.warehouse import (
+    DEFAULT_MEMORY_LIMIT,
     connect,
     connect_read_only,
     migrations,
@@ -109,6 +110,11 @@ def test_a_lake_setting_is_read_or_refused_by_name(monkeypatch, tmp_path):
 def test_a_new_lake_holds_the_embedded_schema_applied_once(lake, tmp_path, monkeypatch):
     with connect(tmp_path / "lake.duckdb") as con:
         on_lake = shapes(con, "lake")
+        # bounded as the embedded file's connections are, not DuckDB's 80 % of RAM
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        with duckdb.connect() as plain:
+            plain.execute(f"SET memory_limit = '{DEFAULT_MEMORY_LIMIT}'")
+            assert limit == plain.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
         versions = con.execute(
             "SELECT version, count(*) FROM schema_migrations GROUP BY 1 ORDER BY 1"
         ).fetchall()

@@ -7,10 +7,21 @@ from pathlib import Path
 import dagster as dg
 import duckdb
 import pytest
+import yaml
 from dagster_duckdb import DuckDBResource
 
-from litmus.warehouse import WarehouseBusyError, WarehouseMissingError, connect
+from litmus.errors import LitmusError
+from litmus.warehouse import (
+    DEFAULT_MEMORY_LIMIT,
+    MEMORY_LIMIT_ENV,
+    WarehouseBusyError,
+    WarehouseMissingError,
+    bounded_memory,
+    connect,
+    connect_read_only,
+)
 from litmus_dagster.definitions import defs
+from litmus_dagster.metrics.assets import DBT_PROJECT_DIR
 from litmus_dagster.resources import LitmusWarehouse, warehouse_from_environment
 
 
@@ -88,3 +99,56 @@ def test_read_only_creates_nothing(tmp_path: Path) -> None:
 def test_duckdb_settings_are_litmus_own() -> None:
     with pytest.raises(ValueError, match="connection_config is not used"):
         LitmusWarehouse(connection_config={"threads": 1})
+
+
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
+    return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def _as_duckdb_reads_it(size: str) -> str:
+    with duckdb.connect() as probe:
+        probe.execute(f"SET memory_limit = '{size}'")
+        return _memory_limit(probe)
+
+
+def test_every_warehouse_connection_holds_the_memory_limit_not_duckdbs_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB's default (80 % of RAM) is never what a warehouse connection runs under: the
+    writer and the reader hold DEFAULT_MEMORY_LIMIT, or LITMUS_MEMORY_LIMIT when set, and a
+    block under a lower bound gives the warehouse's limit back."""
+    monkeypatch.delenv(MEMORY_LIMIT_ENV, raising=False)
+    path = tmp_path / "warehouse.duckdb"
+    with duckdb.connect() as plain:
+        assert _memory_limit(plain) != _as_duckdb_reads_it(DEFAULT_MEMORY_LIMIT)
+    with connect(path) as con:
+        assert _memory_limit(con) == _as_duckdb_reads_it(DEFAULT_MEMORY_LIMIT)
+        with bounded_memory(con, "64MB"):
+            assert _memory_limit(con) == _as_duckdb_reads_it("64MB")
+        assert _memory_limit(con) == _as_duckdb_reads_it(DEFAULT_MEMORY_LIMIT)
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "300MB")
+    with connect_read_only(path) as con:
+        assert _memory_limit(con) == _as_duckdb_reads_it("300MB")
+    with connect(path) as con:
+        assert _memory_limit(con) == _as_duckdb_reads_it("300MB")
+
+
+def test_a_memory_limit_duckdb_cannot_read_is_refused_naming_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(MEMORY_LIMIT_ENV, "lots'; DROP TABLE x; --")
+    with (
+        pytest.raises(LitmusError, match=f"{MEMORY_LIMIT_ENV}=.*not a DuckDB memory size"),
+        connect(tmp_path / "warehouse.duckdb"),
+    ):
+        pass
+
+
+def test_dbt_runs_under_the_same_memory_limit_as_the_warehouse() -> None:
+    """Both dbt targets read LITMUS_MEMORY_LIMIT with the warehouse's own default."""
+    profile = yaml.safe_load((DBT_PROJECT_DIR / "profiles.yml").read_text(encoding="utf-8"))
+    targets = profile["litmus"]["outputs"]
+    expected = f"{{{{ env_var('{MEMORY_LIMIT_ENV}', '{DEFAULT_MEMORY_LIMIT}') }}}}"
+    assert {name: t["settings"]["memory_limit"] for name, t in targets.items()} == {
+        name: expected for name in targets
+    }

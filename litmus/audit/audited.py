@@ -21,7 +21,7 @@ import duckdb
 from litmus.audit.workflow import verdict_outcome_sql
 from litmus.gates.publication_gates import invalidate_partition_gates
 from litmus.tokens import AUDITED_ROWS, renew_partition_token
-from litmus.warehouse import atomically, bounded_memory
+from litmus.warehouse import atomically
 
 APPLY_VERDICTS_SQL = f"""
 INSERT INTO audited_trajectories BY NAME
@@ -54,12 +54,6 @@ FROM joined
 """
 
 
-# The refresh holds a configuration's rows twice (before and rebuilt) and compares them both
-# ways. Under DuckDB's default limit (80 % of RAM) it kept that in memory: 4.4 GB for one
-# configuration of 1.1 M rows (the 10 M benchmark, docs/operations.md); bounded, the excess
-# spills to the warehouse's temporary folder (1.4 GB).
-AUDIT_MEMORY_LIMIT = "1GB"
-
 # a configuration's audited rows as the gates and metrics read them (not when they were labeled)
 _ROWS_WITHOUT_TIME = (
     "SELECT * EXCLUDE (labeled_at) FROM audited_trajectories WHERE partition_key = ?"
@@ -77,12 +71,11 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     (litmus.tokens) is renewed with them: the spot-check draw reuses its rows while the token
     it read is unchanged. A write conflict with another writer (the lake) is retried.
     """
-    with bounded_memory(con, AUDIT_MEMORY_LIMIT):
-        return atomically(
-            con,
-            lambda: _refresh_audited_partition(con, partition_key),
-            what=f"audited rows of {partition_key}",
-        )
+    return atomically(
+        con,
+        lambda: _refresh_audited_partition(con, partition_key),
+        what=f"audited rows of {partition_key}",
+    )
 
 
 def _refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
