@@ -714,7 +714,10 @@ def test_every_receipt_field_is_checked_even_when_re_signed_by_the_publisher(
 def test_dbt_build_artifacts_go_to_the_home_not_the_checkout(published: Published) -> None:
     """Attack (issue 14, item 12): every `dbt build` wrote its artifacts and logs into a new
     folder of the checkout's dbt_project/target."""
-    assert (published.paths.home / "dbt" / "build" / "run_results.json").is_file()
+    build = published.paths.home / "dbt" / "build"
+    assert (build / "run_results.json").is_file() and (build / "dbt.log").is_file()
+    # a build keeps its run results only: the manifest is the code location's, not a copy per build
+    assert not (build / "manifest.json").exists()
     target = Path(__file__).resolve().parents[1] / "dbt_project" / "target"
     written_now = [
         path.name
