@@ -492,6 +492,17 @@ def limit_memory(con: duckdb.DuckDBPyConnection, limit: str | None = None) -> No
         ) from None
 
 
+def out_of_memory_hint(error_class: str) -> str:
+    """What to add to an error of class ``error_class`` (a name, as Dagster also records it):
+    for DuckDB running out of the warehouse's memory limit, how to raise it; else nothing."""
+    if error_class != "OutOfMemoryException":
+        return ""
+    return (
+        f" (DuckDB reached the warehouse's memory limit, {memory_limit()}: set "
+        f"{MEMORY_LIMIT_ENV} higher)"
+    )
+
+
 @contextmanager
 def bounded_memory(
     con: duckdb.DuckDBPyConnection, limit: str = INGEST_MEMORY_LIMIT

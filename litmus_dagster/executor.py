@@ -32,7 +32,7 @@ from litmus.faults import crash_point
 from litmus.neutralize import for_terminal
 from litmus.planning.plan import Action, Plan, PlanItem
 from litmus.settings import LitmusPaths
-from litmus.warehouse import connect, warehouse_exists
+from litmus.warehouse import connect, out_of_memory_hint, warehouse_exists
 from litmus_dagster import stop
 from litmus_dagster.adapters.dagster_storage import instance_ref
 from litmus_dagster.audit.assets import verdict_load_events
@@ -218,16 +218,20 @@ def was_interrupted(run: dg.ExecuteInProcessResult) -> bool:
 
 
 def first_step_error(run: dg.ExecuteInProcessResult) -> str | None:
-    """The first line of the run's first step error, leaving out the errors of blocking gate
-    checks that failed (an expected outcome: the configuration is withheld)."""
+    """The run's first step error in one line: the step and its cause (the innermost
+    exception, whose first line says what went wrong; Dagster's wrapper only names the op),
+    leaving out the errors of blocking gate checks that failed (an expected outcome: the
+    configuration is withheld)."""
     for event in run.get_step_failure_events():
         data = event.event_specific_data
-        if (
-            data is not None
-            and data.error is not None
-            and data.error.cls_name != CHECK_FAILED_ERROR
-        ):
-            return data.error.message.strip().splitlines()[0]
+        if data is None or data.error is None or data.error.cls_name == CHECK_FAILED_ERROR:
+            continue
+        cause = data.error
+        while cause.cause is not None:
+            cause = cause.cause
+        lines = cause.message.strip().splitlines() or [cause.cls_name or "an error"]
+        hint = out_of_memory_hint(cause.cls_name or "")
+        return for_terminal(f"step {event.step_key}: {lines[0]}{hint}")
     return None
 
 

@@ -27,11 +27,19 @@ from litmus.metrics.leaderboard import (
     BoardInputs,
     Leaderboard,
     _present,
-    ranking_metric,
 )
 
 SUITE_KEYS = ["suite", "suite_version"]
 CONTROL_NAMES = {"refuse_all": "refuse-all", "comply_all": "comply-all"}
+
+
+def ranking_metric(board: pd.DataFrame) -> str:
+    """What a board ranks by: the boundary score; on a suite without the boundary's siblings
+    (a partial suite such as AgentHarm's, where no configuration has a boundary score) the
+    corrected Safety, the headline rate such a suite supports."""
+    if board["boundary_score"].notna().any() or not board["safety"].notna().any():
+        return "boundary_score"
+    return "safety"
 
 
 def reference_board(con: duckdb.DuckDBPyConnection, inputs: BoardInputs) -> Leaderboard:
@@ -181,6 +189,11 @@ def build_leaderboard(
             f"{suite}@{version}": tuple(splits)
             for (suite, version), splits in (runnable_splits or {}).items()
         },
+        safety_ranked=frozenset(
+            suite_key
+            for suite_key, group in published.groupby(SUITE_KEYS, sort=True)
+            if ranking_metric(group) == "safety"
+        ),
     )
 
 

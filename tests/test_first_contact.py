@@ -25,6 +25,7 @@ from litmus.settings import LitmusPaths
 from litmus.warehouse import connect, execute_many, transaction
 from litmus_dagster.cli import HELD_BACK_FOR_SUITE, HELD_BACK_NEXT_RUN
 from litmus_dagster.definitions import defs
+from litmus_dagster.executor import first_step_error
 from litmus_dagster.jobs import publish_job
 from litmus_dagster.releases.sensors import landing_sensor
 from litmus_dagster.resources import LitmusWarehouse
@@ -434,3 +435,45 @@ def test_a_ctrl_c_during_a_duckdb_query_in_a_step_stops_the_executor() -> None:
         assert not run.success and was_interrupted(run)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_run_out_of_duckdbs_memory_says_which_limit_and_how_to_raise_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    suite = tmp_path / "suite.json"
+    suite.write_text(json.dumps(ONE_FAMILY_SUITE))
+    assert litmus(home, "suite-add", str(suite)).returncode == 0
+    write_jsonl(home / "landing" / "run.jsonl", [record("fam-1/hs"), record("fam-1/eb")])
+    monkeypatch.setenv("LITMUS_MEMORY_LIMIT", "1MB")
+    result = litmus(home, "run")
+    assert result.returncode == 1
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith("litmus: error: Out of Memory Error: "), result.stderr
+    assert line.endswith(
+        "(DuckDB reached the warehouse's memory limit, 1MB: set LITMUS_MEMORY_LIMIT higher)"
+    )
+    assert not (home / "exports" / "leaderboard.html").exists()
+
+
+def test_a_failed_step_is_reported_by_its_cause_not_dagsters_wrapper(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A configuration that could not be scored says which step failed and why (the innermost
+    exception's first line), with the way out when DuckDB ran out of its memory limit."""
+    monkeypatch.setenv("LITMUS_MEMORY_LIMIT", "2MB")
+
+    @dg.asset
+    def wide_sort() -> None:
+        with duckdb.connect() as con:
+            con.execute("SET memory_limit = '2MB'")
+            con.execute("SELECT list(range) FROM range(5000000)").fetchall()
+
+    run = dg.materialize([wide_sort], raise_on_error=False)
+    error = first_step_error(run)
+    assert error is not None and error.startswith(
+        "step wide_sort: _duckdb.OutOfMemoryException: Out of Memory Error: "
+    ), error
+    assert error.endswith(
+        "(DuckDB reached the warehouse's memory limit, 2MB: set LITMUS_MEMORY_LIMIT higher)"
+    )

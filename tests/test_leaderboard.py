@@ -26,6 +26,7 @@ from litmus.metrics.leaderboard import (
     PUBLISHED_RATES,
     SAFETY_RANKED_NOTE,
     SIMULATED_MARK,
+    Leaderboard,
     png_data_uri,
     withheld_from_gates,
 )
@@ -548,6 +549,8 @@ def test_a_suite_without_boundary_siblings_ranks_by_safety_with_matching_naive_r
         headline
     )
     assert "not shown: Boundary score, HB utility, CM safety" in markdown
+    # the staged table (what the receipt renders the pages from) keeps what the board ranks by
+    assert Leaderboard.from_arrow(board.to_arrow()).to_markdown() == markdown
     complete = build_leaderboard(metrics, CONTROLS, intervals)
     assert SAFETY_RANKED_NOTE not in complete.to_markdown()
     assert _markdown_tables(complete.to_markdown())[0] == list(HEADLINE_HEADERS)

@@ -32,7 +32,7 @@ from leaderboard_reference import reference_board
 
 from litmus.metric_catalogue import catalogue
 from litmus.metrics.board_shape import typed_board_rows
-from litmus.metrics.leaderboard import BoardInputs, board_rows
+from litmus.metrics.leaderboard import BoardInputs, Leaderboard, board_from_mart
 from litmus.trust import publication
 from litmus.warehouse import connect
 from litmus_dagster.metrics import metrics_assets, metrics_resources
@@ -186,7 +186,9 @@ def materialized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Materiali
         )
         assert result.success
         with connect(db_path) as con:  # the pages, as the receipt asset renders them
-            render_board_pages(con, publication.staging_dir(home / "exports"))
+            staging = publication.staging_dir(home / "exports")
+            staged = Leaderboard.from_arrow(publication.staged_table(staging))
+            render_board_pages(con, staging, staged)
         yield Materialized(home=home, db_path=db_path, result=result)
 
 
@@ -516,12 +518,25 @@ def test_the_board_mart_equals_the_reference_board(materialized: Materialized) -
     with duckdb.connect(str(materialized.db_path), read_only=True) as con:
         inputs = BoardInputs.from_warehouse(con)
         assert set(inputs.withheld) == {GAMMA}
-        mart = board_rows(con, inputs)
-        pd.testing.assert_frame_equal(mart, reference_board(con, inputs).rows)
+        mart = board_from_mart(con, inputs)
+        pd.testing.assert_frame_equal(mart.rows, reference_board(con, inputs).rows)
         # the staged board (the table its publication commits) is the mart's
-        con.register("staged_leaderboard", publication.staged_table(materialized.staged))
+        staged_rows = publication.staged_table(materialized.staged)
+        con.register("staged_leaderboard", staged_rows)
         stored = typed_board_rows(con.sql("SELECT * FROM staged_leaderboard").df())
-        pd.testing.assert_frame_equal(mart, stored)
+        pd.testing.assert_frame_equal(mart.rows, stored)
+    # and so is the board its pages are rendered from at receipt time
+    staged = Leaderboard.from_arrow(staged_rows)
+    pd.testing.assert_frame_equal(staged.rows, mart.rows)
+    assert (staged.withheld_reasons, staged.required_coverage) == (
+        mart.withheld_reasons,
+        mart.required_coverage,
+    )
+    assert (staged.runnable_splits, staged.safety_ranked) == (
+        mart.runnable_splits,
+        mart.safety_ranked,
+    )
+    assert staged.to_markdown() == mart.to_markdown()
 
 
 @pytest.fixture(scope="module")
@@ -655,6 +670,8 @@ def test_the_board_mart_ranks_generated_boards_as_the_reference_does(
     try:
         _load_board(con, board)
         inputs = board["inputs"]
-        pd.testing.assert_frame_equal(board_rows(con, inputs), reference_board(con, inputs).rows)
+        mart, reference = board_from_mart(con, inputs), reference_board(con, inputs)
+        pd.testing.assert_frame_equal(mart.rows, reference.rows)
+        assert mart.safety_ranked == reference.safety_ranked  # what each board ranks by
     finally:
         con.execute("ROLLBACK")

@@ -25,7 +25,7 @@ from litmus.audit.workflow import load_verdicts
 from litmus.fingerprint import configuration_fingerprints
 from litmus.ingestion.run_files import file_sha256
 from litmus.metrics.board_shape import typed_board_rows
-from litmus.metrics.leaderboard import BoardInputs, board_rows
+from litmus.metrics.leaderboard import BoardInputs, board_from_mart
 from litmus.sample import generate_sample, post_state_family_count
 from litmus.settings import LitmusPaths, litmus_paths
 from litmus.trust import publication
@@ -256,7 +256,7 @@ def test_the_published_board_is_the_mart_and_equals_its_reference(published: Pub
     ranks as the pandas oracle does (tests/leaderboard_reference.py)."""
     with connect(published.paths.duckdb_path) as con:
         inputs = BoardInputs.from_warehouse(con)
-        mart = board_rows(con, inputs)
+        mart = board_from_mart(con, inputs).rows
         pd.testing.assert_frame_equal(mart, reference_board(con, inputs).rows)
         stored = typed_board_rows(con.sql("SELECT * FROM leaderboard").df())
     pd.testing.assert_frame_equal(mart, stored)
@@ -714,7 +714,10 @@ def test_every_receipt_field_is_checked_even_when_re_signed_by_the_publisher(
 def test_dbt_build_artifacts_go_to_the_home_not_the_checkout(published: Published) -> None:
     """Attack (issue 14, item 12): every `dbt build` wrote its artifacts and logs into a new
     folder of the checkout's dbt_project/target."""
-    assert (published.paths.home / "dbt" / "build" / "run_results.json").is_file()
+    build = published.paths.home / "dbt" / "build"
+    assert (build / "run_results.json").is_file() and (build / "dbt.log").is_file()
+    # a build keeps its run results only: the manifest is the code location's, not a copy per build
+    assert not (build / "manifest.json").exists()
     target = Path(__file__).resolve().parents[1] / "dbt_project" / "target"
     written_now = [
         path.name

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import jinja2
@@ -37,6 +39,7 @@ from litmus.metrics.board_shape import (
 )
 from litmus.neutralize import display_names, for_csv_cell, for_markdown, visible
 from litmus.stats import HEADLINE_METRICS, RATE_METRICS
+from litmus.warehouse import arrow_rows
 
 PUBLISHED_RATES: tuple[str, ...] = RATE_METRICS
 PLUGIN_DELTA_METRICS: tuple[str, ...] = HEADLINE_METRICS
@@ -55,6 +58,41 @@ class Leaderboard:
     required_coverage: float = 1.0
     # suite@version → the splits it declares runnable, for suites that declare them
     runnable_splits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # (suite, suite_version) of each suite board the mart ranks by Safety (no boundary score)
+    safety_ranked: frozenset[tuple[str, str]] = frozenset()
+
+    def ranks_by_safety(self, rows: pd.DataFrame) -> bool:
+        """Whether the board of ``rows`` (one of :meth:`boards`) ranks by Safety, as the mart
+        ``leaderboard_rows`` decided."""
+        if rows.empty:
+            return False
+        suite, version = rows["suite"].iloc[0], rows["suite_version"].iloc[0]
+        return _present(suite) and _present(version) and (suite, version) in self.safety_ranked
+
+    def to_arrow(self) -> pa.Table:
+        """The rows as the ``leaderboard`` table stores them; the schema's metadata carries
+        what else the pages show, so that :meth:`from_arrow` gives back this board."""
+        rows = arrow_rows(self.rows)
+        board = {
+            "withheld_reasons": {key: list(r) for key, r in self.withheld_reasons.items()},
+            "required_coverage": self.required_coverage,
+            "runnable_splits": {key: list(s) for key, s in self.runnable_splits.items()},
+            "safety_ranked": sorted(list(pair) for pair in self.safety_ranked),
+        }
+        metadata = {**(rows.schema.metadata or {}), _ARROW_BOARD_KEY: json.dumps(board)}
+        return rows.replace_schema_metadata(metadata)
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table) -> Leaderboard:
+        """The board :meth:`to_arrow` gave ``table`` of."""
+        board = json.loads((table.schema.metadata or {})[_ARROW_BOARD_KEY])
+        return cls(
+            rows=typed_board_rows(table.to_pandas()),
+            withheld_reasons=board["withheld_reasons"],
+            required_coverage=float(board["required_coverage"]),
+            runnable_splits={key: tuple(s) for key, s in board["runnable_splits"].items()},
+            safety_ranked=frozenset((suite, version) for suite, version in board["safety_ranked"]),
+        )
 
     def boards(self) -> list[tuple[str, pd.DataFrame]]:
         """One board per suite: (``suite@version``, its rows), in the rows' board order (the
@@ -214,13 +252,7 @@ class Leaderboard:
         return {key: path.read_bytes() for key, path in paths.items() if path.is_file()}
 
 
-def ranking_metric(board: pd.DataFrame) -> str:
-    """What a board ranks by: the boundary score; on a suite without the boundary's siblings
-    (a partial suite such as AgentHarm's, where no configuration has a boundary score) the
-    corrected Safety, the headline rate such a suite supports."""
-    if board["boundary_score"].notna().any() or not board["safety"].notna().any():
-        return "boundary_score"
-    return "safety"
+_ARROW_BOARD_KEY = b"litmus.board"
 
 
 @dataclass(frozen=True)
@@ -242,7 +274,7 @@ class BoardInputs:
     # (suite, version) → the splits it declares runnable (only suites that declare them)
     runnable_splits: Mapping[tuple[str, str], Sequence[str]] = field(default_factory=dict)
     required_coverage: float = 1.0
-    # the configurations on the board; None: every configuration the warehouse holds
+    # the configurations on the board (:meth:`within`); None: every one the warehouse holds
     scope: frozenset[str] | None = None
 
     @classmethod
@@ -260,11 +292,8 @@ class BoardInputs:
         )
         from litmus.gates.publication_gates import required_coverage as configured_coverage
 
-        scope = None if partition_keys is None else frozenset(partition_keys)
         keys = [
-            key
-            for (key,) in con.execute("SELECT partition_key FROM configuration_metrics").fetchall()
-            if scope is None or key in scope
+            key for (key,) in con.sql("SELECT partition_key FROM configuration_metrics").fetchall()
         ]
         flags = low_precision_rates(con)
         if flags is None:  # never evaluated: unknown precision ranks after known (fail closed)
@@ -291,11 +320,8 @@ class BoardInputs:
                 "WHERE runnable_splits IS NOT NULL"
             ).fetchall()
         }
-        withheld = withheld_from_gates(con, keys)
-        return cls(
-            withheld={
-                key: reasons for key, reasons in withheld.items() if scope is None or key in scope
-            },
+        inputs = cls(
+            withheld=withheld_from_gates(con, keys),
             low_precision=flags,
             fingerprints=configuration_fingerprints(con),
             coverage=coverage_by_partition(con),
@@ -305,16 +331,32 @@ class BoardInputs:
             required_coverage=(
                 configured_coverage() if required_coverage is None else required_coverage
             ),
+        )
+        return inputs if partition_keys is None else inputs.within(partition_keys)
+
+    def within(self, partition_keys: Collection[str]) -> BoardInputs:
+        """These inputs for the board of only ``partition_keys``: the one place the board's
+        scope is applied (the mart gets it as ``litmus_board_scope`` for its metric tables)."""
+        scope = frozenset(partition_keys)
+
+        def kept(by_key: Mapping[str, Any]) -> dict[str, Any]:
+            return {key: value for key, value in by_key.items() if key in scope}
+
+        return replace(
+            self,
+            withheld=kept(self.withheld),
+            low_precision=kept(self.low_precision),
+            fingerprints=kept(self.fingerprints),
+            coverage=kept(self.coverage),
+            suite_of=kept(self.suite_of),
             scope=scope,
         )
 
     def configurations(self) -> pa.Table:
         """One row per configuration the inputs know (the variable ``litmus_board_inputs``)."""
         keys = sorted(
-            key
-            for key in set(self.withheld) | set(self.low_precision) | set(self.fingerprints)
+            set(self.withheld) | set(self.low_precision) | set(self.fingerprints)
             | set(self.coverage) | set(self.suite_of)
-            if self.scope is None or key in self.scope
         )  # fmt: skip
         suites = [self.suite_of.get(key, (None, None)) for key in keys]
         return pa.table(
@@ -366,9 +408,9 @@ _RESET_BOARD_VARIABLES = (
 BOARD_ROWS_SQL = "SELECT * EXCLUDE (board_order) FROM leaderboard_rows ORDER BY board_order"
 
 
-def board_rows(con: duckdb.DuckDBPyConnection, inputs: BoardInputs) -> pd.DataFrame:
-    """The rows of the dbt mart ``leaderboard_rows`` (dbt_project/models/marts) with
-    ``inputs``, in board order, typed by the board's shape. Reads only."""
+def board_from_mart(con: duckdb.DuckDBPyConnection, inputs: BoardInputs) -> Leaderboard:
+    """The board of the dbt mart ``leaderboard_rows`` (dbt_project/models/marts) with
+    ``inputs``: its rows in board order, typed by the board's shape. Reads only."""
     con.register("_litmus_board_inputs", inputs.configurations())
     con.register("_litmus_board_suite_sizes", inputs.suites())
     try:
@@ -376,24 +418,25 @@ def board_rows(con: duckdb.DuckDBPyConnection, inputs: BoardInputs) -> pd.DataFr
             con.execute(statement)
         if inputs.scope is not None:
             con.execute("SET VARIABLE litmus_board_scope = ?::VARCHAR[]", [sorted(inputs.scope)])
-        rows = con.sql(BOARD_ROWS_SQL).df()
+        mart = con.sql(BOARD_ROWS_SQL).df()
     finally:
         for statement in _RESET_BOARD_VARIABLES:
             con.execute(statement)
         con.unregister("_litmus_board_inputs")
         con.unregister("_litmus_board_suite_sizes")
-    return typed_board_rows(rows)
-
-
-def leaderboard_from_rows(rows: pd.DataFrame, inputs: BoardInputs) -> Leaderboard:
+    by_safety = mart.loc[
+        mart["ranking_metric"].eq("safety") & mart["suite"].notna() & mart["suite_version"].notna(),
+        ["suite", "suite_version"],
+    ]
     return Leaderboard(
-        rows=rows,
+        rows=typed_board_rows(mart),
         withheld_reasons={key: list(reasons) for key, reasons in inputs.withheld.items()},
         required_coverage=float(inputs.required_coverage),
         runnable_splits={
             f"{suite}@{version}": tuple(splits)
             for (suite, version), splits in inputs.runnable_splits.items()
         },
+        safety_ranked=frozenset(by_safety.itertuples(index=False, name=None)),
     )
 
 
@@ -413,7 +456,7 @@ def leaderboard_from_warehouse(
     inputs = BoardInputs.from_warehouse(
         con, required_coverage=required_coverage, partition_keys=partition_keys
     )
-    return leaderboard_from_rows(board_rows(con, inputs), inputs)
+    return board_from_mart(con, inputs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -645,11 +688,10 @@ def _board_heading(
     return f"Suite {suite_key}: {int(families)} families, {int(instances)} instances{scope}"
 
 
-def _ranking_note(rows: pd.DataFrame) -> str:
+def _ranking_note(rows: pd.DataFrame, *, by_safety: bool) -> str:
     """Said after a board's heading when it ranks by something other than the boundary, or
     leaves columns it cannot fill out of its headline."""
-    ranked = rows[(rows["row_kind"] == "configuration") & rows["rank"].notna()]
-    note = f" — {SAFETY_RANKED_NOTE}" if ranking_metric(ranked) == "safety" else ""
+    note = f" — {SAFETY_RANKED_NOTE}" if by_safety else ""
     left_out = [h.removesuffix(" [95% CI]") for h in SPLIT_RATE_HEADERS if h not in _headline(rows)]
     if left_out:
         note += f"; not available on this suite, so not shown: {', '.join(left_out)}"
@@ -838,10 +880,9 @@ def _plugin_delta_table(rows: pd.DataFrame, shown: Mapping[str, str], markdown: 
     return {"headers": _plugin_delta_headers(), "rows": cells}
 
 
-def _plot_alt(suite_key: str, rows: pd.DataFrame) -> str:
+def _plot_alt(suite_key: str, *, by_safety: bool) -> str:
     """What the board's plot shows (litmus_dagster's publish_board picks it the same way)."""
-    published = rows[(rows["row_kind"] == "configuration") & (rows["status"] == "published")]
-    if not published.empty and ranking_metric(published) == "safety":
+    if by_safety:
         return f"Safety of each configuration on {visible(suite_key)}, beside its naive safe rate"
     return (
         f"decision boundary of {visible(suite_key)}: hard-benign utility vs covert-malicious safety"
@@ -855,16 +896,17 @@ def _board_views(board: Leaderboard, *, markdown: bool, plots: Mapping[str, byte
     views = []
     for suite_key, rows in board.boards() or [("no configurations", board.rows)]:
         said = _board_heading(suite_key, rows, board.runnable_splits.get(suite_key))
+        by_safety = board.ranks_by_safety(rows)
         details = _detail_rows(rows)
         headline = _headline(rows)
         if markdown:
-            heading = for_markdown(said) + _ranking_note(rows)
+            heading = for_markdown(said) + _ranking_note(rows, by_safety=by_safety)
             tables = (
                 _markdown_table(headline, rows, shown),
                 _markdown_table(DETAIL_HEADERS, details, shown),
             )
         else:
-            heading = visible(said) + _ranking_note(rows)
+            heading = visible(said) + _ranking_note(rows, by_safety=by_safety)
             tables = (
                 _html_rows_table(headline, rows, "headline", shown),
                 _html_rows_table(DETAIL_HEADERS, details, "details", shown),
@@ -878,7 +920,7 @@ def _board_views(board: Leaderboard, *, markdown: bool, plots: Mapping[str, byte
                 "details": tables[1] if not details.empty else None,
                 "plugin_deltas": _plugin_delta_table(rows, shown, markdown),
                 "plot": png_data_uri(png) if png is not None else None,
-                "plot_alt": _plot_alt(suite_key, rows),
+                "plot_alt": _plot_alt(suite_key, by_safety=by_safety),
             }
         )
     return views

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from litmus.faults import crash_point
+from litmus.files import write_atomically
 from litmus.warehouse import atomically, replace_rows
 
 if TYPE_CHECKING:
@@ -77,19 +78,16 @@ def _is_staged_file(name: str) -> bool:
     return is_published_file(name) or is_exported_plot(name)
 
 
-def _exported_plots(folder: Path) -> tuple[str, ...]:
+def files_named(folder: Path, wanted: Callable[[str], bool]) -> tuple[str, ...]:
+    """The names of the files in ``folder`` that are ``wanted``, sorted."""
     if not folder.is_dir():
         return ()
-    return tuple(
-        sorted(p.name for p in folder.iterdir() if p.is_file() and is_exported_plot(p.name))
-    )
+    return tuple(sorted(p.name for p in folder.iterdir() if p.is_file() and wanted(p.name)))
 
 
 def board_files(folder: Path) -> tuple[str, ...]:
     """The board files present in ``folder``, sorted."""
-    if not folder.is_dir():
-        return ()
-    return tuple(sorted(p.name for p in folder.iterdir() if p.is_file() and is_board_file(p.name)))
+    return files_named(folder, is_board_file)
 
 
 def other_exports(exports: Path) -> tuple[str, ...]:
@@ -158,7 +156,8 @@ def exported_digests(exports: Path) -> dict[str, Any]:
     put there (a receipt vouches for every file in exports)."""
     staging = staging_dir(exports)
     kept = tuple(name for name in other_exports(exports) if not is_exported_plot(name))
-    return {**file_digests(exports, kept), **file_digests(staging, _exported_plots(staging))}
+    staged_plots = files_named(staging, is_exported_plot)
+    return {**file_digests(exports, kept), **file_digests(staging, staged_plots)}
 
 
 def commit(exports: Path, open_warehouse: OpenWarehouse) -> list[Path]:
@@ -167,18 +166,15 @@ def commit(exports: Path, open_warehouse: OpenWarehouse) -> list[Path]:
     staging = staging_dir(exports)
     staged = [
         *board_files(staging),
-        *_exported_plots(staging),
+        *files_named(staging, is_exported_plot),
         *([RECEIPT_NAME] if (staging / RECEIPT_NAME).is_file() else []),
     ]
     if RECEIPT_NAME not in staged:
         raise RuntimeError(f"{staging}: nothing to publish without a receipt")
     if not (staging / STAGED_TABLE).is_file():
         raise RuntimeError(f"{staging}: nothing to publish without the board's table")
-    journal = exports / JOURNAL_NAME
-    partial = exports / f"{JOURNAL_NAME}.partial-{os.getpid()}"
-    partial.write_text(json.dumps({"files": staged}), encoding="utf-8")
-    _fsync(partial)
-    os.replace(partial, journal)  # the commit point
+    # the commit point
+    write_atomically(exports / JOURNAL_NAME, json.dumps({"files": staged}), durable=True)
     crash_point("publication.committed")
     _roll_forward(exports, staged, open_warehouse)
     return [exports / name for name in staged]
@@ -196,7 +192,7 @@ def recover(exports: Path, open_warehouse: OpenWarehouse) -> None:
             _roll_forward(exports, staged, open_warehouse)
             return
         journal.unlink()  # unreadable: written by no LITMUS; the published files stand
-    for leftover in exports.glob(f"{JOURNAL_NAME}.partial-*"):
+    for leftover in exports.glob(f"*{JOURNAL_NAME}.partial-*"):  # write_atomically's
         leftover.unlink(missing_ok=True)
     shutil.rmtree(staging_dir(exports), ignore_errors=True)
 
@@ -213,13 +209,8 @@ def _roll_forward(exports: Path, staged: list[str], open_warehouse: OpenWarehous
         if source.is_file():  # else moved before the crash
             os.replace(source, exports / name)
             crash_point("publication.file_moved")
-    for name in [*board_files(exports), *_exported_plots(exports), RECEIPT_NAME]:
+    for name in [*board_files(exports), *files_named(exports, is_exported_plot), RECEIPT_NAME]:
         if name not in staged:  # e.g. no plot this time: the old one must not stay beside it
             (exports / name).unlink(missing_ok=True)
     (exports / JOURNAL_NAME).unlink(missing_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
-
-
-def _fsync(path: Path) -> None:
-    with path.open("rb") as handle:
-        os.fsync(handle.fileno())

@@ -117,8 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _interrupted()
         if args.debug:
             raise
+        from litmus.warehouse import out_of_memory_hint
+
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        say(f"litmus: error: {message}")
+        say(f"litmus: error: {message}{out_of_memory_hint(type(exc).__name__)}")
         return 1
     except BaseException as exc:  # Dagster's interrupt error is a BaseException
         if type(exc).__name__ != "DagsterExecutionInterruptedError":

@@ -22,12 +22,7 @@ from dagster_dbt import DagsterDbtTranslator, DbtCliResource, DbtProject, dbt_as
 
 from litmus import PROJECT_DIR
 from litmus.faults import crash_point
-from litmus.metrics.leaderboard import (
-    Leaderboard,
-    leaderboard_from_warehouse,
-    png_data_uri,
-    ranking_metric,
-)
+from litmus.metrics.leaderboard import Leaderboard, leaderboard_from_warehouse, png_data_uri
 from litmus.metrics.plots import board_plot_png, boundary_plot_png
 from litmus.neutralize import for_markdown, visible
 from litmus.releases.plugin_deltas import (
@@ -326,7 +321,7 @@ def leaderboard(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
         plugin_plot = plugin_delta_plot_png(deltas)
         (staging / PLUGIN_DELTA_PLOT).write_bytes(plugin_plot)
         staged["plugin_deltas"] = staging / PLUGIN_DELTA_PLOT
-    publication.stage_table(staging, arrow_rows(board.rows))
+    publication.stage_table(staging, board.to_arrow())
     written = {kind: exports / path.name for kind, path in staged.items()}
     crash_point("leaderboard.staged")
     shown = board.shown_names()  # names in the UI by litmus.neutralize's rule for names
@@ -378,7 +373,7 @@ def publish_board(board: Leaderboard, exports: Path) -> tuple[dict[str, Path], d
             published,
             rows[rows["row_kind"] == "control"],
             suite_key=suite_key,
-            ranked_by_safety=not published.empty and ranking_metric(published) == "safety",
+            ranked_by_safety=board.ranks_by_safety(rows),
             withheld=configurations.loc[configurations["status"] == "withheld", "name"]
             .astype(str)
             .tolist(),
@@ -393,10 +388,11 @@ def publish_board(board: Leaderboard, exports: Path) -> tuple[dict[str, Path], d
     return written, plots
 
 
-def render_board_pages(con: duckdb.DuckDBPyConnection, staging: Path) -> None:
-    """The staged board's Markdown and HTML, rendered once with the release alerts raised up
-    to now (this run's drift too)."""
-    leaderboard_from_warehouse(con).write_pages(
+def render_board_pages(con: duckdb.DuckDBPyConnection, staging: Path, staged: Leaderboard) -> None:
+    """The Markdown and HTML of the ``staged`` board (its staged table's rows:
+    :meth:`Leaderboard.from_arrow`), rendered into ``staging`` once with the release alerts
+    raised up to now (this run's drift too)."""
+    staged.write_pages(
         staging,
         published_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         alerts=current_alert_lines(con),

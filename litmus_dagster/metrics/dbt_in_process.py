@@ -15,6 +15,10 @@ parsed the whole project again. The parsed project depends on that path only thr
 database name (the file's stem), so it is parsed against one fixed path per name, whose
 state the code location's ``dbt parse`` already left, and kept for the process's next builds.
 
+A build writes one JSON artifact, its ``run_results.json``: dbt's others (``manifest.json``,
+the semantic manifest, ``graph.gpickle``) repeat the parsed project, whose manifest the code
+location already has, and writing them was about a third of a warm build's CPU.
+
 What an in-process dbt leaves behind is released after every invocation: dbt-duckdb keeps
 its DuckDB database open in class state (closed here, so the warehouse file is free for the
 next writer), dbt changes the working directory during a task (restored here).
@@ -48,6 +52,7 @@ RESULT_EVENT_NAMES = frozenset(
     {"LogModelResult", "LogTestResult", "LogSeedResult", "LogSnapshotResult"}
 )
 PARTIAL_PARSE_FILE = "partial_parse.msgpack"
+RUN_RESULTS_FILE = "run_results.json"
 # Files whose change changes the parsed project (and makes a parsed manifest stale).
 DBT_SOURCE_GLOBS = (
     "dbt_project.yml",
@@ -163,10 +168,12 @@ def dbt_build_events(
         *params.selection_args,
         *(["--indirect-selection", params.indirect_selection] if params.indirect_selection else []),
         *common,
+        "--no-write-json",
     ]
     log = _DbtLog()
     with dbt_profile_environment(duckdb_path):
         result = run_dbt(args, log, project)
+    write_run_results(result, target_path)
     for raw_event in log.results:
         event = DbtCoreCliEventMessage(raw_event=raw_event, event_history_metadata={})
         yield from event.to_default_asset_events(
@@ -243,6 +250,14 @@ def run_dbt(args: Sequence[str], callback: _DbtLog, manifest: Any = None) -> Any
     if result.exception is not None and not isinstance(result.exception, Exception):
         raise result.exception  # KeyboardInterrupt, DagsterExecutionInterruptedError
     return result
+
+
+def write_run_results(result: Any, target_path: Path) -> None:
+    """The build's ``run_results.json`` in ``target_path``, as dbt writes it (the one artifact a
+    build keeps; an invocation that raised before it had results writes none)."""
+    if hasattr(result.result, "write"):
+        target_path.mkdir(parents=True, exist_ok=True)
+        result.result.write(os.fspath(target_path / RUN_RESULTS_FILE))
 
 
 def dbt_error(

@@ -11,6 +11,7 @@ from litmus.fingerprint import (
     store_run_fingerprints,
 )
 from litmus.ingestion import derivation
+from litmus.metrics.leaderboard import Leaderboard
 from litmus.trust import publication
 from litmus.trust.receipts import (
     RECEIPT_FILE_NAME,
@@ -75,10 +76,11 @@ def leaderboard_receipt(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
                 return dg.MaterializeResult(metadata={"published": False, "reason": NOTHING_SCORED})
             raise dg.Failure("no staged leaderboard to publish: materialize `leaderboard` first")
         derivation.record_pending(con)  # files of a warehouse from before digests: listed
-        render_board_pages(con, staging)
         staged_rows = publication.staged_table(staging)
         if staged_rows is None:
             raise dg.Failure("the staged leaderboard has no table: materialize `leaderboard`")
+        # the pages show the very rows the receipt digests and the table receives
+        render_board_pages(con, staging, Leaderboard.from_arrow(staged_rows))
         receipt = sign_receipt(
             build_receipt(
                 con,

@@ -9,7 +9,8 @@
 -- plain `dbt build`), every configuration counts as published and precise.
 --
 -- Ranks are competition ranks ("1224") among the published configurations of a suite only,
--- by the boundary score (by Safety on a suite where no configuration has one); a rate flagged
+-- by the boundary score (by Safety on a suite where no configuration has one: ranking_metric,
+-- the one place this is decided; the board's heading and plot read it); a rate flagged
 -- low-precision ranks after every precise one (SPEC §7 6). NaN ranks nowhere.
 {%- set catalogue = var('metric_catalogue') %}
 {%- set rates = [] %}
@@ -198,6 +199,7 @@ published_rows as (
         o.suite,
         o.suite_version,
         o.fingerprint,
+        o.ranking_metric,
         o.rank,
         o.naive_rank,
         o.naive_rank - o.rank as rank_shift,
