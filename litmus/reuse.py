@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from litmus import stats
-from litmus.warehouse import execute_many, quoted_identifier
+from litmus.warehouse import execute_many, ordered_text_digests, quoted_identifier
 
 
 @cache
@@ -110,15 +110,10 @@ FAMILY_REGISTER_COUNTS = "family_register_counts"
 # no other row has (text columns length-prefixed, the others as a list, NULL spelled out),
 # the rows in the order of their text, so the digest is a function of the rows as a set,
 # as FamilyCounts is. ``{row_text}``/``{table}``: our own table (``_table``) and its columns.
-TABLE_ROWS_DIGEST_SQL = """
-WITH row_texts AS (
-    SELECT partition_key, {row_text} AS row_text
-    FROM {table}
-    WHERE $keys IS NULL OR list_contains($keys, partition_key)
-)
-SELECT partition_key, sha256(string_agg(row_text, chr(10) ORDER BY row_text))
-FROM row_texts
-GROUP BY partition_key
+TABLE_ROW_TEXTS_SQL = """
+SELECT partition_key, {row_text} AS text
+FROM {table}
+WHERE $keys IS NULL OR list_contains($keys, partition_key)
 """
 
 
@@ -156,8 +151,10 @@ def table_rows_digests(
 ) -> dict[str, str]:
     """A digest of each configuration's rows in ``table`` (of the configurations ``keys``
     only, when given), computed in DuckDB: no rows are read into Python."""
-    query = TABLE_ROWS_DIGEST_SQL.format(row_text=_row_text_sql(con, table), table=_table(table))
-    return dict(con.execute(query, {"keys": list(keys) if keys is not None else None}).fetchall())
+    rows = TABLE_ROW_TEXTS_SQL.format(row_text=_row_text_sql(con, table), table=_table(table))
+    return ordered_text_digests(
+        con, rows, "text", {"keys": list(keys) if keys is not None else None}
+    )
 
 
 def rows_of(con: duckdb.DuckDBPyConnection, table: str, keys: Sequence[str]) -> pd.DataFrame:

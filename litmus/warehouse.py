@@ -443,6 +443,56 @@ def execute_many(
         con.executemany(sql, parameter_sets)
 
 
+def ordered_text_digests(
+    con: duckdb.DuckDBPyConnection,
+    rows_sql: str,
+    order_by: str,
+    parameters: dict[str, object] | None = None,
+    *,
+    batch_rows: int = 65_536,
+) -> dict[str, str]:
+    """``partition_key`` → the SHA-256 of its ``text`` values joined by newlines in the order
+    ``order_by`` gives them (``rows_sql`` yields ``partition_key`` and ``text``; NULL texts
+    are left out): the value of DuckDB's ``sha256(string_agg(text, chr(10) ORDER BY …))``.
+
+    An ordered ``string_agg`` holds every group's whole text in memory at once and cannot
+    spill: over 10 M trajectories that alone is more than the warehouse's memory limit. Here
+    DuckDB sorts the rows (a sort spills) and the digest is fed batch by batch from the
+    Arrow buffers, so memory stays one batch whatever the groups' size."""
+    import hashlib
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    reader = con.execute(
+        f"SELECT partition_key, text || chr(10) AS line FROM ({rows_sql}) "
+        f"WHERE text IS NOT NULL ORDER BY partition_key, {order_by}",
+        parameters or {},
+    ).fetch_record_batch(batch_rows)
+    digests: dict[str, str] = {}
+    key: str | None = None
+    digest = hashlib.sha256()
+    separator = b""  # before a group's next row: none before its first
+    for batch in reader:
+        lines = batch.column(1).cast(pa.large_string())
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset :]
+        data = memoryview(lines.buffers()[2] or b"")
+        runs = pc.run_end_encode(batch.column(0), run_end_type=pa.int64())
+        start = 0
+        for run_key, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
+            if run_key != key:
+                if key is not None:
+                    digests[key] = digest.hexdigest()
+                key, digest, separator = run_key, hashlib.sha256(), b""
+            digest.update(separator)
+            digest.update(data[offsets[start] : offsets[end] - 1])  # its last newline waits
+            separator, start = b"\n", end
+    if key is not None:
+        digests[key] = digest.hexdigest()
+    return digests
+
+
 def arrow_rows(frame: pd.DataFrame) -> pa.Table:
     """pandas → Arrow as the warehouse stores a frame: NaN/NA as NULL, text columns typed as
     strings (an all-null object column would otherwise be null-typed)."""

@@ -19,6 +19,8 @@ from litmus.warehouse import (
     bounded_memory,
     connect,
     connect_read_only,
+    limit_memory,
+    ordered_text_digests,
 )
 from litmus_dagster.definitions import defs
 from litmus_dagster.metrics.assets import DBT_PROJECT_DIR
@@ -152,3 +154,48 @@ def test_dbt_runs_under_the_same_memory_limit_as_the_warehouse() -> None:
     assert {name: t["settings"]["memory_limit"] for name, t in targets.items()} == {
         name: expected for name in targets
     }
+
+
+def test_ordered_text_digests_equal_duckdbs_ordered_string_agg_and_stream_under_the_limit(
+    tmp_path: Path,
+) -> None:
+    """The streamed digest is DuckDB's ``sha256(string_agg(text, chr(10) ORDER BY …))``
+    whatever the batch boundaries (NULL, empty and non-ASCII texts included), and it
+    finishes under a memory limit the ordered aggregate runs out of."""
+    con = duckdb.connect(str(tmp_path / "digests.duckdb"))
+    con.execute(
+        """
+        CREATE TABLE rows AS
+        SELECT 'p' || (i % 7)::VARCHAR AS partition_key,
+               CASE WHEN i % 13 = 0 THEN NULL WHEN i % 11 = 0 THEN ''
+                    ELSE 'tëxt ' || (i * 7919 % 100003)::VARCHAR || repeat('x', i % 5) END AS text
+        FROM range(20000) r(i)
+        """
+    )
+    expected = dict(
+        con.execute(
+            "SELECT partition_key, sha256(string_agg(text, chr(10) ORDER BY text)) "
+            "FROM rows GROUP BY 1"
+        ).fetchall()
+    )
+    for batch_rows in (5, 1000, 65_536):
+        assert (
+            ordered_text_digests(con, "SELECT * FROM rows", "text", batch_rows=batch_rows)
+            == expected
+        )
+    big = "SELECT 'p' || (i % 3)::VARCHAR AS partition_key, md5(i::VARCHAR) || md5((i + 1)::VARCHAR) AS text FROM range(4000000) r(i)"  # noqa: E501
+    con.execute(f"CREATE TABLE big AS {big}")
+    limit_memory(con, "128MB")
+    with pytest.raises(duckdb.OutOfMemoryException):
+        con.execute(
+            "SELECT partition_key, sha256(string_agg(text, chr(10) ORDER BY text)) "
+            "FROM big GROUP BY 1"
+        ).fetchall()
+    streamed = ordered_text_digests(con, "SELECT * FROM big", "text")
+    limit_memory(con, "4GB")
+    assert streamed == dict(
+        con.execute(
+            "SELECT partition_key, sha256(string_agg(text, chr(10) ORDER BY text)) "
+            "FROM big GROUP BY 1"
+        ).fetchall()
+    )

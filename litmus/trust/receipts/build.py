@@ -25,6 +25,7 @@ from litmus.trust.receipts.digests import (
     rows_digest,
 )
 from litmus.trust.receipts.document import RECEIPT_KIND, RECEIPT_VERSION, ReceiptError
+from litmus.warehouse import ordered_text_digests
 
 NOT_EVALUATED = "not evaluated"
 
@@ -132,21 +133,18 @@ def label_digests(
 ) -> dict[str, str]:
     """partition_key → digest of its audited labels (what the metrics read); of the
     trajectories of ``raw_files`` only, when given."""
-    return dict(
-        con.execute(
-            """
-            SELECT partition_key,
-                   sha256(string_agg(concat_ws('|', trajectory_id, label, outcome,
-                                               coalesce(label_source, '')),
-                                     chr(10) ORDER BY trajectory_id))
-            FROM audited_trajectories
-            WHERE $files IS NULL OR trajectory_id IN (
-                SELECT trajectory_id FROM raw_trajectories
-                WHERE list_contains($files, source_file_hash))
-            GROUP BY partition_key
-            """,
-            {"files": None if raw_files is None else sorted(raw_files)},
-        ).fetchall()
+    return ordered_text_digests(
+        con,
+        """
+        SELECT partition_key, trajectory_id,
+               concat_ws('|', trajectory_id, label, outcome, coalesce(label_source, '')) AS text
+        FROM audited_trajectories
+        WHERE $files IS NULL OR trajectory_id IN (
+            SELECT trajectory_id FROM raw_trajectories
+            WHERE list_contains($files, source_file_hash))
+        """,
+        "trajectory_id, text",
+        {"files": None if raw_files is None else sorted(raw_files)},
     )
 
 
