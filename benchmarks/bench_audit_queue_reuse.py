@@ -40,22 +40,21 @@ def cpu_s() -> float:
 
 
 try:  # imported here, not timed: a Dagster step imports its code before it runs
-    from litmus.audit.queue_reuse import audit_queue_reusing_unchanged
+    from litmus.audit.queue_reuse import refresh_audit_queue
     from litmus.reuse import record_digests
 except ImportError:  # the code before reuse
-    audit_queue_reusing_unchanged = None
+    refresh_audit_queue = None
 
 
 def store_queue(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     """What this checkout's ``audit_queue`` asset does; the configurations queried again
     (None: the code has no reuse and queries all of them)."""
-    if audit_queue_reusing_unchanged is None:
+    if refresh_audit_queue is None:
         with transaction(con):
             replace_rows(con, "audit_queue", audit_queue(con))
         return None
     with transaction(con):
-        queue, digests, recomputed = audit_queue_reusing_unchanged(con)
-        replace_rows(con, "audit_queue", queue)
+        digests, recomputed = refresh_audit_queue(con)
         record_digests(con, "audit_queue", digests)
     return recomputed
 

@@ -294,13 +294,12 @@ def test_a_draw_keeps_unchanged_configurations_and_redraws_any_changed_input(
 
 def _publish_queue(con: Any) -> list[str]:
     """What the ``audit_queue`` asset does; returns the configurations queried again."""
-    from litmus.audit.queue_reuse import AUDIT_QUEUE, audit_queue_reusing_unchanged
+    from litmus.audit.queue_reuse import AUDIT_QUEUE, refresh_audit_queue
     from litmus.reuse import record_digests
-    from litmus.warehouse import replace_rows, transaction
+    from litmus.warehouse import transaction
 
     with transaction(con):
-        queue, digests, recomputed = audit_queue_reusing_unchanged(con)
-        replace_rows(con, AUDIT_QUEUE, queue)
+        digests, recomputed = refresh_audit_queue(con)
         record_digests(con, AUDIT_QUEUE, digests)
     return recomputed
 

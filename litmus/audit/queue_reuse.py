@@ -18,8 +18,9 @@ configuration's queue rows are computed from:
   version.
 
 The stored rows of every configuration whose digest of those inputs is what was recorded
-with them are kept; the others are queried again (``AUDIT_QUEUE_SQL`` with ``$partition_keys``)
-and the whole is put in the order the full query gives. The recorded digest also carries the
+with them are kept; the others are built again inside DuckDB (``AUDIT_QUEUE_SQL`` with
+``$partition_keys``, in slices of their trajectories) and the whole is stored in the order the
+full query gives. The recorded digest also carries the
 number of rows stored, so rows lost behind the digests' back are queried again. The digests
 live in ``result_inputs`` (result ``audit_queue``) and are written in the same transaction as
 the rows. ``litmus audit export`` still runs the full query (the sheet an auditor fills in).
@@ -28,15 +29,15 @@ the rows. ``litmus audit export`` still runs the full query (the sheet an audito
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from litmus.audit.workflow import AUDIT_QUEUE_SQL, audit_queue
+from litmus.audit.workflow import AUDIT_QUEUE_SQL, queue_parameters
 from litmus.reuse import stored_digests, table_rows_digests
 from litmus.tokens import labeled_rows_tokens
-from litmus.warehouse import schema_version
+from litmus.warehouse import quoted_identifier, schema_version
 
 AUDIT_QUEUE = "audit_queue"
 
@@ -47,19 +48,29 @@ WHERE NOT internal AND view_name IN ('labeled_trajectories', 'current_audit_verd
 ORDER BY view_name
 """
 
-# The full query's order (AUDIT_QUEUE_SQL's ORDER BY, on the output columns of the same name).
-_STORED_ROWS_SQL = """
-SELECT * FROM audit_queue WHERE list_contains($keys, partition_key)
-ORDER BY partition_key, family_id, split, trajectory_id
-"""
-_COMBINED_SQL = """
+# The table is kept in the full query's order (AUDIT_QUEUE_SQL's ORDER BY, on its output
+# columns of the same name): the stored rows that are kept plus the ones built again.
+_REORDERED_SQL = """
+INSERT INTO audit_queue BY NAME
 SELECT * FROM (
-    SELECT * FROM audit_queue WHERE list_contains($keys, partition_key)
+    SELECT * FROM _kept_audit_queue
     UNION ALL BY NAME
     SELECT * FROM _fresh_audit_queue
 )
 ORDER BY partition_key, family_id, split, trajectory_id
 """
+
+# The trajectories a configuration queues, at most (its needs_audit rows and its spot-checks).
+_QUEUED_AT_MOST_SQL = """
+SELECT (SELECT count(*) FROM trajectory_labels
+        WHERE partition_key = $key AND label = 'needs_audit')
+     + (SELECT count(*) FROM spot_check_sample WHERE partition_key = $key)
+"""
+
+# A configuration's queue is built in slices of about this many trajectories: a slice's
+# evidence (each trajectory's steps as one JSON list, an ordered aggregate DuckDB holds in
+# memory) stays well within the warehouse's memory limit however large the configuration.
+QUEUE_SLICE_TRAJECTORIES = 20_000
 
 
 def _shared_inputs(con: duckdb.DuckDBPyConnection) -> str:
@@ -97,13 +108,14 @@ def _recorded(digest: str, rows: int) -> str:
     return f"{digest}:{rows}"
 
 
-def audit_queue_reusing_unchanged(
-    con: duckdb.DuckDBPyConnection,
-) -> tuple[pa.Table, dict[str, str], list[str]]:
-    """What :func:`litmus.audit.workflow.audit_queue` returns (every configuration, spot-checks
-    included), with the stored rows of every configuration whose inputs are unchanged. Call
-    inside the transaction that stores the rows; returns the rows, the digests to record with
-    them (:func:`litmus.reuse.record_digests`) and the configurations queried again."""
+def refresh_audit_queue(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str], list[str]]:
+    """Rebuild the ``audit_queue`` table as :func:`litmus.audit.workflow.audit_queue` would
+    give it (every configuration, spot-checks included, in its order), keeping the stored
+    rows of every configuration whose inputs are unchanged and building the others again,
+    each in slices, inside DuckDB (nothing is read into Python: over 10 M trajectories the
+    queue's evidence is gigabytes). Call inside the transaction that records the returned
+    digests (:func:`litmus.reuse.record_digests`); also returns the configurations built
+    again."""
     digests = queue_input_digests(con)
     recorded = stored_digests(con, AUDIT_QUEUE)
     stored_rows = dict(
@@ -115,23 +127,54 @@ def audit_queue_reusing_unchanged(
         if recorded.get(key) == _recorded(digest, int(stored_rows.get(key, 0)))
     )
     recomputed = sorted(set(digests) - set(reused))
-    if not reused:
-        queue = audit_queue(con)  # the full query, as it always was
-    elif not recomputed:
-        queue = con.sql(_STORED_ROWS_SQL, params={"keys": reused}).to_arrow_table()
-    else:
-        fresh = audit_queue(con, recomputed)
-        con.register("_fresh_audit_queue", fresh)
-        try:
-            queue = con.sql(_COMBINED_SQL, params={"keys": reused}).to_arrow_table()
-        finally:
-            con.unregister("_fresh_audit_queue")
-    counts = {
-        str(entry["values"]): int(entry["counts"])
-        for entry in pc.value_counts(queue.column("partition_key")).to_pylist()
-    }
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _kept_audit_queue AS "
+        "SELECT * FROM audit_queue WHERE list_contains($keys, partition_key)",
+        {"keys": reused},
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE _fresh_audit_queue AS FROM _kept_audit_queue LIMIT 0")
+    try:
+        for key in recomputed:
+            queued = int(con.execute(_QUEUED_AT_MOST_SQL, {"key": key}).fetchone()[0])
+            slices = max(1, -(-queued // QUEUE_SLICE_TRAJECTORIES))
+            for index in range(slices):
+                con.execute(
+                    f"INSERT INTO _fresh_audit_queue BY NAME {AUDIT_QUEUE_SQL}",
+                    queue_parameters([key], slices=slices, slice_index=index),
+                )
+        con.execute("DELETE FROM audit_queue")
+        con.execute(_REORDERED_SQL)
+    finally:
+        con.execute("DROP TABLE IF EXISTS _kept_audit_queue")
+        con.execute("DROP TABLE IF EXISTS _fresh_audit_queue")
+    counts = dict(
+        con.execute("SELECT partition_key, count(*) FROM audit_queue GROUP BY 1").fetchall()
+    )
     return (
-        queue,
-        {key: _recorded(digest, counts.get(key, 0)) for key, digest in digests.items()},
+        {key: _recorded(digest, int(counts.get(key, 0))) for key, digest in digests.items()},
         recomputed,
     )
+
+
+def queue_summary(
+    con: duckdb.DuckDBPyConnection, columns: Sequence[str], preview_rows: int = 20
+) -> tuple[int, dict[str, int], dict[str, int], pa.Table]:
+    """The stored queue's size, its rows per configuration and per audit reason, and its
+    first ``preview_rows`` rows (``columns`` of them, names of the table's own columns)."""
+    known = {name for (name,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE table_name = 'audit_queue'"
+    ).fetchall()}  # fmt: skip
+    unknown = [name for name in columns if name not in known]
+    if unknown:
+        raise ValueError(f"not columns of audit_queue: {unknown}")
+    by_configuration = dict(con.execute(
+        "SELECT configuration, count(*) FROM audit_queue GROUP BY 1 ORDER BY 1"
+    ).fetchall())  # fmt: skip
+    by_reason = dict(con.execute(
+        "SELECT audit_reason_code, count(*) FROM audit_queue GROUP BY 1 ORDER BY 1"
+    ).fetchall())  # fmt: skip
+    preview = con.sql(
+        f"SELECT {', '.join(quoted_identifier(name) for name in columns)} FROM audit_queue "
+        f"ORDER BY partition_key, family_id, split, trajectory_id LIMIT {int(preview_rows)}"
+    ).to_arrow_table()
+    return sum(by_configuration.values()), by_configuration, by_reason, preview

@@ -141,6 +141,7 @@ WITH queued AS (
           SELECT 1 FROM current_audit_verdicts v WHERE v.trajectory_id = l.trajectory_id)
       AND (len($partition_keys::VARCHAR[]) = 0
            OR list_contains($partition_keys::VARCHAR[], l.partition_key))
+      AND hash(l.trajectory_id) % $slices = $slice
     -- spot-checks (litmus.audit.spotcheck): sampled rule-decided rows nobody has decided yet
     UNION ALL BY NAME
     SELECT l.*, 'spot_check' AS queue
@@ -151,6 +152,7 @@ WITH queued AS (
           SELECT 1 FROM current_audit_verdicts v WHERE v.trajectory_id = l.trajectory_id)
       AND (len($partition_keys::VARCHAR[]) = 0
            OR list_contains($partition_keys::VARCHAR[], l.partition_key))
+      AND hash(l.trajectory_id) % $slices = $slice
 ),
 steps AS (
     SELECT s.trajectory_id,
@@ -161,6 +163,11 @@ steps AS (
                status := s.status, output := s.output) ORDER BY s.step_idx))::VARCHAR AS steps
     FROM raw_steps s
     WHERE s.trajectory_id IN (SELECT trajectory_id FROM queued)
+      -- the configurations the queued trajectories were stored under: their steps' row
+      -- groups only are read
+      AND s.partition_key IN (
+          SELECT t.partition_key FROM raw_trajectories t
+          WHERE t.trajectory_id IN (SELECT trajectory_id FROM queued))
     GROUP BY s.trajectory_id
 )
 SELECT q.trajectory_id, q.config_key AS configuration, q.partition_key, q.suite,
@@ -241,11 +248,26 @@ def audit_queue(
     then the undecided spot-checks of this publication (``queue`` tells them apart)."""
     return con.sql(
         AUDIT_QUEUE_SQL,
-        params={
-            "partition_keys": list(partition_keys),
-            "include_spot_checks": include_spot_checks,
-        },
+        params=queue_parameters(partition_keys, include_spot_checks=include_spot_checks),
     ).to_arrow_table()
+
+
+def queue_parameters(
+    partition_keys: Sequence[str] = (),
+    *,
+    include_spot_checks: bool = True,
+    slices: int = 1,
+    slice_index: int = 0,
+) -> dict[str, object]:
+    """``AUDIT_QUEUE_SQL``'s parameters: the configurations (none: every one), whether
+    spot-checks are queued, and which of ``slices`` parts of the queued trajectories (by a
+    hash of their id) to build."""
+    return {
+        "partition_keys": list(partition_keys),
+        "include_spot_checks": include_spot_checks,
+        "slices": slices,
+        "slice": slice_index,
+    }
 
 
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl")

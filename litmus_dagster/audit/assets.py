@@ -10,9 +10,8 @@ executor run or landing-sensor evaluation reports each load it finds there to th
 import dagster as dg
 import duckdb
 import pandas as pd
-import pyarrow as pa
 
-from litmus.audit.queue_reuse import audit_queue_reusing_unchanged
+from litmus.audit.queue_reuse import queue_summary, refresh_audit_queue
 from litmus.audit.spotcheck import (
     SpotCheckPolicy,
     compute_labeling_agreement,
@@ -23,7 +22,7 @@ from litmus.audit.spotcheck import (
 from litmus.audit.workflow import LoadReport, verdict_loads
 from litmus.neutralize import for_markdown
 from litmus.reuse import record_digests
-from litmus.warehouse import atomically, replace_rows
+from litmus.warehouse import atomically
 from litmus_dagster.partitions import WAREHOUSE_POOL
 from litmus_dagster.resources import LitmusWarehouse
 
@@ -164,33 +163,21 @@ def labeling_agreement(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
 def audit_queue(warehouse: LitmusWarehouse) -> dg.MaterializeResult:
     with warehouse.get_connection() as con:
 
-        def rebuild() -> tuple[pa.Table, list[str]]:
+        def rebuild() -> list[str]:
             # configurations whose labels, spot-checks, verdicts and suites did not change
-            # keep their stored rows; only the others are queried (litmus.audit.queue_reuse)
-            queue, digests, recomputed = audit_queue_reusing_unchanged(con)
-            replace_rows(con, "audit_queue", queue)
+            # keep their stored rows; only the others are built (litmus.audit.queue_reuse)
+            digests, recomputed = refresh_audit_queue(con)
             record_digests(con, "audit_queue", digests)
-            return queue, recomputed
+            return recomputed
 
-        queue, recomputed = atomically(con, rebuild, what="audit queue")
-    frame = queue.select(PREVIEW_COLUMNS).to_pandas()
-    by_configuration = (
-        frame.groupby("configuration").size().sort_index().to_dict() if len(frame) else {}
-    )
-    by_reason = (
-        frame.groupby("audit_reason_code").size().sort_index().to_dict() if len(frame) else {}
-    )
-    preview = frame.head(20)
+        recomputed = atomically(con, rebuild, what="audit queue")
+        rows, by_configuration, by_reason, preview = queue_summary(con, PREVIEW_COLUMNS)
     return dg.MaterializeResult(
         metadata={
-            "rows": len(frame),
-            "by_configuration": dg.MetadataValue.json(
-                {key: int(value) for key, value in by_configuration.items()}
-            ),
-            "by_reason": dg.MetadataValue.json(
-                {key: int(value) for key, value in by_reason.items()}
-            ),
-            "preview": dg.MetadataValue.md(_markdown(preview)),
+            "rows": rows,
+            "by_configuration": dg.MetadataValue.json(by_configuration),
+            "by_reason": dg.MetadataValue.json(by_reason),
+            "preview": dg.MetadataValue.md(_markdown(preview.to_pandas())),
             "recomputed": dg.MetadataValue.json(recomputed),
             "export": "litmus audit export [--format csv|jsonl] [--out FILE]",
         }
