@@ -33,6 +33,18 @@ SQL_WORDS = re.compile(
 # a listed site that no longer exists fails it too, so the list stays exact.
 # (path, interpolated expression) → why it is safe
 SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
+    ("litmus/warehouse.py", "rows_sql"): (
+        "ordered_text_digests: our own query text (a literal, or TABLE_ROW_TEXTS_SQL over a "
+        "_table-checked name); values go in as parameters"
+    ),
+    ("litmus/warehouse.py", "order_by"): (
+        "ordered_text_digests: a literal at every call site (LITERAL_ARGUMENTS)"
+    ),
+    ("litmus/audit/queue_reuse.py", "AUDIT_QUEUE_SQL"): "the queue's constant query",
+    ("litmus/audit/queue_reuse.py", "', '.join((quoted_identifier(name) for name in columns))"): (
+        "queue_summary: names checked against audit_queue's own columns, then quoted"
+    ),
+    ("litmus/audit/queue_reuse.py", "int(preview_rows)"): "an int",
     ("litmus/ingestion/run_files.py", "table"): (
         "loop over a literal tuple of two staging table names"
     ),
@@ -340,6 +352,7 @@ LITERAL_ARGUMENTS: dict[tuple[str, int], str] = {
     ("replace_rows", 1): "",
     ("verdict_outcome_sql", 0): "",
     ("verdict_outcome_sql", 1): "",
+    ("ordered_text_digests", 2): "",
 }
 
 
