@@ -24,6 +24,7 @@ from litmus.audit.audited import partitions_needing_refresh, refresh_audited_par
 from litmus.audit.workflow import (
     EXPORT_COLUMNS,
     AuditFileError,
+    audit_queue,
     export_audit_queue,
     load_verdicts,
     verdict_history,
@@ -154,6 +155,39 @@ def test_the_refresh_under_a_small_memory_limit_rebuilds_the_same_rows(
 
 
 # ----------------------------------------------------------------------------- the queue
+
+
+def test_the_exported_queue_built_in_slices_is_the_full_querys_rows_in_its_order(
+    home: LitmusPaths,
+) -> None:
+    """Export builds the queue a configuration and a slice at a time inside DuckDB and streams
+    it to the file in batches: the sheet is the one query's rows, in its order, however small
+    the slices."""
+    with connect(home.duckdb_path) as con:
+        expected = audit_queue(con).to_pylist()
+        files = {}
+        for slice_trajectories in (1, 2, 20_000):
+            out = home.audit / f"queue-{slice_trajectories}.jsonl"
+            count = export_audit_queue(
+                con, out, file_format="jsonl", slice_trajectories=slice_trajectories
+            )
+            assert count == len(expected)
+            files[slice_trajectories] = out.read_bytes()
+        sheet = home.audit / "queue-1.csv"
+        export_audit_queue(con, sheet, slice_trajectories=1)
+        assert not con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE temporary"
+        ).fetchone()[0], "the export leaves no temporary table behind"
+    assert len(expected) >= 4
+    assert files[1] == files[2] == files[20_000]
+    exported = [json.loads(line) for line in files[1].decode().splitlines()]
+    for row in expected:
+        row["steps"] = json.loads(row["steps"])
+    assert exported == json.loads(json.dumps(expected, ensure_ascii=False, default=str))
+    with sheet.open(newline="", encoding="utf-8") as handle:
+        assert [row["trajectory_id"] for row in csv.DictReader(handle)] == [
+            row["trajectory_id"] for row in expected
+        ]
 
 
 def test_queue_holds_exactly_the_unresolved_needs_audit_rows_with_their_evidence(

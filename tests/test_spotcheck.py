@@ -382,6 +382,19 @@ def test_the_audit_queue_keeps_unchanged_configurations_and_requeries_any_change
             assert _stored_queue(con) == _queue_from_scratch(con), round_
             assert {k for k in keys if before.get(k) != after.get(k)} <= {changed, other}
 
+        # the auditor's sheet is built the same way, in slices, and is the full query's rows
+        from litmus.audit.workflow import audit_queue, export_audit_queue
+
+        sheet = home.audit / "queue.jsonl"
+        count = export_audit_queue(con, sheet, file_format="jsonl", slice_trajectories=3)
+        exported = [json.loads(line) for line in sheet.read_text(encoding="utf-8").splitlines()]
+        expected = audit_queue(con).to_pylist()
+        assert count == len(exported) == len(expected)
+        assert [(r["trajectory_id"], r["queue"], r["why_needs_audit"]) for r in exported] == [
+            (r["trajectory_id"], r["queue"], r["why_needs_audit"]) for r in expected
+        ]
+        assert {r["queue"] for r in exported} == {"needs_audit", "spot_check"}
+
         # a configuration whose key is hostile text, labeled afresh
         renamed = keys[0]
         evil = "evil'); DELETE FROM audit_queue; --\n|é"

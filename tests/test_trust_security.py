@@ -40,7 +40,16 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/warehouse.py", "order_by"): (
         "ordered_text_digests: a literal at every call site (LITERAL_ARGUMENTS)"
     ),
-    ("litmus/audit/queue_reuse.py", "AUDIT_QUEUE_SQL"): "the queue's constant query",
+    ("litmus/audit/queue_reuse.py", "BUILT_QUEUE_TABLE"): (
+        "the constant name of the temporary table build_audit_queue fills"
+    ),
+    ("litmus/audit/workflow.py", "BUILT_QUEUE_TABLE"): (
+        "the constant name of the temporary table build_audit_queue fills"
+    ),
+    ("litmus/audit/workflow.py", "AUDIT_QUEUE_SQL"): "the queue's constant query",
+    ("litmus/audit/workflow.py", "', '.join(EXPORT_COLUMNS)"): (
+        "export_audit_queue: the constant column names of the auditor's sheet"
+    ),
     ("litmus/audit/queue_reuse.py", "', '.join((quoted_identifier(name) for name in columns))"): (
         "queue_summary: names checked against audit_queue's own columns, then quoted"
     ),

@@ -23,7 +23,7 @@ with them are kept; the others are built again inside DuckDB (``AUDIT_QUEUE_SQL`
 full query gives. The recorded digest also carries the
 number of rows stored, so rows lost behind the digests' back are queried again. The digests
 live in ``result_inputs`` (result ``audit_queue``) and are written in the same transaction as
-the rows. ``litmus audit export`` still runs the full query (the sheet an auditor fills in).
+the rows. ``litmus audit export`` builds the queue the same way (``build_audit_queue``).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
-from litmus.audit.workflow import AUDIT_QUEUE_SQL, queue_parameters
+from litmus.audit.workflow import AUDIT_QUEUE_SQL, BUILT_QUEUE_TABLE, build_audit_queue
 from litmus.reuse import stored_digests, table_rows_digests
 from litmus.tokens import labeled_rows_tokens
 from litmus.warehouse import quoted_identifier, schema_version
@@ -50,27 +50,15 @@ ORDER BY view_name
 
 # The table is kept in the full query's order (AUDIT_QUEUE_SQL's ORDER BY, on its output
 # columns of the same name): the stored rows that are kept plus the ones built again.
-_REORDERED_SQL = """
+_REORDERED_SQL = f"""
 INSERT INTO audit_queue BY NAME
 SELECT * FROM (
     SELECT * FROM _kept_audit_queue
     UNION ALL BY NAME
-    SELECT * FROM _fresh_audit_queue
+    SELECT * FROM {BUILT_QUEUE_TABLE}
 )
 ORDER BY partition_key, family_id, split, trajectory_id
 """
-
-# The trajectories a configuration queues, at most (its needs_audit rows and its spot-checks).
-_QUEUED_AT_MOST_SQL = """
-SELECT (SELECT count(*) FROM trajectory_labels
-        WHERE partition_key = $key AND label = 'needs_audit')
-     + (SELECT count(*) FROM spot_check_sample WHERE partition_key = $key)
-"""
-
-# A configuration's queue is built in slices of about this many trajectories: a slice's
-# evidence (each trajectory's steps as one JSON list, an ordered aggregate DuckDB holds in
-# memory) stays well within the warehouse's memory limit however large the configuration.
-QUEUE_SLICE_TRAJECTORIES = 20_000
 
 
 def _shared_inputs(con: duckdb.DuckDBPyConnection) -> str:
@@ -132,21 +120,14 @@ def refresh_audit_queue(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, str],
         "SELECT * FROM audit_queue WHERE list_contains($keys, partition_key)",
         {"keys": reused},
     )
-    con.execute("CREATE OR REPLACE TEMP TABLE _fresh_audit_queue AS FROM _kept_audit_queue LIMIT 0")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {BUILT_QUEUE_TABLE} AS FROM audit_queue LIMIT 0")
     try:
-        for key in recomputed:
-            queued = int(con.execute(_QUEUED_AT_MOST_SQL, {"key": key}).fetchone()[0])
-            slices = max(1, -(-queued // QUEUE_SLICE_TRAJECTORIES))
-            for index in range(slices):
-                con.execute(
-                    f"INSERT INTO _fresh_audit_queue BY NAME {AUDIT_QUEUE_SQL}",
-                    queue_parameters([key], slices=slices, slice_index=index),
-                )
+        build_audit_queue(con, recomputed)
         con.execute("DELETE FROM audit_queue")
         con.execute(_REORDERED_SQL)
     finally:
         con.execute("DROP TABLE IF EXISTS _kept_audit_queue")
-        con.execute("DROP TABLE IF EXISTS _fresh_audit_queue")
+        con.execute(f"DROP TABLE IF EXISTS {BUILT_QUEUE_TABLE}")
     counts = dict(
         con.execute("SELECT partition_key, count(*) FROM audit_queue GROUP BY 1").fetchall()
     )

@@ -270,7 +270,46 @@ def queue_parameters(
     }
 
 
+# The trajectories a configuration queues, at most (its needs_audit rows and its spot-checks).
+_QUEUED_AT_MOST_SQL = """
+SELECT (SELECT count(*) FROM trajectory_labels
+        WHERE partition_key = $key AND label = 'needs_audit')
+     + (SELECT count(*) FROM spot_check_sample WHERE partition_key = $key)
+"""
+
+# A configuration's queue is built in slices of about this many trajectories: a slice's
+# evidence (each trajectory's steps as one JSON list, an ordered aggregate DuckDB holds in
+# memory) stays well within the warehouse's memory limit however large the configuration.
+QUEUE_SLICE_TRAJECTORIES = 20_000
+
+# The temporary table build_audit_queue fills (created by its caller with audit_queue's
+# columns).
+BUILT_QUEUE_TABLE = "_built_audit_queue"
+
+
+def build_audit_queue(
+    con: duckdb.DuckDBPyConnection,
+    partition_keys: Sequence[str],
+    *,
+    slice_trajectories: int | None = None,
+) -> None:
+    """Insert the queue rows (spot-checks included) of each of ``partition_keys`` into the
+    temporary table ``BUILT_QUEUE_TABLE``, a configuration at a time in slices of about
+    ``slice_trajectories`` trajectories, inside DuckDB: nothing comes into Python, and each
+    slice reads only its configuration's row groups of ``raw_steps``."""
+    per_slice = slice_trajectories or QUEUE_SLICE_TRAJECTORIES
+    for key in partition_keys:
+        queued = int(con.execute(_QUEUED_AT_MOST_SQL, {"key": key}).fetchone()[0])
+        slices = max(1, -(-queued // per_slice))
+        for index in range(slices):
+            con.execute(
+                f"INSERT INTO {BUILT_QUEUE_TABLE} BY NAME {AUDIT_QUEUE_SQL}",
+                queue_parameters([key], slices=slices, slice_index=index),
+            )
+
+
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "jsonl")
+EXPORT_BATCH_ROWS = 2_048
 # Largest CSV cell a verdict file may hold (csv's own default is 131,072 characters).
 CSV_CELL_LIMIT = 2**31 - 1
 
@@ -281,24 +320,44 @@ def export_audit_queue(
     *,
     file_format: str = "csv",
     partition_keys: Sequence[str] = (),
+    slice_trajectories: int | None = None,
 ) -> int:
-    """Write the queue to ``out`` (CSV or JSONL) for an auditor; returns the row count."""
+    """Write the queue to ``out`` (CSV or JSONL) for an auditor, in the order of
+    :func:`audit_queue`; returns the row count. The queue is built inside DuckDB
+    (:func:`build_audit_queue`) and written a batch at a time: at millions of trajectories its
+    evidence is gigabytes, more than the warehouse's memory limit and Python should hold."""
     if file_format not in EXPORT_FORMATS:
         raise LitmusError(f"unknown export format {file_format!r} (use csv or jsonl)")
-    rows = audit_queue(con, partition_keys).to_pylist()  # a human-sized queue
+    keys = list(partition_keys) or [
+        key for (key,) in con.execute(
+            "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
+        ).fetchall()
+    ]  # fmt: skip
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {BUILT_QUEUE_TABLE} AS FROM audit_queue LIMIT 0")
     out.parent.mkdir(parents=True, exist_ok=True)
-    if file_format == "jsonl":
-        with out.open("w", encoding="utf-8") as handle:
-            for row in rows:
-                row["steps"] = json.loads(row["steps"])
-                handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-    else:
+    count = 0
+    try:
+        build_audit_queue(con, keys, slice_trajectories=slice_trajectories)
+        batches = con.execute(
+            f"SELECT {', '.join(EXPORT_COLUMNS)} FROM {BUILT_QUEUE_TABLE} "
+            "ORDER BY partition_key, family_id, split, trajectory_id"
+        ).fetch_record_batch(EXPORT_BATCH_ROWS)
         with out.open("w", encoding="utf-8", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(EXPORT_COLUMNS))
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({key: _csv_text(value) for key, value in row.items()})
-    return len(rows)
+            if file_format == "csv":
+                writer.writeheader()
+            for batch in batches:
+                rows = batch.to_pylist()
+                count += len(rows)
+                for row in rows:
+                    if file_format == "jsonl":
+                        row["steps"] = json.loads(row["steps"])
+                        handle.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                    else:
+                        writer.writerow({key: _csv_text(value) for key, value in row.items()})
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {BUILT_QUEUE_TABLE}")
+    return count
 
 
 def _csv_text(value: Any) -> str:
