@@ -44,7 +44,7 @@ AUDIT_QUEUE = "audit_queue"
 # The views the queue reads, by name: their definitions are part of the code it runs.
 _VIEW_DEFINITIONS_SQL = """
 SELECT view_name, sql FROM duckdb_views()
-WHERE NOT internal AND view_name IN ('labeled_trajectories', 'current_audit_verdicts')
+WHERE NOT internal AND view_name IN ('current_audit_verdicts')
 ORDER BY view_name
 """
 
