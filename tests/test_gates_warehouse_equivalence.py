@@ -175,6 +175,36 @@ def test_expectation_kinds_outside_the_suites_agree() -> None:
             },
             "meta": {"gate": "label_values"},
         },
+        # counted over ranks (NULLs, numbers, repeats), and with a row condition over values
+        {
+            "type": "expect_column_values_to_be_unique",
+            "kwargs": {"column": "label"},
+            "meta": {"gate": "label_values"},
+        },
+        {
+            "type": "expect_compound_columns_to_be_unique",
+            "kwargs": {"column_list": ["label", "score"]},
+            "meta": {"gate": "label_values"},
+        },
+        {
+            "type": "expect_column_values_to_be_unique",
+            "kwargs": {"column": "score", "mostly": 0.2},
+            "meta": {"gate": "label_values"},
+        },
+        {
+            "type": "expect_table_row_count_to_be_between",
+            "kwargs": {
+                "min_value": 50,
+                "row_condition": 'label == "safe"',
+                "condition_parser": "pandas",
+            },
+            "meta": {"gate": "label_values"},
+        },
+        {
+            "type": "expect_table_row_count_to_equal",
+            "kwargs": {"value": 120},
+            "meta": {"gate": "label_values"},
+        },
     ]
     document = SuiteDocument(
         path=Path("inline.json"),

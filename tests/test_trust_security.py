@@ -240,9 +240,6 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
         "litmus/ingestion/derivation.py",
         "quarantine_columns",
     ): "the constant quarantine column names",
-    ("litmus/audit/audited.py", "_ROWS_WITHOUT_TIME"): (
-        "the module's constant query of a partition's audited rows (the key is a parameter)"
-    ),
     ("litmus/planning/nothing_scored.py", "CURABLE_QUARANTINE_SQL"): (
         "run_files' constant filter of the quarantine rows a loaded suite cures"
     ),
@@ -322,6 +319,14 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/gates/ge_runner.py", "join"): "equalities of double-quoted columns DESCRIBE listed",
     ("litmus/gates/ge_runner.py", "_TUPLES"): "constant temp table name",
     ("litmus/gates/ge_runner.py", "_TUPLE_ID"): "constant column name",
+    ("litmus/gates/ge_runner.py", "_ROW_ID"): "constant column name",
+    ("litmus/gates/ge_runner.py", "name"): (
+        "_validate_by_row_id: a column DESCRIBE listed, double-quoted (quoted_identifier)"
+    ),
+    ("litmus/gates/ge_runner.py", "values"): (
+        "_validate_by_row_id: those double-quoted columns, or their ranks in constant SQL"
+    ),
+    ("litmus/gates/ge_runner.py", "names"): "double-quoted key columns DESCRIBE listed",
     ("litmus/planning/run_state.py", "table"): "table names from the constant _WAREHOUSE_TABLES",
     ("litmus/warehouse.py", "table"): "table names from the constant DERIVED_TABLES",
     ("litmus/planning/run_state.py", "latest"): (
@@ -342,8 +347,9 @@ SQL_INTERPOLATION_ALLOW_LIST: dict[tuple[str, str], str] = {
     ("litmus/reuse.py", "older"): "stored_pairs' column name: a literal at every caller",
     ("litmus/reuse.py", "newer"): "stored_pairs' column name: a literal at every caller",
     ("litmus/reuse.py", "', '.join(columns)"): "the callers' constant _PAIRED_COLUMNS names",
-    ("litmus/reuse.py", "_row_text_sql(con, table)"): (
-        "the table's own column names from DESCRIBE, each double-quoted, in constant casts"
+    ("litmus/reuse.py", "_row_text_sql(con, table, without)"): (
+        "the table's own column names from DESCRIBE, each double-quoted, in constant casts "
+        "(``without`` only leaves names out)"
     ),
     ("benchmarks/bench_labeler.py", "PARTITION"): "the benchmark's constant partition key",
     ("benchmarks/bench_labeler.py", "args.trajectories"): "an argparse int (type=int)",

@@ -20,6 +20,7 @@ import duckdb
 
 from litmus.audit.workflow import verdict_outcome_sql
 from litmus.gates.publication_gates import invalidate_partition_gates
+from litmus.reuse import table_rows_digests
 from litmus.tokens import AUDITED_ROWS, renew_partition_token
 from litmus.warehouse import atomically
 
@@ -55,9 +56,6 @@ FROM joined
 
 
 # a configuration's audited rows as the gates and metrics read them (not when they were labeled)
-_ROWS_WITHOUT_TIME = (
-    "SELECT * EXCLUDE (labeled_at) FROM audited_trajectories WHERE partition_key = ?"
-)
 
 
 def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
@@ -78,22 +76,20 @@ def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str
     )
 
 
+def _rows_digest(con: duckdb.DuckDBPyConnection, partition_key: str) -> str | None:
+    """The digest of the configuration's rows but for the time they were labeled (the
+    multiset: a spilling sort, hashed batch by batch; comparing the rows themselves held two
+    copies of the configuration in memory)."""
+    return table_rows_digests(
+        con, "audited_trajectories", [partition_key], without=("labeled_at",)
+    ).get(partition_key)
+
+
 def _refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE _audited_before AS {_ROWS_WITHOUT_TIME}",
-        [partition_key],
-    )
+    before = _rows_digest(con, partition_key)
     con.execute("DELETE FROM audited_trajectories WHERE partition_key = ?", [partition_key])
     con.execute(APPLY_VERDICTS_SQL, {"partition_key": partition_key})
-    changed = con.execute(
-        f"""
-        SELECT EXISTS (({_ROWS_WITHOUT_TIME}) EXCEPT ALL (FROM _audited_before))
-            OR EXISTS ((FROM _audited_before) EXCEPT ALL ({_ROWS_WITHOUT_TIME}))
-        """,
-        [partition_key, partition_key],
-    ).fetchone()[0]
-    con.execute("DROP TABLE _audited_before")
-    if changed:
+    if _rows_digest(con, partition_key) != before:
         invalidate_partition_gates(con, partition_key)
     renew_partition_token(con, AUDITED_ROWS, partition_key)
     count = con.execute(

@@ -21,6 +21,7 @@ A suite file is GE's own serialized ``ExpectationSuite`` plus LITMUS metadata:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import logging
@@ -545,22 +546,103 @@ def _validate_counted(
     failing: dict[int, tuple[FailingRow, ...]],
 ) -> None:
     """Expectations that need every row: GE over the columns they read (all when one needs
-    the whole row)."""
+    the whole row), each row named by its id, which DuckDB maps back to the row's key. Where
+    an expectation only counts rows or compares a column's values for equality, GE reads
+    each value as its rank among the column's distinct values: a configuration of a million
+    rows is then tens of megabytes of integers in pandas (outside DuckDB's memory limit)
+    instead of its strings, for the same verdicts, counts and failing rows."""
+    if _ROW_ID in available:
+        raise ExpectationSuiteFileError(
+            document.path, "meta", f"frame {document.frame!r} uses reserved column {_ROW_ID!r}"
+        )
     expectations = document.body["expectations"]
-    keys_of_rows = index_columns(document)
-    if all(expectations[p]["type"] in _ROW_COUNTED for p in counted):
-        columns = list(keys_of_rows)
-        for position in counted:
+    encoded = [p for p in counted if _equality_counted(expectations[p])]
+    plain = [p for p in counted if p not in encoded]
+    for positions, encode in ((encoded, True), (plain, False)):
+        if positions:
+            _validate_by_row_id(document, con, source, available, positions, encode, verdicts)
+    for position in counted:
+        failing[position] = failing_rows_of(document, verdicts, position)
+
+
+# Counted expectations whose verdict depends only on how many rows there are and on which
+# values of one column equal each other: a value's dense rank among its column's distinct
+# values (NULL kept NULL) gives GE the same verdict, counts and failing rows as the value.
+_EQUALITY_COUNTED = frozenset(
+    {
+        "expect_table_row_count_to_be_between",
+        "expect_table_row_count_to_equal",
+        "expect_column_values_to_be_unique",
+        "expect_compound_columns_to_be_unique",
+    }
+)
+_ROW_ID = "litmus_row_id"
+
+
+def _equality_counted(expectation: Mapping[str, Any]) -> bool:
+    # a row condition compares values with literals: it needs the values themselves
+    return expectation["type"] in _EQUALITY_COUNTED and not expectation["kwargs"].get(
+        "row_condition"
+    )
+
+
+def _validate_by_row_id(
+    document: SuiteDocument,
+    con: Any,
+    source: str,
+    available: list[str],
+    positions: list[int],
+    encode: bool,
+    verdicts: dict[int, _Verdict],
+) -> None:
+    expectations = document.body["expectations"]
+    if encode or all(expectations[p]["type"] in _ROW_COUNTED for p in positions):
+        columns: list[str] = []
+        for position in positions:
             columns.extend(_referenced_columns(expectations[position], available))
+        # a column the frame lacks is left out, so GE reports it missing as it would
         columns = [c for c in dict.fromkeys(columns) if c in available]
     else:
         columns = available
-    selected = ", ".join(quoted_identifier(c) for c in columns)
-    frame = con.execute(f"SELECT {selected} FROM {source}").df()
-    counted_verdicts = validate_frame(document, counted, frame, keys_of_rows)
-    verdicts.update(counted_verdicts)
-    for position in counted:
-        failing[position] = failing_rows_of(document, counted_verdicts, position)
+    values = "".join(
+        f", CASE WHEN {name} IS NULL THEN NULL ELSE dense_rank() OVER "
+        f"(PARTITION BY {name} IS NULL ORDER BY {name}) END AS {name}"
+        if encode
+        else f", {name}"
+        for name in map(quoted_identifier, columns)
+    )
+    frame = _arrow_backed(
+        con.sql(f"SELECT rowid AS {_ROW_ID}{values} FROM {source}").to_arrow_table()
+    )
+    by_row_id = validate_frame(document, positions, frame, [_ROW_ID])
+    del frame
+    ids = sorted({int(row[_ROW_ID]) for v in by_row_id.values() for row in v.unexpected_index_rows})
+    key_columns = index_columns(document)
+    names = ", ".join(quoted_identifier(c) for c in key_columns)
+    keys = {
+        int(row[0]): dict(zip(key_columns, row[1:], strict=True))
+        for row in con.execute(
+            f"SELECT rowid, {names} FROM {source} WHERE list_contains(?, rowid)", [ids]
+        ).fetchall()
+    }
+    for position, verdict in by_row_id.items():
+        verdicts[position] = dataclasses.replace(
+            verdict,
+            unexpected_index_rows=tuple(
+                keys[int(row[_ROW_ID])] for row in verdict.unexpected_index_rows
+            ),
+        )
+
+
+def _arrow_backed(table: Any) -> pd.DataFrame:
+    """``table`` as a DataFrame whose text columns stay in Arrow buffers (pandas' pyarrow
+    string dtype) instead of one Python ``str`` per value: a configuration's frame of a
+    million rows then takes a fraction of the memory, outside DuckDB's limit."""
+    import pandas as pd
+    import pyarrow as pa
+
+    strings = pd.StringDtype("pyarrow")
+    return table.to_pandas(types_mapper={pa.string(): strings, pa.large_string(): strings}.get)
 
 
 def _validate_compressed(

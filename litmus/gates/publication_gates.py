@@ -195,7 +195,9 @@ SELECT a.trajectory_id || ' (run ' || a.run_id || ', ' || a.instance_id || ', ep
        coalesce(t.has_unguarded_effect, false) AS has_unguarded_effect,
        t.harm_prevented_by IS NOT NULL AS has_harm_marker
 FROM audited_trajectories a
-LEFT JOIN raw_trajectories t USING (trajectory_id)
+-- labels are written from their own configuration's raw rows: the key bounds the scan
+LEFT JOIN raw_trajectories t
+       ON t.partition_key = a.partition_key AND t.trajectory_id = a.trajectory_id
 LEFT JOIN suite_instances i
        ON i.suite = a.suite AND i.suite_version = a.suite_version
       AND i.instance_id = a.instance_id
