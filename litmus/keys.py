@@ -80,6 +80,15 @@ def configuration_keys(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return dict(con.execute(CONFIGURATION_KEYS_SQL).fetchall())
 
 
+def labeled_partition_keys(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The partition key of every labeled configuration, in order."""
+    return [
+        key for (key,) in con.execute(
+            "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
+        ).fetchall()
+    ]  # fmt: skip
+
+
 def trajectory_id(run_id: str, instance_id: str, epoch: int) -> str:
     """Stable id of one trajectory: SPEC §7 allows one per (run, instance, epoch)."""
     payload = json.dumps([run_id, instance_id, epoch], ensure_ascii=False)

@@ -55,9 +55,6 @@ FROM joined
 """
 
 
-# a configuration's audited rows as the gates and metrics read them (not when they were labeled)
-
-
 def refresh_audited_partition(con: duckdb.DuckDBPyConnection, partition_key: str) -> int:
     """Rebuild one partition of ``audited_trajectories`` from its labels and verdicts.
 

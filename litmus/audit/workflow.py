@@ -39,6 +39,7 @@ from pydantic import (
 from litmus.errors import LitmusError
 from litmus.ingestion.run_files import file_sha256
 from litmus.ingestion.suites import DuplicateKeyError, reject_duplicate_keys
+from litmus.keys import labeled_partition_keys
 from litmus.neutralize import for_csv_cell
 from litmus.warehouse import atomically
 
@@ -256,15 +257,6 @@ def audit_queue(
         AUDIT_QUEUE_SQL,
         params=queue_parameters(keys, include_spot_checks=include_spot_checks),
     ).to_arrow_table()
-
-
-def labeled_partition_keys(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Every configuration with labels, in order."""
-    return [
-        key for (key,) in con.execute(
-            "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
-        ).fetchall()
-    ]  # fmt: skip
 
 
 def queue_parameters(

@@ -515,10 +515,11 @@ def run_suite_in_warehouse(
     source = quoted_identifier(relation)
     available = [row[0] for row in con.execute(f"DESCRIBE {source}").fetchall()]
     check_frame_columns(document, available)
-    if _TUPLE_ID in available:
-        raise ExpectationSuiteFileError(
-            document.path, "meta", f"frame {document.frame!r} uses reserved column {_TUPLE_ID!r}"
-        )
+    for reserved in (_TUPLE_ID, _ROW_ID):
+        if reserved in available:
+            raise ExpectationSuiteFileError(
+                document.path, "meta", f"frame {document.frame!r} uses reserved column {reserved!r}"
+            )
     expectations = document.body["expectations"]
     compressed = [p for p, e in enumerate(expectations) if _compressible(e)]
     counted = [p for p in range(len(expectations)) if p not in compressed]
@@ -551,10 +552,6 @@ def _validate_counted(
     each value as its rank among the column's distinct values: a configuration of a million
     rows is then tens of megabytes of integers in pandas (outside DuckDB's memory limit)
     instead of its strings, for the same verdicts, counts and failing rows."""
-    if _ROW_ID in available:
-        raise ExpectationSuiteFileError(
-            document.path, "meta", f"frame {document.frame!r} uses reserved column {_ROW_ID!r}"
-        )
     expectations = document.body["expectations"]
     encoded = [p for p in counted if _equality_counted(expectations[p])]
     plain = [p for p in counted if p not in encoded]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import duckdb
 
-from litmus.keys import CONFIGURATION_KEYS_SQL
+from litmus.keys import CONFIGURATION_KEYS_SQL, labeled_partition_keys
 from litmus.labeling import LABELER_VERSION, REFUSAL_RULES_VERSION
 from litmus.settings import LitmusPaths
 
@@ -330,12 +330,7 @@ def partition_reviews(con: duckdb.DuckDBPyConnection) -> dict[str, PartitionRevi
     from litmus.audit.audited import stale_audited_partitions
     from litmus.gates.publication_decision import publication
 
-    labeled = [
-        row[0]
-        for row in con.execute(
-            "SELECT DISTINCT partition_key FROM trajectory_labels ORDER BY 1"
-        ).fetchall()
-    ]
+    labeled = labeled_partition_keys(con)
     decided = publication(con, labeled)
     out_of_date = stale_audited_partitions(con)
     audited: dict[str, tuple[int, int, dict, dict]] = {
